@@ -1,0 +1,87 @@
+// Package sim is a Redis-protocol server written for respire-go's tests, demo
+// and deterministic simulation. It reproduces, byte for byte, the replies of
+// Redis 7.0, Redis 8.4, Valkey 8.1 and Valkey 9.0 to the commands the lock
+// library uses (see docs/compatibility.md), with a virtual or real clock,
+// ACL users, cluster mode and scriptable faults.
+//
+// CONTRACT FILE: the exported names below are relied on by conn/, lease/ and
+// their tests. Implementations live in other files of this package.
+package sim
+
+import (
+	"time"
+)
+
+// Profile names a server version whose replies the simulator reproduces.
+type Profile string
+
+// The supported profiles.
+const (
+	Redis70  Profile = "redis-7.0"  // Debian redis-server 7.0.15
+	Redis84  Profile = "redis-8.4"  // Redis 8.4 (DELEX, SET IFEQ)
+	Valkey81 Profile = "valkey-8.1" // Valkey 8.1.7 (SET IFEQ)
+	Valkey90 Profile = "valkey-9.0" // Valkey 9.0.4 (SET IFEQ, DELIFEQ)
+)
+
+// Profiles lists every supported profile, oldest first.
+var Profiles = []Profile{Redis70, Redis84, Valkey81, Valkey90}
+
+// Clock is the server's time source; keys expire on it.
+type Clock interface {
+	Now() time.Time
+}
+
+// Config configures one simulated node. The zero value is a redis-7.0
+// node on a free loopback port, real time, no password.
+type Config struct {
+	Profile  Profile // default Redis70
+	Addr     string  // listen address; default "127.0.0.1:0"
+	Password string  // password of the "default" user; "" means no AUTH needed
+	Clock    Clock   // nil means real time (time.Now)
+}
+
+// Entry is one command in a node's command log (like MONITOR).
+type Entry struct {
+	Seq      int64    // order of arrival on this node, from 1
+	ClientID int64    // CLIENT ID of the connection that sent it
+	Args     []string // the command and its arguments, as sent
+}
+
+// FaultKind selects what an injected fault does to a matching command.
+type FaultKind int
+
+// The fault kinds.
+const (
+	// DelayReply executes the command and writes its reply after Delay of
+	// real time, or, when Gate is set, once Gate is closed.
+	DelayReply FaultKind = iota + 1
+	// DropBeforeExec closes the connection without executing the command.
+	DropBeforeExec
+	// DropAfterExec executes the command, then closes the connection
+	// without writing the reply.
+	DropAfterExec
+	// FailWith replies with Error instead of executing the command.
+	FailWith
+)
+
+// Fault is a scripted failure for commands that match it. A fault fires
+// for Times matching commands (0 means once) and is then removed.
+type Fault struct {
+	Kind     FaultKind
+	Command  string                // command name, case-insensitive ("DELEX", "CLIENT"); "" matches any
+	Match    func(args []string) bool // optional extra predicate on the whole command
+	ClientID int64                 // only this client, when non-zero
+	Times    int
+	Delay    time.Duration   // DelayReply
+	Gate     <-chan struct{} // DelayReply: hold the reply until closed
+	Error    string          // FailWith: error text without '-' and CRLF, e.g. "NOPERM denied"
+	// Fired, when non-nil, receives one record (non-blocking send) each time the fault fires.
+	Fired chan<- FaultRecord
+}
+
+// FaultRecord tells that a fault fired, on which command.
+type FaultRecord struct {
+	Kind     FaultKind
+	ClientID int64
+	Args     []string
+}
