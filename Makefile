@@ -1,0 +1,32 @@
+# respire-go: everything CI runs is `make test`; `make demo` shows the library at work.
+GO        ?= go
+PKGS      ?= ./...
+SIM_RUNS  ?= 1000000
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: test demo sim bench lint fmt
+
+## test: install/start private redis-servers, run every test with -race, stop the servers.
+test:
+	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## demo: the main job on the embedded simulated servers (nothing to install).
+demo:
+	$(GO) run ./cmd/demo
+
+## sim: a long deterministic-simulation campaign over all cores.
+sim:
+	$(GO) run ./cmd/simcampaign -runs $(SIM_RUNS)
+
+## bench: benchmarks against a private redis-server, side by side with raw rueidis.
+bench:
+	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## lint: gofmt check, go vet, staticcheck.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
