@@ -1,0 +1,120 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Class tells what an error proves about a command's effect on the server.
+type Class int
+
+// The error classes.
+const (
+	// Definite: the server answered with an error reply; the command did not
+	// take effect (or, for MOVED/ASK, did not run on that node).
+	Definite Class = iota + 1
+	// NotSubmitted: the command provably never reached the wire (context
+	// already done before hand-off, session closing, dial failure). Ownership
+	// is unchanged and retrying is safe.
+	NotSubmitted
+	// Uncertain: the command may or may not have run (timeout, cancellation
+	// or connection loss after hand-off). It is never replayed; managed
+	// callers treat ownership as lost and fence the session.
+	Uncertain
+)
+
+// String names the class.
+func (c Class) String() string {
+	switch c {
+	case Definite:
+		return "definite"
+	case NotSubmitted:
+		return "not-submitted"
+	case Uncertain:
+		return "uncertain"
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Sentinels matched with errors.Is against any *Error of that class.
+var (
+	// ErrOutcomeUnknown matches Uncertain errors: the command may have run.
+	ErrOutcomeUnknown = errors.New("conn: outcome unknown: the command may have run")
+	// ErrNotSubmitted matches NotSubmitted errors: nothing was sent.
+	ErrNotSubmitted = errors.New("conn: command not submitted")
+	// ErrServerReply matches Definite errors: the server answered with an error.
+	ErrServerReply = errors.New("conn: server error reply")
+	// ErrSessionRetired is the cause when a command was offered to a session
+	// already retired; it is NotSubmitted.
+	ErrSessionRetired = errors.New("conn: session retired")
+	// ErrPoolClosed is the cause when the Pool was closed; it is NotSubmitted.
+	ErrPoolClosed = errors.New("conn: pool closed")
+	// ErrNoIdentity is returned by Fence and ProbeKill for a session whose
+	// CLIENT ID could not be learned (CLIENT denied or unknown).
+	ErrNoIdentity = errors.New("conn: session has no CLIENT ID identity")
+)
+
+// Error is a failed wire operation with its classification. Err is the
+// cause: for Definite it is the server's reply (a *rueidis.RedisError from
+// the transport, so errors.As to *rueidis.RedisError works, or a
+// *ServerError from the pure protocol); otherwise the transport or context
+// error.
+type Error struct {
+	Class    Class
+	Op       string    // "acquire", "extend", "release", "owner", "fence", "open", "probe"
+	Addr     string    // node address the command was for
+	Code     string    // server error code for Definite ("NOPERM", "ERR", "WRONGTYPE", "MOVED")
+	Session  *Session  // the session that carried the last attempt; nil if none
+	Redirect *Redirect // set for MOVED/ASK replies (Definite)
+	Err      error
+}
+
+// Error describes the failure without any token or key bytes.
+func (e *Error) Error() string {
+	return fmt.Sprintf("conn: %s on %s: %s: %v", e.Op, e.Addr, e.Class, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is lets errors.Is match the class sentinels.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrOutcomeUnknown:
+		return e.Class == Uncertain
+	case ErrNotSubmitted:
+		return e.Class == NotSubmitted
+	case ErrServerReply:
+		return e.Class == Definite
+	}
+	return false
+}
+
+// ClassOf returns the Class of the first *Error in err's chain, or 0.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return 0
+}
+
+// ServerError is a server error reply seen by the pure protocol. Message is
+// the whole error line, code included.
+type ServerError struct {
+	Code    string // first word: "ERR", "NOPERM", "WRONGTYPE", ...
+	Message string
+}
+
+// Error returns the server's text.
+func (e *ServerError) Error() string { return e.Message }
+
+func newServerError(text string) *ServerError {
+	code, _, _ := strings.Cut(text, " ")
+	return &ServerError{Code: code, Message: text}
+}
+
+func unexpected(r Reply) *ServerError {
+	return &ServerError{Code: "PROTOCOL", Message: fmt.Sprintf("unexpected reply kind %d", r.Kind)}
+}

@@ -1,0 +1,191 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// maxRedirects bounds how many MOVED/ASK hops one operation follows.
+const maxRedirects = 5
+
+// Pool keeps one current Session per node of a rueidis client and runs lock
+// operations on them, following cluster redirects. It is safe for
+// concurrent use. Create it with NewPool and Close it when done; it never
+// closes the rueidis client it was given.
+type Pool struct {
+	client  rueidis.Client
+	cluster bool
+
+	mu       sync.Mutex
+	sessions map[string]*Session // current session per node address
+	slots    *slotMap            // cluster mode only
+	closed   bool
+}
+
+// NewPool wraps client. It sends nothing; sessions open on first use.
+func NewPool(client rueidis.Client) *Pool {
+	p := &Pool{client: client, sessions: map[string]*Session{}}
+	if client.Mode() == rueidis.ClientModeCluster {
+		p.cluster = true
+		p.slots = &slotMap{}
+	}
+	return p
+}
+
+// Close retires every session (closing its socket) and makes later calls
+// fail with ErrPoolClosed. It blocks until the sockets are closed. It is
+// idempotent.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	sessions := p.sessions
+	p.sessions = map[string]*Session{}
+	p.mu.Unlock()
+	for _, s := range sessions {
+		s.close()
+	}
+}
+
+// Result is the answer of a conditional operation and the session that
+// executed its last attempt (the one to fence after an uncertain outcome).
+type Result struct {
+	Owned   bool     // true: released/extended/found; false: not owner, expired or missing
+	Token   string   // Owner only: the owner token bytes when Owned
+	Session *Session // session of the last attempt; nil when nothing was sent
+}
+
+// Release deletes key if it holds token: DELEX → DELIFEQ → Lua as the
+// session's capabilities allow. It blocks until a definite answer or an
+// error; a returned *Error tells its Class and Session. Cancellation after
+// hand-off cannot recall the command (Uncertain).
+func (p *Pool) Release(ctx context.Context, key, token string) (Result, error) {
+	return p.run(ctx, "release", key, func(s *Session) *Operation {
+		return NewRelease(key, token, s.caps.Load())
+	})
+}
+
+// Extend sets key's expiry to ttlMillis from now if it holds token: SET IFEQ
+// PX, or Lua compare-and-pexpire. A missing, expired or replaced key is never
+// created or changed. Blocking and errors as Release.
+func (p *Pool) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return p.run(ctx, "extend", key, func(s *Session) *Operation {
+		return NewExtend(key, token, ttlMillis, s.caps.Load())
+	})
+}
+
+// Owner reads key's owner token with GET on the primary's session.
+func (p *Pool) Owner(ctx context.Context, key string) (Result, error) {
+	return p.run(ctx, "owner", key, func(*Session) *Operation { return NewOwnerQuery(key) })
+}
+
+// Acquire sends SET key token NX PX ttlMillis on the ordinary client (it
+// needs no capability memory or fencing). true = acquired.
+func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) (bool, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return false, &Error{Class: NotSubmitted, Op: "acquire", Err: err}
+	}
+	result := p.client.Do(ctx, buildCommand(p.client.B(), AcquireCommand(key, token, ttlMillis)))
+	if err := result.NonRedisError(); err != nil {
+		return false, &Error{Class: classifyTransport(err), Op: "acquire", Err: err}
+	}
+	reply, redisErr := toReply(result)
+	ok, serverErr := AcquireResult(reply)
+	if serverErr != nil {
+		return false, definite("acquire", "", nil, serverErr, redisErr)
+	}
+	return ok, nil
+}
+
+func (p *Pool) checkOpen(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrPoolClosed
+	}
+	return nil
+}
+
+// run routes key to its node's session and drives the operation, following
+// MOVED (re-send on the target) and ASK (ASKING + command on the target).
+func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Operation) (Result, error) {
+	node, err := p.route(ctx, op, key)
+	if err != nil {
+		return Result{}, err
+	}
+	asking := false
+	for hop := 0; ; hop++ {
+		s, err := p.SessionFor(ctx, node)
+		if err != nil {
+			return Result{}, err
+		}
+		res, err := s.drive(ctx, op, newOp(s), asking)
+		var e *Error
+		if err == nil || !errors.As(err, &e) || e.Redirect == nil || hop >= maxRedirects {
+			return res, err
+		}
+		if !e.Redirect.Ask {
+			p.learnSlot(e.Redirect.Slot, e.Redirect.Addr)
+		}
+		node, asking = e.Redirect.Addr, e.Redirect.Ask
+	}
+}
+
+// drive runs one Operation on this session through its fallback steps.
+func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool) (Result, error) {
+	for {
+		reply, redisErr, err := s.exchange(ctx, op, o.Command(), asking)
+		if err != nil {
+			return Result{Session: s}, err
+		}
+		out := o.Interpret(reply)
+		s.caps.Add(out.Learned)
+		if !out.Done {
+			continue
+		}
+		return s.finish(op, out, redisErr)
+	}
+}
+
+func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error) {
+	if out.Redirect != nil {
+		s.pool.retire(s)
+		e := definite(op, s.node, s, out.Err, redisErr)
+		if out.Err == nil {
+			e.Code = "MOVED"
+			if out.Redirect.Ask {
+				e.Code = "ASK"
+			}
+		}
+		e.Redirect = out.Redirect
+		return Result{Session: s}, e
+	}
+	if out.Err != nil {
+		if IsReadOnlyReply(out.Err.Message) {
+			s.pool.retire(s)
+		}
+		return Result{Session: s}, definite(op, s.node, s, out.Err, redisErr)
+	}
+	return Result{Owned: out.Owned, Token: out.Value, Session: s}, nil
+}
+
+// definite builds a Definite *Error whose cause is the client library's
+// error when there is one (so errors.As to *rueidis.RedisError works).
+func definite(op, node string, s *Session, serverErr *ServerError, redisErr error) *Error {
+	e := &Error{Class: Definite, Op: op, Addr: node, Session: s, Err: redisErr}
+	if serverErr != nil {
+		e.Code = serverErr.Code
+		if redisErr == nil {
+			e.Err = serverErr
+		}
+	}
+	if e.Err == nil {
+		e.Err = ErrServerReply
+	}
+	return e
+}

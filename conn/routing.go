@@ -1,0 +1,151 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// slotCount is the number of cluster hash slots.
+const slotCount = 16384
+
+// slotMap is the cluster slot → master address map, learned with CLUSTER
+// SLOTS on first need and updated from MOVED replies.
+type slotMap struct {
+	mu     sync.RWMutex
+	loaded bool
+	owner  [slotCount]string
+}
+
+// SessionFor returns the current session to node, opening one (with empty
+// capabilities and a fresh identity) when there is none or the last one was
+// retired. It blocks while opening; open failures are NotSubmitted.
+func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
+	}
+	if s := p.sessions[node]; s != nil && !s.Retired() {
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	s, err := p.OpenSession(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if current := p.sessions[node]; current != nil && !current.Retired() {
+		s.close() // another caller won the race; use theirs
+		return current, nil
+	}
+	if p.closed {
+		s.close()
+		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
+	}
+	p.sessions[node] = s
+	return s, nil
+}
+
+// OpenSession opens a new, separate session to node that the Pool does not
+// hand out to other callers; the caller must Close it. Use it for a second
+// physical connection (it discovers capabilities on its own).
+func (p *Pool) OpenSession(ctx context.Context, node string) (*Session, error) {
+	nodeClient, ok := p.client.Nodes()[node]
+	if !ok {
+		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node,
+			Err: fmt.Errorf("conn: node %s is not known to the client", node)}
+	}
+	return openSession(ctx, p, node, nodeClient)
+}
+
+// Close retires the session and closes its socket. Idempotent.
+func (s *Session) Close() { s.pool.retire(s) }
+
+// retire closes s and forgets it as its node's current session.
+func (p *Pool) retire(s *Session) {
+	p.mu.Lock()
+	if p.sessions[s.node] == s {
+		delete(p.sessions, s.node)
+	}
+	p.mu.Unlock()
+	s.close()
+}
+
+// route returns the node address key belongs to.
+func (p *Pool) route(ctx context.Context, op, key string) (string, error) {
+	if !p.cluster {
+		for node := range p.client.Nodes() {
+			return node, nil
+		}
+		return "", &Error{Class: NotSubmitted, Op: op, Err: fmt.Errorf("conn: client has no node")}
+	}
+	probe := p.client.B().Get().Key(key).Build()
+	slot := int(probe.Slot())
+	if node := p.slots.lookup(slot); node != "" {
+		return node, nil
+	}
+	if err := p.loadSlots(ctx, op); err != nil {
+		return "", err
+	}
+	if node := p.slots.lookup(slot); node != "" {
+		return node, nil
+	}
+	return "", &Error{Class: NotSubmitted, Op: op, Err: rueidis.ErrNoSlot}
+}
+
+func (m *slotMap) lookup(slot int) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.owner[slot]
+}
+
+func (p *Pool) learnSlot(slot int, addr string) {
+	if p.slots == nil || slot < 0 || slot >= slotCount {
+		return
+	}
+	p.slots.mu.Lock()
+	p.slots.owner[slot] = addr
+	p.slots.mu.Unlock()
+}
+
+// loadSlots asks any node for CLUSTER SLOTS through the ordinary client.
+func (p *Pool) loadSlots(ctx context.Context, op string) error {
+	result := p.client.Do(ctx, buildCommand(p.client.B(), ClusterSlotsCommand()))
+	ranges, err := result.ToArray()
+	if err != nil {
+		class := Definite
+		if result.NonRedisError() != nil {
+			class = NotSubmitted // CLUSTER SLOTS is a read; the lock command was not sent
+		}
+		return &Error{Class: class, Op: op, Err: err}
+	}
+	p.slots.mu.Lock()
+	defer p.slots.mu.Unlock()
+	for _, r := range ranges {
+		fields, err := r.ToArray()
+		if err != nil || len(fields) < 3 {
+			continue
+		}
+		start, _ := fields[0].AsInt64()
+		end, _ := fields[1].AsInt64()
+		master, err := fields[2].ToArray()
+		if err != nil || len(master) < 2 {
+			continue
+		}
+		host, _ := master[0].ToString()
+		port, _ := master[1].AsInt64()
+		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+		for slot := start; slot <= end && slot < slotCount; slot++ {
+			p.slots.owner[slot] = addr
+		}
+	}
+	p.slots.loaded = true
+	return nil
+}

@@ -1,0 +1,199 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/capstore"
+)
+
+// Identity is how the server names a session's connection, learned once
+// when the session opens: CLIENT ID and the peer address from CLIENT INFO.
+type Identity struct {
+	ID   int64  // CLIENT ID
+	Addr string // addr= field of CLIENT INFO (the client side as the server sees it)
+}
+
+// Session is one pinned socket to one node (a rueidis dedicated client),
+// shared by many callers at once; rueidis pipelines their commands. It owns
+// the capability memory of that physical connection. A session is retired
+// (closed for good) after a MOVED, ASK or READONLY reply, after any
+// non-server error, or after a fence; the Pool then opens a fresh one with
+// empty capabilities and a fresh identity. All methods are safe for
+// concurrent use. Sessions are created only by a Pool.
+type Session struct {
+	pool   *Pool
+	node   string
+	client rueidis.DedicatedClient
+	dead   <-chan error // closed when the socket is known broken
+	caps   capstore.Store
+
+	identity    Identity
+	hasIdentity bool
+	identityErr error // why there is no identity (server reply), when !hasIdentity
+
+	retired   atomic.Bool
+	closeOnce sync.Once
+}
+
+// Node returns the node address (host:port) the session is connected to.
+func (s *Session) Node() string { return s.node }
+
+// Capabilities returns the session's current capability snapshot.
+func (s *Session) Capabilities() capstore.Set { return s.caps.Load() }
+
+// Identity returns the session's identity, or ok=false when CLIENT ID or
+// CLIENT INFO was refused (for example NOPERM); the session works without it
+// but cannot be fenced.
+func (s *Session) Identity() (id Identity, ok bool) { return s.identity, s.hasIdentity }
+
+// IdentityError returns the server error that denied CLIENT ID/INFO, or nil.
+func (s *Session) IdentityError() error { return s.identityErr }
+
+// Retired reports whether the session was closed for good.
+func (s *Session) Retired() bool { return s.retired.Load() }
+
+// openSession pins a dedicated socket on nodeClient and learns its identity
+// with one pipelined CLIENT ID + CLIENT INFO. It blocks until the replies
+// arrive or ctx is done; on failure nothing is left open.
+func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidis.Client) (*Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
+	}
+	dedicated, _ := nodeClient.Dedicate()
+	s := &Session{pool: pool, node: node, client: dedicated}
+	results := dedicated.DoMulti(ctx, s.build(ClientIDCommand()), s.build(ClientInfoCommand()))
+	for _, r := range results {
+		if err := r.NonRedisError(); err != nil {
+			dedicated.Close()
+			return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
+		}
+	}
+	s.learnIdentity(results[0], results[1])
+	s.dead = dedicated.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {}})
+	return s, nil
+}
+
+func (s *Session) learnIdentity(idReply, infoReply rueidis.RedisResult) {
+	id, err := idReply.AsInt64()
+	if err != nil {
+		s.identityErr = err
+		return
+	}
+	info, err := infoReply.ToString()
+	if err != nil {
+		s.identityErr = err
+		return
+	}
+	for _, field := range strings.Fields(info) {
+		if addr, ok := strings.CutPrefix(field, "addr="); ok {
+			s.identity, s.hasIdentity = Identity{ID: id, Addr: addr}, true
+			return
+		}
+	}
+	s.identityErr = errors.New("conn: CLIENT INFO has no addr= field")
+}
+
+// build turns a Command into a rueidis command (not retryable: rueidis never
+// resends it on its own).
+func (s *Session) build(cmd Command) rueidis.Completed {
+	return buildCommand(s.client.B(), cmd)
+}
+
+func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
+	if cmd.Key < 0 {
+		return b.Arbitrary(cmd.Args...).Build()
+	}
+	return b.Arbitrary(cmd.Args[:cmd.Key]...).Keys(cmd.Args[cmd.Key]).Args(cmd.Args[cmd.Key+1:]...).Build()
+}
+
+// exchange sends cmd (after ASKING when asking) and returns its reply. A
+// returned error is an *Error that is NotSubmitted or Uncertain; the session
+// is retired on any transport failure.
+func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool) (Reply, error, error) {
+	if err := s.notSendable(ctx); err != nil {
+		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
+	}
+	var result rueidis.RedisResult
+	if asking {
+		results := s.client.DoMulti(ctx, s.build(AskingCommand()), s.build(cmd))
+		result = results[1]
+		if err := results[0].NonRedisError(); err != nil {
+			result = results[0]
+		}
+	} else {
+		result = s.client.Do(ctx, s.build(cmd))
+	}
+	if err := result.NonRedisError(); err != nil {
+		s.pool.retire(s)
+		return Reply{}, nil, &Error{Class: classifyTransport(err), Op: op, Addr: s.node, Session: s, Err: err}
+	}
+	reply, redisErr := toReply(result)
+	return reply, redisErr, nil
+}
+
+// notSendable is checked right before hand-off: a done ctx, a retired
+// session or a socket already known dead prove nothing will be written.
+func (s *Session) notSendable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.retired.Load() {
+		return ErrSessionRetired
+	}
+	select {
+	case err, ok := <-s.dead:
+		s.pool.retire(s)
+		if ok && err != nil {
+			return errors.Join(ErrSessionRetired, err)
+		}
+		return ErrSessionRetired
+	default:
+		return nil
+	}
+}
+
+func classifyTransport(err error) Class {
+	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled) {
+		return NotSubmitted
+	}
+	return Uncertain
+}
+
+// toReply converts a rueidis reply (no transport error) to the pure Reply,
+// keeping the server's whole error text (rueidis strips "ERR " from
+// RedisError.Error(); the message itself keeps it).
+func toReply(result rueidis.RedisResult) (Reply, error) {
+	msg, err := result.ToMessage()
+	switch {
+	case msg.IsNil():
+		return Reply{Kind: ReplyNil}, nil
+	case err != nil:
+		text, _ := msg.ToString()
+		return Reply{Kind: ReplyError, Text: text}, err
+	case msg.IsInt64():
+		n, _ := msg.AsInt64()
+		return Reply{Kind: ReplyInt, Int: n}, nil
+	case msg.IsString():
+		text, _ := msg.ToString()
+		return Reply{Kind: ReplyBulk, Text: text}, nil
+	}
+	return Reply{Kind: 0}, nil
+}
+
+// close closes the socket once. Commands already written get their replies
+// first (rueidis drains the pipeline).
+func (s *Session) close() {
+	s.retired.Store(true)
+	s.closeOnce.Do(func() { s.client.Close() })
+}
+
+type (
+	rueidisCompleted = rueidis.Completed
+	rueidisResult    = rueidis.RedisResult
+)
