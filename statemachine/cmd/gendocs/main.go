@@ -1,0 +1,24 @@
+// Command gendocs writes docs/states.md from the statemachine graph.
+//
+// Usage: go run ./statemachine/cmd/gendocs [-o docs/states.md]
+package main
+
+import (
+	"flag"
+	"log"
+	"os"
+
+	"github.com/respire-go/respire/statemachine"
+)
+
+func main() {
+	out := flag.String("o", "docs/states.md", "file to write")
+	flag.Parse()
+	text, err := statemachine.Markdown()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

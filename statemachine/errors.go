@@ -1,0 +1,73 @@
+package statemachine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors the core puts into Result.Err. Match with errors.Is.
+var (
+	// ErrKeepAliveActive: a keep-alive is already running on the handle (K1).
+	ErrKeepAliveActive = errors.New("statemachine: a keep-alive is already active on this lock")
+	// ErrNotHeld: the operation needs a held lease with time left (K1).
+	ErrNotHeld = errors.New("statemachine: the lock is not held")
+	// ErrCallerCancelled: the caller stopped waiting (InputCallerCancelled); the runtime
+	// normally replaces it with context.Cause of the caller's ctx.
+	ErrCallerCancelled = errors.New("statemachine: caller stopped waiting")
+)
+
+// Keep-alive context causes (EffectCancelKeepAlive). These sentinels are what the lease
+// package exposes; Cause.Err builds the error to pass to the CancelCauseFunc.
+var (
+	// ErrOwnershipLost: a renewal returned false, was uncertain, or the lease deadline passed.
+	ErrOwnershipLost = errors.New("respire: lock ownership lost")
+	// ErrReleased: the lock was released (K9).
+	ErrReleased = errors.New("respire: lock released")
+	// ErrKeepAliveStopped: the keep-alive was stopped by its owner (K10) or by Close.
+	ErrKeepAliveStopped = errors.New("respire: keep-alive stopped")
+)
+
+// Cause says why the keep-alive context was cancelled.
+type Cause uint8
+
+// Keep-alive causes, all distinct.
+const (
+	CauseNone           Cause = iota
+	CauseOwnershipLost        // ErrOwnershipLost
+	CauseReleased             // ErrReleased
+	CauseStopped              // ErrKeepAliveStopped
+	CauseRenewalFailure       // *RenewalFailureError wrapping the renewal's error
+)
+
+// Err returns the error to cancel the keep-alive context with. For CauseRenewalFailure it
+// wraps failure in a *RenewalFailureError, which also matches ErrOwnershipLost.
+func (c Cause) Err(failure error) error {
+	switch c {
+	case CauseOwnershipLost:
+		return ErrOwnershipLost
+	case CauseReleased:
+		return ErrReleased
+	case CauseStopped:
+		return ErrKeepAliveStopped
+	case CauseRenewalFailure:
+		return &RenewalFailureError{Err: failure}
+	}
+	return nil
+}
+
+// RenewalFailureError is the keep-alive cause when a renewal failed with an error (K8).
+// errors.Is(err, ErrOwnershipLost) is true; Unwrap returns the renewal's error.
+type RenewalFailureError struct {
+	Err error // the renewal's error; never nil when built by Cause.Err with a failure
+}
+
+// Error describes the failure without secrets.
+func (e *RenewalFailureError) Error() string {
+	return fmt.Sprintf("respire: lock renewal failed: %v", e.Err)
+}
+
+// Unwrap returns the renewal's error.
+func (e *RenewalFailureError) Unwrap() error { return e.Err }
+
+// Is makes a renewal failure match ErrOwnershipLost.
+func (e *RenewalFailureError) Is(target error) bool { return target == ErrOwnershipLost }

@@ -1,0 +1,105 @@
+// Package statemachine is the pure (sans-I/O) core of a managed lease-lock handle.
+//
+// A Handle takes one Input at a time (a user request, a command completion with its
+// classified Outcome, a timer firing, a fence completion) and appends Effects as data
+// (send a renewal, send a release, fence a session, cancel the keep-alive context, resolve a
+// caller, arm or disarm a timer). It never touches sockets, clocks or goroutines: every
+// Input carries Now, a monotonic time.Duration since an arbitrary origin. The production
+// actor and the deterministic simulator drive the same Handle.
+//
+// The state graph is defined once, in [Graph]; looplab/fsm validates it at init and renders
+// docs/states.md. Each Handle stores only a small State; the legal next state comes from an
+// immutable [NumStates][NumEvents] table built from [Graph] at init.
+package statemachine
+
+import "fmt"
+
+// State is the lifecycle state of a lock handle. The zero value is Acquiring.
+type State uint8
+
+// The handle states. Released, Lost, NotAcquired and Abandoned are terminal.
+const (
+	Acquiring   State = iota // the SET NX PX has been, or is about to be, sent
+	Held                     // the handle believes it owns the lease
+	Releasing                // one shared compare-and-delete is in flight
+	Uncertain                // ownership was given up because a write may have run; a fence is in flight
+	Lost                     // ownership is lost or was never provable; nothing more is sent
+	Released                 // this handle's compare-and-delete removed the key
+	NotAcquired              // the SET NX found another owner; no handle is returned
+	Abandoned                // the acquisition failed or was cancelled; no handle is returned
+	NumStates                // number of states; not a state
+)
+
+var stateNames = [NumStates]string{
+	"Acquiring", "Held", "Releasing", "Uncertain", "Lost", "Released", "NotAcquired", "Abandoned",
+}
+
+// String returns the state's name as used in docs/states.md.
+func (s State) String() string {
+	if s < NumStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Terminal reports whether no edge leaves s for another state.
+func (s State) Terminal() bool {
+	return s == Released || s == Lost || s == NotAcquired || s == Abandoned
+}
+
+// Event names an edge label of the graph. Step decides which Event an Input causes.
+type Event uint8
+
+// The graph's events; see Graph for the edges each one labels.
+const (
+	EventAcquired Event = iota
+	EventContended
+	EventAcquireFailed
+	EventAcquireAbandoned
+	EventAcquireSettled
+	EventResetRequested
+	EventResetRefused
+	EventRenewalDue
+	EventRenewed
+	EventResetRejected
+	EventRenewalRefused
+	EventRenewalFailed
+	EventRenewalUncertain
+	EventRenewalSettled
+	EventDeadlineInFlight
+	EventDeadlineIdle
+	EventFenceDone
+	EventKeepAliveStarted
+	EventKeepAliveRefused
+	EventKeepAliveStop
+	EventReleaseStarted
+	EventReleaseJoined
+	EventReleaseAnswered
+	EventReleased
+	EventReleaseNotOwned
+	EventReleaseRestored
+	EventReleaseUncertain
+	EventReleaseUncertainUnfenced
+	EventReleaseSettled
+	EventCallerCancelled
+	NumEvents // number of events; not an event
+)
+
+var eventNames = [NumEvents]string{
+	"acquired", "contended", "acquire-failed", "acquire-abandoned", "acquire-settled",
+	"reset-requested", "reset-refused", "renewal-due", "renewed", "reset-rejected",
+	"renewal-refused", "renewal-failed", "renewal-uncertain", "renewal-settled",
+	"deadline-in-flight", "deadline-idle", "fence-done",
+	"keepalive-started", "keepalive-refused", "keepalive-stop",
+	"release-started", "release-joined", "release-answered", "released",
+	"release-not-owned", "release-restored", "release-uncertain", "release-uncertain-unfenced",
+	"release-settled", "caller-cancelled",
+}
+
+// String returns the event's label as used in docs/states.md.
+func (e Event) String() string {
+	if e < NumEvents {
+		return eventNames[e]
+	}
+	return fmt.Sprintf("Event(%d)", uint8(e))
+}

@@ -1,0 +1,241 @@
+package statemachine
+
+import (
+	"fmt"
+	"time"
+)
+
+// keepAliveState is the lifecycle of the handle's single keep-alive slot.
+type keepAliveState uint8
+
+const (
+	keepAliveNone     keepAliveState = iota
+	keepAliveRunning                 // timers armed, renewals sent
+	keepAliveStopping                // stop requested; waits for its renewal in flight (K10)
+)
+
+// waitKind says what a queued caller waits for.
+type waitKind uint8
+
+const (
+	waitReset        waitKind = iota + 1 // a manual reset queued behind the renewal in flight
+	waitRelease                          // a releaser waiting for the shared delete (joiner, or next starter)
+	waitClose                            // a closer waiting for the keep-alive stop before releasing
+	waitStop                             // a keep-alive stopper waiting for the renewal in flight / the fence
+	waitFenceReset                       // a reset caller whose uncertain renewal is being fenced
+	waitFenceRelease                     // a releaser whose uncertain delete is being fenced
+)
+
+// waiter is one caller parked in the handle.
+type waiter struct {
+	caller CallerID
+	ttl    time.Duration // waitReset only
+	kind   waitKind
+}
+
+// Handle is the pure state of one managed lock handle. It is not safe for concurrent use:
+// exactly one goroutine (the handle's actor, or the simulator) calls Step at a time. The
+// zero value is a handle in Acquiring with nothing sent; feed it InputAcquire first. A
+// Handle must not be copied after the first Step.
+type Handle struct {
+	state          State
+	keepAlive      keepAliveState
+	keepAliveEnded bool // the current keep-alive context was cancelled already
+	renewByKeep    bool // the renewal in flight belongs to the keep-alive
+	acquireKeep    bool // InputAcquire asked for an owned keep-alive
+	fencesPending  uint8
+	lastOp         OpID
+	renewOp        OpID // the SET (in Acquiring/Abandoned) or renewal in flight
+	releaseOp      OpID // the shared delete in flight
+	timerSeq       uint32
+	renewalSeq     uint32 // Seq of the armed renewal timer; 0 = disarmed
+	deadlineSeq    uint32 // Seq of the armed deadline timer; 0 = disarmed
+	duration       time.Duration
+	confirmedAt    time.Duration // send timestamp of the last confirmed acquire/extension
+	renewSentAt    time.Duration
+	renewTTL       time.Duration
+	renewCaller    CallerID
+	releaseStarter CallerID
+	fenceErr       error // the uncertain error waiting callers get after the fence
+	waiters        []waiter
+	out            []Effect // only during Step
+}
+
+// State returns the handle's state. It does not block.
+func (h *Handle) State() State { return h.state }
+
+// Duration returns the acquired duration, or the one of the latest successful reset (H1).
+func (h *Handle) Duration() time.Duration { return h.duration }
+
+// RemainingEstimate is Duration − (now − send timestamp of the last confirmed
+// acquire/extension), clamped at 0; 0 whenever the state is not Held (H2). It is a local
+// estimate, not an ownership check.
+func (h *Handle) RemainingEstimate(now time.Duration) time.Duration {
+	if h.state != Held {
+		return 0
+	}
+	return max(0, h.duration-(now-h.confirmedAt))
+}
+
+// KeepAliveActive reports whether a keep-alive occupies the handle's slot (running or
+// stopping).
+func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
+
+// Step applies one input and appends the resulting effects to out, in the order the
+// runtime must execute them, returning the extended slice (pass a reused buffer with
+// length 0 to avoid allocation). It panics on programmer errors: an input that is illegal
+// in the current state (for example ResetExpiry before the acquisition succeeded), a
+// completion for an op that is not in flight, or time going backwards.
+func (h *Handle) Step(in Input, out []Effect) []Effect {
+	h.out = out
+	switch in.Kind {
+	case InputAcquire:
+		h.stepAcquire(in)
+	case InputResetExpiry:
+		h.stepResetExpiry(in)
+	case InputKeepAliveStart:
+		h.stepKeepAliveStart(in)
+	case InputKeepAliveStop:
+		h.stepKeepAliveStop(in, true)
+	case InputRelease:
+		h.stepRelease(in.Caller, in.Now)
+	case InputClose:
+		h.stepClose(in)
+	case InputCallerCancelled:
+		h.stepCallerCancelled(in)
+	case InputCommandDone:
+		h.stepCommandDone(in)
+	case InputTimer:
+		h.stepTimer(in)
+	case InputFenceDone:
+		h.stepFenceDone(in)
+	default:
+		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
+	}
+	h.pump(in.Now)
+	out, h.out = h.out, nil
+	return out
+}
+
+// move follows the edge (h.state, e), panics if the graph has none or it leads elsewhere
+// than want, and records the transition. It is the only place that changes h.state.
+func (h *Handle) move(e Event, want State) {
+	to, ok := Next(h.state, e)
+	if !ok || to != want {
+		panic(fmt.Sprintf("statemachine: invalid transition [%s -%s-> %s]", h.state, e, want))
+	}
+	h.emit(Effect{Kind: EffectTransition, From: h.state, Event: e, To: to})
+	h.state = to
+}
+
+// stay follows a self-loop edge.
+func (h *Handle) stay(e Event) { h.move(e, h.state) }
+
+func (h *Handle) emit(e Effect) { h.out = append(h.out, e) }
+
+func (h *Handle) resolve(caller CallerID, r Result) {
+	if caller != 0 {
+		h.emit(Effect{Kind: EffectResolve, Caller: caller, Result: r})
+	}
+}
+
+func (h *Handle) nextOp() OpID {
+	h.lastOp++
+	if h.lastOp == 0 {
+		h.lastOp++
+	}
+	return h.lastOp
+}
+
+func (h *Handle) armTimer(t Timer, at time.Duration) {
+	h.timerSeq++
+	if h.timerSeq == 0 {
+		h.timerSeq++
+	}
+	if t == TimerRenewal {
+		h.renewalSeq = h.timerSeq
+	} else {
+		h.deadlineSeq = h.timerSeq
+	}
+	h.emit(Effect{Kind: EffectArmTimer, Timer: t, At: at, Seq: h.timerSeq})
+}
+
+func (h *Handle) disarmTimers() {
+	if h.renewalSeq != 0 {
+		h.renewalSeq = 0
+		h.emit(Effect{Kind: EffectDisarmTimer, Timer: TimerRenewal})
+	}
+	if h.deadlineSeq != 0 {
+		h.deadlineSeq = 0
+		h.emit(Effect{Kind: EffectDisarmTimer, Timer: TimerDeadline})
+	}
+}
+
+// endKeepAlive cancels the keep-alive context once with cause and frees the slot.
+func (h *Handle) endKeepAlive(cause Cause, failure error) {
+	h.disarmTimers()
+	if h.keepAlive != keepAliveNone && !h.keepAliveEnded {
+		h.keepAliveEnded = true
+		h.emit(Effect{Kind: EffectCancelKeepAlive, Cause: cause, Err: failure})
+	}
+	h.keepAlive = keepAliveNone
+}
+
+// takeWaiters removes and returns the waiters of kind k, in request order.
+func (h *Handle) takeWaiters(k waitKind) []waiter {
+	var taken []waiter
+	kept := h.waiters[:0]
+	for _, w := range h.waiters {
+		if w.kind == k {
+			taken = append(taken, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(h.waiters[len(kept):])
+	h.waiters = kept
+	if len(h.waiters) == 0 {
+		h.waiters = nil
+	}
+	return taken
+}
+
+func (h *Handle) hasWaiter(k waitKind) bool {
+	for _, w := range h.waiters {
+		if w.kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handle) resolveAll(k waitKind, r Result) {
+	for _, w := range h.takeWaiters(k) {
+		h.resolve(w.caller, r)
+	}
+}
+
+// pump runs the follow-up work an input may have unblocked: finishing a keep-alive stop,
+// answering stoppers, releasing for closers, sending the next queued reset, and starting
+// the next release attempt after a not-submitted one (R5).
+func (h *Handle) pump(now time.Duration) {
+	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {
+		h.endKeepAlive(CauseStopped, nil)
+	}
+	if h.keepAlive == keepAliveStopping {
+		return
+	}
+	if h.fencesPending == 0 {
+		h.resolveAll(waitStop, Result{OK: true})
+		for _, w := range h.takeWaiters(waitClose) {
+			h.stepRelease(w.caller, now)
+		}
+	}
+	h.pumpResets(now)
+	if h.state == Held && h.releaseOp == 0 {
+		if joiners := h.takeWaiters(waitRelease); len(joiners) > 0 {
+			h.startRelease(joiners[0].caller, now)
+			h.waiters = append(h.waiters, joiners[1:]...)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package statemachine
+
+import "time"
+
+// OpID names one command the core asked the runtime to send. The runtime reports exactly
+// one completion (InputCommandDone) per OpID and remembers which session carried it, so a
+// later Fence effect can name the op instead of a session. Zero means "no op".
+type OpID uint32
+
+// CallerID names one waiting caller. The runtime assigns it (unique per handle while the
+// caller waits; never 0) and receives exactly one EffectResolve per request that carries it.
+type CallerID uint64
+
+// Timer names one of a handle's two timers.
+type Timer uint8
+
+// The handle's timers.
+const (
+	TimerNone     Timer = iota
+	TimerRenewal        // keep-alive: time to send the next renewal (K2)
+	TimerDeadline       // keep-alive: the lease deadline, last confirmed send + Duration (K4, K5)
+)
+
+// Outcome is a command completion classified by the runtime (conn/ decides it).
+type Outcome uint8
+
+// Command outcomes. Err in the Input carries the error for NotSubmitted, Definite and
+// Uncertain.
+const (
+	OutcomeOK           Outcome = iota + 1 // +OK / 1: applied
+	OutcomeMismatch                        // nil / false / 0: the token did not match (or SET NX contended)
+	OutcomeNotSubmitted                    // provably never reached the server; safe to retry
+	OutcomeDefinite                        // the server answered with an error reply
+	OutcomeUncertain                       // may have run: cancelled/timed out after the write, connection lost
+)
+
+// InputKind says what happened.
+type InputKind uint8
+
+// Input kinds. Fields of Input used by each kind are listed.
+const (
+	InputAcquire        InputKind = iota + 1 // Caller, TTL, KeepAlive: send the SET NX PX
+	InputResetExpiry                         // Caller, TTL: manual renewal, TTL from now
+	InputKeepAliveStart                      // Caller: start the keep-alive
+	InputKeepAliveStop                       // Caller: stop it; resolved when no renewal is in flight
+	InputRelease                             // Caller: release (shared with concurrent releases)
+	InputClose                               // Caller: stop the keep-alive, then release; idempotent
+	InputCallerCancelled                     // Caller: that caller's ctx ended while it waited
+	InputCommandDone                         // Op, Outcome, Err, Unfenced: a command completed
+	InputTimer                               // Timer, Seq: a timer armed by EffectArmTimer fired
+	InputFenceDone                           // Op, Err: the fence of Op's session answered or failed
+)
+
+// Input is one thing that happened to a handle. Now is monotonic time since an arbitrary
+// origin shared by all inputs of the handle; it must never go backwards.
+type Input struct {
+	Kind      InputKind
+	Outcome   Outcome
+	Timer     Timer
+	KeepAlive bool // InputAcquire: start an owned keep-alive on success (A4)
+	Unfenced  bool // InputCommandDone of a release: the client may not fence (R10)
+	Op        OpID
+	Seq       uint32 // InputTimer: the Seq of the EffectArmTimer that armed it
+	Now       time.Duration
+	TTL       time.Duration
+	Caller    CallerID
+	Err       error
+}
+
+// EffectKind says what the runtime must do.
+type EffectKind uint8
+
+// Effect kinds. Fields of Effect used by each kind are listed.
+const (
+	EffectSendAcquire     EffectKind = iota + 1 // Op, TTL: SET key token NX PX ttl on the caller's ctx
+	EffectSendRenew                             // Op, TTL, Caller (0 = keep-alive): compare-and-PEXPIRE
+	EffectSendRelease                           // Op, Caller (the starter, whose ctx governs it): compare-and-delete
+	EffectCleanupDelete                         // Op (of the SET): best-effort bounded background compare-and-delete
+	EffectAbort                                 // Op: cancel that command's context (the deadline passed)
+	EffectFence                                 // Op: fence the session that carried Op; answer with InputFenceDone
+	EffectCancelKeepAlive                       // Cause, Err: cancel the keep-alive context with Cause.Err(Err)
+	EffectArmTimer                              // Timer, At, Seq: (re)arm; a fire is reported with Seq
+	EffectDisarmTimer                           // Timer: stop it; a late fire with an old Seq is ignored
+	EffectResolve                               // Caller, Result: answer that caller
+	EffectTransition                            // From, Event, To: the handle moved along a graph edge (trace only)
+)
+
+// Effect is one instruction for the runtime, returned in order. Order matters: for
+// instance EffectCancelKeepAlive always precedes the EffectFence of the same loss.
+type Effect struct {
+	Kind   EffectKind
+	Timer  Timer
+	Cause  Cause
+	From   State
+	To     State
+	Event  Event
+	Op     OpID
+	Seq    uint32
+	TTL    time.Duration
+	At     time.Duration
+	Caller CallerID
+	Err    error // EffectCancelKeepAlive with CauseRenewalFailure: the renewal's error
+	Result Result
+}
+
+// ReleaseOutcome is the result of a release (R1). The zero value means "not a release".
+type ReleaseOutcome uint8
+
+// Release outcomes.
+const (
+	ReleaseNone            ReleaseOutcome = iota
+	ReleaseReleased                       // this handle's delete removed the key
+	ReleaseAlreadyReleased                // the handle had released it already; nothing sent
+	ReleaseNotOwned                       // the delete returned 0, or the handle was already lost
+)
+
+// String returns the outcome's name.
+func (o ReleaseOutcome) String() string {
+	switch o {
+	case ReleaseReleased:
+		return "Released"
+	case ReleaseAlreadyReleased:
+		return "AlreadyReleased"
+	case ReleaseNotOwned:
+		return "NotOwned"
+	}
+	return "None"
+}
+
+// Result answers one caller. For reset-expiry and acquisition OK means extended/acquired;
+// for keep-alive start/stop OK means done. Release carries the release outcome. When Err is
+// set, Outcome is the classification of the command failure that caused it (zero if the
+// error is the core's own, e.g. ErrKeepAliveActive), so Close can swallow
+// NotSubmitted/Uncertain errors while passing Definite ones through (X1).
+type Result struct {
+	OK      bool
+	Release ReleaseOutcome
+	Outcome Outcome
+	Err     error
+}

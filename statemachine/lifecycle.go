@@ -1,0 +1,224 @@
+package statemachine
+
+import "time"
+
+func (h *Handle) stepAcquire(in Input) {
+	if h.state != Acquiring || h.lastOp != 0 {
+		panic("statemachine: InputAcquire on a handle that already acquired")
+	}
+	h.renewOp = h.nextOp()
+	h.renewSentAt, h.renewTTL, h.renewCaller = in.Now, in.TTL, in.Caller
+	h.acquireKeep = in.KeepAlive
+	h.emit(Effect{Kind: EffectSendAcquire, Op: h.renewOp, TTL: in.TTL, Caller: in.Caller})
+}
+
+func (h *Handle) stepCommandDone(in Input) {
+	switch {
+	case in.Op == 0:
+		panic("statemachine: completion without an op")
+	case in.Op == h.renewOp && (h.state == Acquiring || h.state == Abandoned):
+		h.stepAcquireDone(in)
+	case in.Op == h.renewOp:
+		h.stepRenewDone(in)
+	case in.Op == h.releaseOp:
+		h.stepReleaseDone(in)
+	default:
+		panic("statemachine: completion for an op that is not in flight")
+	}
+}
+
+func (h *Handle) stepAcquireDone(in Input) {
+	caller := h.renewCaller
+	h.renewOp, h.renewCaller = 0, 0
+	mayHaveApplied := in.Outcome == OutcomeOK || in.Outcome == OutcomeUncertain
+	switch {
+	case h.state == Abandoned:
+		h.stay(EventAcquireSettled)
+		if mayHaveApplied {
+			h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		}
+	case in.Outcome == OutcomeOK:
+		h.move(EventAcquired, Held)
+		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.resolve(caller, Result{OK: true})
+		if h.acquireKeep {
+			h.startKeepAlive(in.Now)
+		}
+	case in.Outcome == OutcomeMismatch:
+		h.move(EventContended, NotAcquired)
+		h.resolve(caller, Result{})
+	case in.Outcome == OutcomeUncertain:
+		h.move(EventAcquireAbandoned, Abandoned)
+		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		h.resolve(caller, Result{Err: in.Err, Outcome: outcomeOf(in)})
+	default:
+		h.move(EventAcquireFailed, Abandoned)
+		h.resolve(caller, Result{Err: in.Err, Outcome: outcomeOf(in)})
+	}
+}
+
+// stepRelease answers, starts or joins a release (R1-R3).
+func (h *Handle) stepRelease(caller CallerID, now time.Duration) {
+	switch h.state {
+	case Held:
+		h.startRelease(caller, now)
+	case Releasing:
+		h.stay(EventReleaseJoined)
+		h.waiters = append(h.waiters, waiter{caller: caller, kind: waitRelease})
+	case Released:
+		h.stay(EventReleaseAnswered)
+		h.resolve(caller, Result{Release: ReleaseAlreadyReleased})
+	default:
+		h.stay(EventReleaseAnswered) // panics outside Uncertain/Lost
+		h.resolve(caller, Result{Release: ReleaseNotOwned})
+	}
+}
+
+func (h *Handle) startRelease(caller CallerID, _ time.Duration) {
+	h.move(EventReleaseStarted, Releasing)
+	h.releaseOp, h.releaseStarter = h.nextOp(), caller
+	h.emit(Effect{Kind: EffectSendRelease, Op: h.releaseOp, Caller: caller})
+}
+
+// stepClose stops an active keep-alive first, then releases (X1); idempotent.
+func (h *Handle) stepClose(in Input) {
+	if h.keepAlive == keepAliveNone {
+		h.stepRelease(in.Caller, in.Now)
+		return
+	}
+	h.stepKeepAliveStop(in, false)
+	h.waiters = append(h.waiters, waiter{caller: in.Caller, kind: waitClose})
+}
+
+func (h *Handle) stepReleaseDone(in Input) {
+	starter := h.releaseStarter
+	h.releaseOp, h.releaseStarter = 0, 0
+	h.waiters = append([]waiter{{caller: starter, kind: waitRelease}}, h.waiters...)
+	failed := Result{Err: in.Err, Outcome: outcomeOf(in)}
+	switch {
+	case h.state != Releasing:
+		h.stay(EventReleaseSettled)
+		h.resolveAll(waitRelease, settledResult(in))
+	case in.Outcome == OutcomeOK:
+		h.move(EventReleased, Released)
+		h.endKeepAlive(CauseReleased, nil)
+		h.resolveAll(waitRelease, Result{Release: ReleaseReleased})
+	case in.Outcome == OutcomeMismatch:
+		h.becomeLost(EventReleaseNotOwned, CauseOwnershipLost, nil)
+		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
+	case in.Outcome == OutcomeNotSubmitted:
+		h.becomeHeldAgain(in.Now)
+		h.resolve(starter, failed)
+		h.takeFirstWaiter(waitRelease, starter)
+	case in.Outcome == OutcomeDefinite:
+		h.becomeHeldAgain(in.Now)
+		h.resolveAll(waitRelease, failed)
+	case in.Unfenced:
+		h.becomeLost(EventReleaseUncertainUnfenced, CauseOwnershipLost, nil)
+		h.resolveAll(waitRelease, failed)
+	default:
+		for _, w := range h.takeWaiters(waitRelease) {
+			h.waiters = append(h.waiters, waiter{caller: w.caller, kind: waitFenceRelease})
+		}
+		h.becomeUncertain(EventReleaseUncertain, in.Err, false, in.Op)
+	}
+}
+
+// takeFirstWaiter removes the first waiter of kind k for caller (the resolved starter).
+func (h *Handle) takeFirstWaiter(k waitKind, caller CallerID) {
+	for i, w := range h.waiters {
+		if w.kind == k && w.caller == caller {
+			h.waiters = append(h.waiters[:i], h.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// settledResult is what releasers get for a delete that completes after ownership was
+// already given up: the delete's own truth, never a restored Held (R8).
+func settledResult(in Input) Result {
+	switch in.Outcome {
+	case OutcomeOK:
+		return Result{Release: ReleaseReleased}
+	case OutcomeMismatch:
+		return Result{Release: ReleaseNotOwned}
+	}
+	return Result{Err: in.Err, Outcome: outcomeOf(in)}
+}
+
+// becomeHeldAgain restores ownership after a release that did not run (R5, R6, K7); the
+// keep-alive keeps running and is rescheduled.
+func (h *Handle) becomeHeldAgain(now time.Duration) {
+	h.move(EventReleaseRestored, Held)
+	h.scheduleKeepAlive(now)
+}
+
+// becomeLost ends ownership for good: the keep-alive is cancelled with cause; queued
+// resets are refused by pump; releasers still waiting for a delete in flight keep waiting.
+func (h *Handle) becomeLost(e Event, cause Cause, failure error) {
+	h.move(e, Lost)
+	h.endKeepAlive(cause, failure)
+	if h.releaseOp == 0 {
+		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
+	}
+}
+
+// becomeUncertain gives ownership up at once (keep-alive cancelled FIRST), then aborts
+// (deadline case) and fences every op that may still run (H12, R6, K5).
+func (h *Handle) becomeUncertain(e Event, err error, abort bool, ops ...OpID) {
+	h.move(e, Uncertain)
+	h.endKeepAlive(CauseOwnershipLost, nil)
+	h.fenceErr = err
+	for _, op := range ops {
+		if op == 0 {
+			continue
+		}
+		if abort {
+			h.emit(Effect{Kind: EffectAbort, Op: op})
+		}
+		h.emit(Effect{Kind: EffectFence, Op: op})
+		h.fencesPending++
+	}
+}
+
+func (h *Handle) stepFenceDone(in Input) {
+	if h.state != Uncertain || h.fencesPending == 0 {
+		panic("statemachine: fence completion without a fence in flight")
+	}
+	h.fencesPending--
+	if h.fencesPending > 0 {
+		return
+	}
+	resetErr := h.fenceErr
+	if in.Err != nil {
+		resetErr = in.Err // H12: a failed fence propagates to the reset caller
+	}
+	h.move(EventFenceDone, Lost)
+	h.resolveAll(waitFenceReset, Result{Err: resetErr, Outcome: OutcomeUncertain})
+	h.resolveAll(waitFenceRelease, Result{Err: h.fenceErr, Outcome: OutcomeUncertain})
+	h.fenceErr = nil
+	if h.releaseOp == 0 {
+		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
+	}
+}
+
+func (h *Handle) stepCallerCancelled(in Input) {
+	if h.state == Acquiring {
+		if in.Caller != 0 && in.Caller == h.renewCaller {
+			h.renewCaller = 0
+			h.move(EventAcquireAbandoned, Abandoned)
+			h.resolve(in.Caller, Result{Err: ErrCallerCancelled})
+		}
+		return
+	}
+	for i, w := range h.waiters {
+		if w.caller == in.Caller {
+			h.waiters = append(h.waiters[:i], h.waiters[i+1:]...)
+			h.stay(EventCallerCancelled)
+			h.resolve(in.Caller, Result{Err: ErrCallerCancelled})
+			return
+		}
+	}
+	// The caller owns the command in flight (the runtime cancels that command itself), or
+	// was answered already: nothing to do.
+}

@@ -1,0 +1,179 @@
+package statemachine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/looplab/fsm"
+)
+
+// Edge is one row of the graph: Event moves a handle from any state in From to To. Doc is
+// the sentence docs/states.md prints for the edge; it lives here so it cannot drift.
+type Edge struct {
+	Event Event
+	From  []State
+	To    State
+	Doc   string
+}
+
+func edge(e Event, to State, doc string, from ...State) Edge {
+	return Edge{Event: e, From: from, To: to, Doc: doc}
+}
+
+// Graph is the single definition of the handle's state graph. Step may only move a handle
+// along these edges; any other (state, event) pair panics. Do not modify it.
+var Graph = []Edge{
+	edge(EventAcquired, Held, "The SET NX PX replied OK: the handle owns the lease from the timestamp taken before the send.", Acquiring),
+	edge(EventContended, NotAcquired, "The SET NX PX replied nil: another owner holds the key; nothing else is sent.", Acquiring),
+	edge(EventAcquireFailed, Abandoned, "The SET was provably not submitted or got a definite server error: nothing was written, no cleanup.", Acquiring),
+	edge(EventAcquireAbandoned, Abandoned, "The caller gave up, or the SET outcome is uncertain, after the SET may have been written: the handle is never returned and a best-effort cleanup delete is emitted once the SET may have applied.", Acquiring),
+	edge(EventAcquireSettled, Abandoned, "A SET completion arrives after the caller gave up: a reply that may have applied it triggers the cleanup delete.", Abandoned),
+	edge(EventResetRequested, Held, "A reset-expiry request is sent now, or queued behind the renewal in flight (resets are serialised in request order).", Held),
+	edge(EventResetRefused, Held, "A reset-expiry is answered false without sending because the local estimate reached 0 (H4/H6).", Held),
+	edge(EventResetRefused, Releasing, "A reset-expiry while releasing is answered false without sending.", Releasing),
+	edge(EventResetRefused, Uncertain, "A reset-expiry after ownership was given up is answered false without sending.", Uncertain),
+	edge(EventResetRefused, Lost, "A reset-expiry on a lost handle is answered false without sending (H9).", Lost),
+	edge(EventResetRefused, Released, "A reset-expiry on a released handle is answered false without sending (R2).", Released),
+	edge(EventRenewalDue, Held, "The keep-alive renewal timer fired while held: a renewal with the latest Duration is sent, or skipped while another renewal is in flight.", Held),
+	edge(EventRenewalDue, Releasing, "The keep-alive renewal timer fired while releasing: nothing is sent; the keep-alive waits for the release outcome, at most until the lease deadline (K4).", Releasing),
+	edge(EventRenewed, Held, "A renewal replied OK: Duration and the renewal's send timestamp are published and the keep-alive is rescheduled (H8, K3).", Held),
+	edge(EventRenewed, Releasing, "A renewal that was in flight when the release started replied OK: the new Duration is published; the release goes on.", Releasing),
+	edge(EventResetRejected, Held, "A manual reset got a definite server error or was not submitted: the error goes to its caller, state unchanged (H13).", Held),
+	edge(EventResetRejected, Releasing, "A manual reset in flight when the release started got a definite error or was not submitted: the error goes to its caller, the release goes on.", Releasing),
+	edge(EventRenewalRefused, Lost, "A renewal replied false: the key is missing or another owner's, so ownership is lost and the keep-alive is cancelled (H9, K6); during a release the later release outcome cannot restore Held (R8).", Held, Releasing),
+	edge(EventRenewalFailed, Lost, "A keep-alive renewal got a definite error or was not submitted: the keep-alive is cancelled with the failure and ownership is marked lost (K8).", Held, Releasing),
+	edge(EventRenewalUncertain, Uncertain, "A renewal's outcome is uncertain (cancelled or timed out after the write, connection lost): the keep-alive is cancelled first, then the session that carried it is fenced (H12).", Held, Releasing),
+	edge(EventRenewalSettled, Uncertain, "A renewal completes after ownership was given up: its waiting caller, if any, gets false or its error; state unchanged.", Uncertain),
+	edge(EventRenewalSettled, Lost, "A renewal completes after ownership was lost: its waiting caller, if any, gets false or its error; state unchanged.", Lost),
+	edge(EventRenewalSettled, Released, "A renewal in flight when the release succeeded completes: its caller, if any, gets false; state unchanged.", Released),
+	edge(EventDeadlineInFlight, Uncertain, "The keep-alive lease deadline passed while a renewal or release was in flight: ownership is given up (keep-alive cancelled), the command is aborted and its session fenced (K4, K5).", Held, Releasing),
+	edge(EventDeadlineIdle, Lost, "The lease deadline passed, or a renewal was due with nothing left, while no command was in flight: ownership is lost (K4).", Held),
+	edge(EventFenceDone, Lost, "The fence (CLIENT KILL) answered or failed: nothing queued on the old session can run any more; waiting callers get the original error.", Uncertain),
+	edge(EventKeepAliveStarted, Held, "A keep-alive starts: renewal and deadline timers are armed (K1, K2).", Held),
+	edge(EventKeepAliveRefused, Held, "A second keep-alive, or one with no time left, is refused with an error (K1).", Held),
+	edge(EventKeepAliveRefused, Releasing, "A keep-alive cannot start while releasing.", Releasing),
+	edge(EventKeepAliveRefused, Uncertain, "A keep-alive cannot start after ownership was given up.", Uncertain),
+	edge(EventKeepAliveRefused, Lost, "A keep-alive cannot start on a lost handle.", Lost),
+	edge(EventKeepAliveRefused, Released, "A keep-alive cannot start on a released handle.", Released),
+	edge(EventKeepAliveStop, Held, "The keep-alive is stopped; the stop completes once no keep-alive renewal is in flight; the lock stays held (K10).", Held),
+	edge(EventKeepAliveStop, Releasing, "The keep-alive is stopped while releasing.", Releasing),
+	edge(EventKeepAliveStop, Uncertain, "The keep-alive is stopped while fencing; the stop completes after the fence (K5).", Uncertain),
+	edge(EventKeepAliveStop, Lost, "Stopping the keep-alive of a lost handle completes at once.", Lost),
+	edge(EventKeepAliveStop, Released, "Stopping the keep-alive of a released handle completes at once.", Released),
+	edge(EventReleaseStarted, Releasing, "A release or close finds the handle held: it becomes the starter of the one shared compare-and-delete (R3).", Held),
+	edge(EventReleaseJoined, Releasing, "A release or close while releasing joins the shared attempt; no second delete is sent (R3).", Releasing),
+	edge(EventReleaseAnswered, Uncertain, "A release after ownership was given up returns NotOwned at once.", Uncertain),
+	edge(EventReleaseAnswered, Lost, "A release on a lost handle returns NotOwned without sending (R1).", Lost),
+	edge(EventReleaseAnswered, Released, "A release on a released handle returns AlreadyReleased without sending (R2).", Released),
+	edge(EventReleased, Released, "The delete returned 1: every waiting caller gets Released and the keep-alive ends with cause released (K9).", Releasing),
+	edge(EventReleaseNotOwned, Lost, "The delete returned 0: the key was not ours; callers get NotOwned.", Releasing),
+	edge(EventReleaseRestored, Held, "The delete was provably not submitted or got a definite server error: ownership is restored and the keep-alive keeps running (R5, R6, K7); a waiting joiner starts the next attempt.", Releasing),
+	edge(EventReleaseUncertain, Uncertain, "The delete's outcome is uncertain: the keep-alive is cancelled first, then the session that carried it is fenced (R6, R7).", Releasing),
+	edge(EventReleaseUncertainUnfenced, Lost, "The delete's outcome is uncertain and the client may not run CLIENT KILL: ownership is lost without a fence (R10).", Releasing),
+	edge(EventReleaseSettled, Uncertain, "A delete completes after the lease deadline gave ownership up: callers get its outcome; state unchanged.", Uncertain),
+	edge(EventReleaseSettled, Lost, "A delete completes after a renewal proved the loss: callers get its outcome, a definite error cannot restore Held (R8).", Lost),
+	edge(EventCallerCancelled, Held, "A caller waiting in the reset queue gave up: it is removed and answered; nothing else changes.", Held),
+	edge(EventCallerCancelled, Releasing, "A joined releaser gave up: it stops waiting, the shared release goes on (R4).", Releasing),
+	edge(EventCallerCancelled, Uncertain, "A caller waiting for the fence gave up: it is answered; the fence goes on.", Uncertain),
+	edge(EventCallerCancelled, Lost, "A releaser waiting for a delete still in flight after the loss gave up: it is answered; the delete goes on.", Lost),
+}
+
+// StateDocs holds the sentence docs/states.md prints for each state.
+var StateDocs = [NumStates]string{
+	Acquiring:   "The SET NX PX is being sent; the handle is not yet visible to the caller.",
+	Held:        "The handle believes it owns the lease; RemainingEstimate counts down from the last confirmed send timestamp.",
+	Releasing:   "One shared compare-and-delete is in flight; renewals are not sent and joiners wait for its outcome.",
+	Uncertain:   "A renewal or delete may have run with an unknown result: ownership is given up and the session that carried it is being fenced.",
+	Lost:        "Ownership is lost (false reply, deadline, uncertain outcome); nothing more is sent and releases return NotOwned.",
+	Released:    "This handle's delete removed the key; releases return AlreadyReleased.",
+	NotAcquired: "Another owner held the key; no handle is returned.",
+	Abandoned:   "The acquisition failed or was cancelled; no handle is returned, a SET that may have applied is cleaned up.",
+}
+
+// invalidState marks a (state, event) pair with no edge.
+const invalidState State = 0xFF
+
+// nextState is the immutable lookup built from Graph at init.
+var nextState = buildNextState()
+
+func buildNextState() (table [NumStates][NumEvents]State) {
+	for s := range table {
+		for e := range table[s] {
+			table[s][e] = invalidState
+		}
+	}
+	for _, ed := range Graph {
+		for _, from := range ed.From {
+			if table[from][ed.Event] != invalidState {
+				panic(fmt.Sprintf("statemachine: duplicate edge %s -%s->", from, ed.Event))
+			}
+			table[from][ed.Event] = ed.To
+		}
+	}
+	if err := validateWithFSM(table); err != nil {
+		panic(err)
+	}
+	return table
+}
+
+// Next returns the state event moves s to, and false when the graph has no such edge.
+func Next(s State, e Event) (State, bool) {
+	if s >= NumStates || e >= NumEvents {
+		return invalidState, false
+	}
+	to := nextState[s][e]
+	return to, to != invalidState
+}
+
+// Events returns Graph as a looplab/fsm table (one EventDesc per edge).
+func Events() fsm.Events {
+	events := make(fsm.Events, 0, len(Graph))
+	for _, ed := range Graph {
+		src := make([]string, len(ed.From))
+		for i, s := range ed.From {
+			src[i] = s.String()
+		}
+		events = append(events, fsm.EventDesc{Name: ed.Event.String(), Src: src, Dst: ed.To.String()})
+	}
+	return events
+}
+
+// NewFSM returns a fresh looplab FSM for Graph, starting at initial, without callbacks. It
+// is for validation, visualisation and tests; handles never hold one.
+func NewFSM(initial State) *fsm.FSM {
+	return fsm.NewFSM(initial.String(), Events(), nil)
+}
+
+// FireFSM fires e on f with context.Background(), treating NoTransitionError{Err: nil}
+// (a self-loop) as success, as the style guide requires.
+func FireFSM(f *fsm.FSM, e Event) error {
+	err := f.Event(context.Background(), e.String())
+	var noTransition fsm.NoTransitionError
+	if errors.As(err, &noTransition) && noTransition.Err == nil {
+		return nil
+	}
+	return err
+}
+
+// validateWithFSM checks every (state, event) pair of table against one real looplab FSM.
+func validateWithFSM(table [NumStates][NumEvents]State) error {
+	f := NewFSM(Acquiring)
+	for s := State(0); s < NumStates; s++ {
+		for e := Event(0); e < NumEvents; e++ {
+			f.SetState(s.String())
+			err := FireFSM(f, e)
+			want := table[s][e]
+			if want == invalidState {
+				if err == nil {
+					return fmt.Errorf("statemachine: looplab allows %s -%s-> %s, lookup does not", s, e, f.Current())
+				}
+				continue
+			}
+			if err != nil || f.Current() != want.String() {
+				return fmt.Errorf("statemachine: %s -%s-> want %s, looplab gives %s (%v)", s, e, want, f.Current(), err)
+			}
+		}
+	}
+	return nil
+}
