@@ -68,9 +68,9 @@ const (
 // for Times matching commands (0 means once) and is then removed.
 type Fault struct {
 	Kind     FaultKind
-	Command  string                // command name, case-insensitive ("DELEX", "CLIENT"); "" matches any
+	Command  string                   // command name, case-insensitive ("DELEX", "CLIENT"); "" matches any
 	Match    func(args []string) bool // optional extra predicate on the whole command
-	ClientID int64                 // only this client, when non-zero
+	ClientID int64                    // only this client, when non-zero
 	Times    int
 	Delay    time.Duration   // DelayReply
 	Gate     <-chan struct{} // DelayReply: hold the reply until closed

@@ -1,0 +1,208 @@
+package sim
+
+import "strings"
+
+func stringCommands() map[string]*command {
+	return map[string]*command{
+		"get":      {arity: 2, run: (*Engine).getCommand, keys: firstKey},
+		"set":      {arity: -3, run: (*Engine).setCommand, keys: firstKey},
+		"del":      {arity: -2, run: (*Engine).delCommand, keys: allKeys},
+		"unlink":   {arity: -2, run: (*Engine).delCommand, keys: allKeys},
+		"exists":   {arity: -2, run: (*Engine).existsCommand, keys: allKeys},
+		"mget":     {arity: -2, run: (*Engine).mgetCommand, keys: allKeys},
+		"pexpire":  {arity: -3, run: (*Engine).pexpireCommand, keys: firstKey},
+		"pttl":     {arity: 2, run: (*Engine).pttlCommand, keys: firstKey},
+		"ttl":      {arity: 2, run: (*Engine).pttlCommand, keys: firstKey},
+		"incr":     {arity: 2, run: (*Engine).incrCommand, keys: firstKey},
+		"rpush":    {arity: -3, run: (*Engine).rpushCommand, keys: firstKey},
+		"flushall": {arity: -1, run: (*Engine).flushCommand, noScript: true},
+		"flushdb":  {arity: -1, run: (*Engine).flushCommand, noScript: true},
+		"dbsize":   {arity: 1, run: (*Engine).dbsizeCommand},
+		"delex": {arity: -2, run: (*Engine).delexCommand, keys: firstKey,
+			has: func(s profileSpec) bool { return s.delex }},
+		"delifeq": {arity: 3, run: (*Engine).delifeqCommand, keys: firstKey,
+			has: func(s profileSpec) bool { return s.delifeq }},
+	}
+}
+
+// stringValue returns the string at key; wrong is true for other types.
+func (e *Engine) stringValue(c *client, key string) (v *value, wrong bool) {
+	v = e.lookup(c, key)
+	return v, v != nil && v.isList
+}
+
+func (e *Engine) getCommand(c *client, args []string) reply {
+	v, wrong := e.stringValue(c, args[1])
+	switch {
+	case wrong:
+		return wrongType
+	case v == nil:
+		return null()
+	}
+	return bulk(v.str)
+}
+
+func (e *Engine) mgetCommand(c *client, args []string) reply {
+	out := make([]reply, 0, len(args)-1)
+	for _, k := range args[1:] {
+		if v, wrong := e.stringValue(c, k); v == nil || wrong {
+			out = append(out, null())
+		} else {
+			out = append(out, bulk(v.str))
+		}
+	}
+	return array(out...)
+}
+
+func (e *Engine) delCommand(c *client, args []string) reply {
+	var n int64
+	for _, k := range args[1:] {
+		if e.lookup(c, k) != nil {
+			delete(e.dbs[c.db], k)
+			n++
+		}
+	}
+	return integer(n)
+}
+
+func (e *Engine) existsCommand(c *client, args []string) reply {
+	var n int64
+	for _, k := range args[1:] {
+		if e.lookup(c, k) != nil {
+			n++
+		}
+	}
+	return integer(n)
+}
+
+func (e *Engine) pexpireCommand(c *client, args []string) reply {
+	ms, ok := parseInt(args[2])
+	if !ok {
+		return notInteger
+	}
+	if len(args) > 3 {
+		return errorf("ERR Unsupported option %s", args[3])
+	}
+	v := e.lookup(c, args[1])
+	if v == nil {
+		return integer(0)
+	}
+	if ms <= 0 {
+		delete(e.dbs[c.db], args[1])
+		return integer(1)
+	}
+	v.expireAt = e.now() + ms
+	return integer(1)
+}
+
+func (e *Engine) pttlCommand(c *client, args []string) reply {
+	v := e.lookup(c, args[1])
+	switch {
+	case v == nil:
+		return integer(-2)
+	case v.expireAt == 0:
+		return integer(-1)
+	}
+	ttl := max(v.expireAt-e.now(), 0)
+	if strings.EqualFold(args[0], "ttl") {
+		ttl = (ttl + 500) / 1000
+	}
+	return integer(ttl)
+}
+
+func (e *Engine) incrCommand(c *client, args []string) reply {
+	v, wrong := e.stringValue(c, args[1])
+	if wrong {
+		return wrongType
+	}
+	var n int64
+	if v != nil {
+		var ok bool
+		if n, ok = parseInt(v.str); !ok {
+			return notInteger
+		}
+	} else {
+		v = &value{}
+		e.dbs[c.db][args[1]] = v
+	}
+	n++
+	v.str = formatInt(n)
+	return integer(n)
+}
+
+func (e *Engine) rpushCommand(c *client, args []string) reply {
+	v := e.lookup(c, args[1])
+	if v != nil && !v.isList {
+		return wrongType
+	}
+	if v == nil {
+		v = &value{isList: true}
+		e.dbs[c.db][args[1]] = v
+	}
+	v.list = append(v.list, args[2:]...)
+	return integer(int64(len(v.list)))
+}
+
+func (e *Engine) flushCommand(c *client, args []string) reply {
+	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(args[1], "sync") && !strings.EqualFold(args[1], "async")) {
+		return syntaxError
+	}
+	if strings.EqualFold(args[0], "flushdb") {
+		e.dbs[c.db] = map[string]*value{}
+		return okReply
+	}
+	for i := range e.dbs {
+		e.dbs[i] = map[string]*value{}
+	}
+	return okReply
+}
+
+func (e *Engine) dbsizeCommand(c *client, _ []string) reply {
+	return integer(int64(len(e.dbs[c.db])))
+}
+
+// delexCommand is Redis 8.4's DELEX key [IFEQ|IFNE value].
+func (e *Engine) delexCommand(c *client, args []string) reply {
+	if len(args) != 2 && len(args) != 4 {
+		return wrongArity("delex")
+	}
+	key := args[1]
+	v := e.lookup(c, key)
+	if v == nil {
+		return integer(0)
+	}
+	if len(args) == 2 {
+		delete(e.dbs[c.db], key)
+		return integer(1)
+	}
+	if v.isList {
+		return errReply("ERR Key should be of string type if conditions are specified")
+	}
+	var match bool
+	switch strings.ToLower(args[2]) {
+	case "ifeq":
+		match = v.str == args[3]
+	case "ifne":
+		match = v.str != args[3]
+	default:
+		return errReply("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
+	}
+	if !match {
+		return integer(0)
+	}
+	delete(e.dbs[c.db], key)
+	return integer(1)
+}
+
+// delifeqCommand is Valkey 9.0's DELIFEQ key value.
+func (e *Engine) delifeqCommand(c *client, args []string) reply {
+	v, wrong := e.stringValue(c, args[1])
+	switch {
+	case wrong:
+		return wrongType
+	case v == nil || v.str != args[2]:
+		return integer(0)
+	}
+	delete(e.dbs[c.db], args[1])
+	return integer(1)
+}
