@@ -39,16 +39,16 @@ type InputKind uint8
 
 // Input kinds. Fields of Input used by each kind are listed.
 const (
-	InputAcquire        InputKind = iota + 1 // Caller, TTL, KeepAlive: send the SET NX PX
-	InputResetExpiry                         // Caller, TTL: manual renewal, TTL from now
-	InputKeepAliveStart                      // Caller: start the keep-alive
-	InputKeepAliveStop                       // Caller: stop it; resolved when no renewal is in flight
-	InputRelease                             // Caller: release (shared with concurrent releases)
-	InputClose                               // Caller: stop the keep-alive, then release; idempotent
-	InputCallerCancelled                     // Caller: that caller's ctx ended while it waited
-	InputCommandDone                         // Op, Outcome, Err, Unfenced: a command completed
-	InputTimer                               // Timer, Seq: a timer armed by EffectArmTimer fired
-	InputFenceDone                           // Op, Err: the fence of Op's session answered or failed
+	InputAcquire         InputKind = iota + 1 // Caller, TTL, KeepAlive: send the SET NX PX
+	InputResetExpiry                          // Caller, TTL: manual renewal, TTL from now
+	InputKeepAliveStart                       // Caller: start the keep-alive
+	InputKeepAliveStop                        // Caller: stop it; resolved when no renewal is in flight
+	InputRelease                              // Caller: release (shared with concurrent releases)
+	InputClose                                // Caller: stop the keep-alive, then release; idempotent
+	InputCallerCancelled                      // Caller: that caller's ctx ended while it waited
+	InputCommandDone                          // Op, Outcome, Err, Unfenced: a command completed
+	InputTimer                                // Timer, Seq: a timer armed by EffectArmTimer fired
+	InputFenceDone                            // Op, Err: the fence of Op's session answered or failed
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary

@@ -114,8 +114,11 @@ func (h *Handle) stepReleaseDone(in Input) {
 		h.becomeHeldAgain(in.Now)
 		h.resolveAll(waitRelease, failed)
 	case in.Unfenced:
+		callers := h.takeWaiters(waitRelease)
 		h.becomeLost(EventReleaseUncertainUnfenced, CauseOwnershipLost, nil)
-		h.resolveAll(waitRelease, failed)
+		for _, w := range callers {
+			h.resolve(w.caller, failed)
+		}
 	default:
 		for _, w := range h.takeWaiters(waitRelease) {
 			h.waiters = append(h.waiters, waiter{caller: w.caller, kind: waitFenceRelease})
