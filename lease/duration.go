@@ -1,0 +1,28 @@
+package lease
+
+import "time"
+
+// ttlMillis converts a lease duration to the whole milliseconds sent with
+// PX, rounding a fractional millisecond up (1ns → 1ms, 30s+1ns → 30001ms).
+// A duration that is zero or negative is rejected with ErrInvalidTTL before
+// anything is sent.
+func ttlMillis(ttl time.Duration) (int64, error) {
+	if ttl <= 0 {
+		return 0, ErrInvalidTTL
+	}
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return ms, nil
+}
+
+// normalizeTTL returns the duration actually applied: ttl rounded up to
+// whole milliseconds.
+func normalizeTTL(ttl time.Duration) (time.Duration, error) {
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

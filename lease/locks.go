@@ -1,0 +1,87 @@
+// Package lease provides distributed locks on Redis and Valkey leases: a key
+// holding an owner token, with an expiry.
+//
+// Locks offers the raw-token API (TryTake, ResetExpiry, Release, OwnerToken)
+// for tokens that are shared between processes or outlive the acquiring
+// process. Extension and release are atomic owner comparisons, chosen per
+// physical connection: SET IFEQ / DELEX on Redis 8.4+, SET IFEQ / DELIFEQ on
+// Valkey 9.0+, SET IFEQ / Lua on Valkey 8.1, Lua on older servers (see
+// docs/compatibility.md). The raw-token API never fences connections and
+// never needs CLIENT permissions.
+package lease
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// Locks is the entry point for locks on one rueidis client, with an optional
+// key prefix. It is safe for concurrent use. Views made with WithKeyPrefix
+// share the parent's sessions; Close closes them for every view. The zero
+// value is not usable: create Locks with New.
+type Locks struct {
+	core   *core
+	prefix string // full prefix of this view
+}
+
+// core is what every view of one New shares.
+type core struct {
+	client         rueidis.Client
+	pool           *conn.Pool
+	logger         *slog.Logger
+	commandTimeout time.Duration
+}
+
+// New returns Locks on client. It sends nothing: sessions (one pinned socket
+// per node) open on first use. It fails with ErrNilClient for a nil client
+// and ErrInvalidOption for a bad option. Locks does not take ownership of
+// client; call Locks.Close before closing client.
+func New(client rueidis.Client, opts ...Option) (*Locks, error) {
+	if client == nil {
+		return nil, ErrNilClient
+	}
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout}
+	return &Locks{core: c, prefix: o.keyPrefix}, nil
+}
+
+// WithKeyPrefix returns a view whose keys get prefix appended to this view's
+// prefix ("a:" then "b:" gives "a:b:key"). It sends nothing and shares this
+// Locks' sessions, logger and timeout.
+func (l *Locks) WithKeyPrefix(prefix string) *Locks {
+	return &Locks{core: l.core, prefix: l.prefix + prefix}
+}
+
+// KeyPrefix returns this view's full key prefix.
+func (l *Locks) KeyPrefix() string { return l.prefix }
+
+// Close closes the pinned sessions of this Locks and all its views; later
+// calls fail with an error matching conn.ErrNotSubmitted. It blocks until
+// the sockets are closed, does not close the rueidis client and is
+// idempotent. Locks held on the server are not released: they expire.
+func (l *Locks) Close() { l.core.pool.Close() }
+
+// key returns the wire key for a user key.
+func (l *Locks) key(k string) string { return l.prefix + k }
+
+// withTimeout applies WithCommandTimeout to one call.
+func (l *Locks) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.core.commandTimeout > 0 {
+		return context.WithTimeout(ctx, l.core.commandTimeout)
+	}
+	return ctx, func() {}
+}

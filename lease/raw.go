@@ -1,0 +1,103 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// TryTake acquires key for token with a lease of ttl (rounded up to whole
+// milliseconds) using SET key token NX PX ms. It returns true when this call
+// created the lock, false when the key already exists (whoever holds it).
+// It blocks for one round trip. Validation errors (ErrEmptyKey,
+// ErrEmptyToken, ErrInvalidTTL) come before anything is sent. If ctx is
+// cancelled after the command was sent, the lock may have been taken anyway
+// (error matching conn.ErrOutcomeUnknown); it then lives until its expiry or
+// a Release with the same token. Use a fresh, secret token per acquisition.
+func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.Duration) (bool, error) {
+	ms, err := validate("TryTake", key, token, ttl, true)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	return l.core.pool.Acquire(ctx, l.key(key), token.wire(), ms)
+}
+
+// ResetExpiry sets key's expiry to ttl from now if key holds token (SET
+// IFEQ PX, or the Lua compare-and-pexpire on servers without it). false
+// means the lock is not ours: missing, expired or held by another token; in
+// that case nothing changed — no key is created and another owner's TTL is
+// untouched. It blocks until a definite answer. It never fences: after an
+// error matching conn.ErrOutcomeUnknown the expiry may or may not have been
+// reset. Do not retry protected writes after false.
+func (l *Locks) ResetExpiry(ctx context.Context, key string, token Token, ttl time.Duration) (bool, error) {
+	ms, err := validate("ResetExpiry", key, token, ttl, true)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	res, err := l.core.pool.Extend(ctx, l.key(key), token.wire(), ms)
+	l.logUncertain(ctx, "ResetExpiry", key, err)
+	return res.Owned, err
+}
+
+// Release deletes key if it holds token (DELEX, DELIFEQ or Lua, as the
+// connection supports). true means this call deleted our lock; false means
+// it was not ours (missing, expired or another owner) and nothing changed.
+// It blocks until a definite answer; an error matching
+// conn.ErrOutcomeUnknown means the delete may have run. A server error such
+// as NOPERM is returned unchanged (errors.As to *rueidis.RedisError) and no
+// other implementation is tried.
+func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, error) {
+	if _, err := validate("Release", key, token, 0, false); err != nil {
+		return false, err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	res, err := l.core.pool.Release(ctx, l.key(key), token.wire())
+	l.logUncertain(ctx, "Release", key, err)
+	return res.Owned, err
+}
+
+// OwnerToken reads key's current owner token with GET on the primary.
+// found is false when the key does not exist. The token owns a copy of the
+// reply bytes. It blocks for one round trip (plus redirects).
+func (l *Locks) OwnerToken(ctx context.Context, key string) (token Token, found bool, err error) {
+	if key == "" {
+		return Token{}, false, fmt.Errorf("lease: OwnerToken: %w", ErrEmptyKey)
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	res, err := l.core.pool.Owner(ctx, l.key(key))
+	if err != nil || !res.Owned {
+		return Token{}, false, err
+	}
+	return Token{bytes: res.Token}, true, nil
+}
+
+// validate checks the arguments common to the raw operations and returns the
+// duration in milliseconds.
+func validate(op, key string, token Token, ttl time.Duration, needTTL bool) (int64, error) {
+	if key == "" {
+		return 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
+	}
+	if token.IsZero() {
+		return 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyToken)
+	}
+	if !needTTL {
+		return 0, nil
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return 0, fmt.Errorf("lease: %s: %w (got %v)", op, err, ttl)
+	}
+	return ms, nil
+}
+
+func (l *Locks) logUncertain(ctx context.Context, op, key string, err error) {
+	if err != nil {
+		l.core.logger.DebugContext(ctx, "lease: raw operation failed", "op", op, "key", key, "error", err)
+	}
+}
