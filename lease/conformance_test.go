@@ -1,0 +1,110 @@
+package lease
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+// Expected lock commands of the first and a later operation on one session.
+var wireSequences = map[sim.Profile]struct {
+	releaseFirst, releaseLater []string
+	extendFirst, extendLater   []string
+}{
+	sim.Redis84:  {[]string{"DELEX"}, []string{"DELEX"}, []string{"SET"}, []string{"SET"}},
+	sim.Valkey90: {[]string{"DELEX", "DELIFEQ"}, []string{"DELIFEQ"}, []string{"SET"}, []string{"SET"}},
+	sim.Valkey81: {[]string{"DELEX", "DELIFEQ", "EVALSHA", "EVAL"}, []string{"EVALSHA"}, []string{"SET"}, []string{"SET"}},
+	sim.Redis70:  {[]string{"DELEX", "DELIFEQ", "EVALSHA", "EVAL"}, []string{"EVALSHA"}, []string{"SET", "EVALSHA", "EVAL"}, []string{"EVALSHA"}},
+}
+
+func TestReleaseWireSequencePerServer(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv := startSim(t, sim.Config{Profile: profile})
+			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false))
+			ctx := ctxT(t)
+			want := wireSequences[profile]
+			for round, seq := range [][]string{want.releaseFirst, want.releaseLater, want.releaseLater} {
+				key := "lock"
+				if ok, err := locks.TryTake(ctx, key, tok("owner"), time.Minute); !ok || err != nil {
+					t.Fatalf("TryTake = %v, %v; want true", ok, err)
+				}
+				srv.ResetLog()
+				ok, err := locks.Release(ctx, key, tok("owner"))
+				if !ok || err != nil {
+					t.Fatalf("round %d: Release = %v, %v; want true, nil", round, ok, err)
+				}
+				if got := lockCommands(srv.Log()); !slices.Equal(got, seq) {
+					t.Fatalf("round %d: release sent %v; want %v", round, got, seq)
+				}
+				if got := srv.Exec("EXISTS", key); got != ":0\r\n" {
+					t.Fatalf("round %d: EXISTS after release = %q; want :0", round, got)
+				}
+			}
+		})
+	}
+}
+
+func TestExtensionWireSequencePerServer(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv := startSim(t, sim.Config{Profile: profile})
+			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false))
+			ctx := ctxT(t)
+			want := wireSequences[profile]
+			if ok, err := locks.TryTake(ctx, "lock", tok("owner"), time.Second); !ok || err != nil {
+				t.Fatalf("TryTake = %v, %v; want true", ok, err)
+			}
+			for round, seq := range [][]string{want.extendFirst, want.extendLater, want.extendLater} {
+				srv.ResetLog()
+				ok, err := locks.ResetExpiry(ctx, "lock", tok("owner"), time.Minute)
+				if !ok || err != nil {
+					t.Fatalf("round %d: ResetExpiry = %v, %v; want true, nil", round, ok, err)
+				}
+				if got := lockCommands(srv.Log()); !slices.Equal(got, seq) {
+					t.Fatalf("round %d: extension sent %v; want %v", round, got, seq)
+				}
+				assertPTTLAbove(t, srv, "lock", 50*time.Second)
+			}
+		})
+	}
+}
+
+// assertPTTLAbove checks the key's remaining TTL on the server.
+func assertPTTLAbove(t *testing.T, srv *sim.Server, key string, min time.Duration) {
+	t.Helper()
+	reply := srv.Exec("PTTL", key)
+	var ms int64
+	if _, err := fmtSscanInt(reply, &ms); err != nil || time.Duration(ms)*time.Millisecond < min {
+		t.Fatalf("PTTL %s = %q; want above %v", key, reply, min)
+	}
+}
+
+func TestOwnerTokenReadsExactBytes(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv := startSim(t, sim.Config{Profile: profile})
+			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false))
+			ctx := ctxT(t)
+			binary := TokenFromBytes([]byte{0, 0xff, '\r', '\n', 'x'})
+			if _, found, err := locks.OwnerToken(ctx, "k"); found || err != nil {
+				t.Fatalf("OwnerToken(missing) = found %v, %v; want false, nil", found, err)
+			}
+			if ok, err := locks.TryTake(ctx, "k", binary, time.Minute); !ok || err != nil {
+				t.Fatalf("TryTake = %v, %v", ok, err)
+			}
+			got, found, err := locks.OwnerToken(ctx, "k")
+			if !found || err != nil || got != binary {
+				t.Fatalf("OwnerToken = %v, %v, %v; want %v", got, found, err, binary)
+			}
+			if ok, err := locks.TryTake(ctx, "k", tok("other"), time.Minute); ok || err != nil {
+				t.Fatalf("second TryTake = %v, %v; want false, nil", ok, err)
+			}
+			if ok, err := locks.Release(ctx, "k", binary); !ok || err != nil {
+				t.Fatalf("Release(binary) = %v, %v; want true", ok, err)
+			}
+		})
+	}
+}

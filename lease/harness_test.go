@@ -1,0 +1,128 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const simPassword = "pw"
+
+// lockCommandNames are the commands a lock operation may put on the wire.
+var lockCommandNames = []string{"SET", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EVAL", "ASKING"}
+
+// startSim starts a simulated node of profile and checks, when the test
+// ends, that no INFO or COMMAND was ever sent to it.
+func startSim(t *testing.T, cfg sim.Config) *sim.Server {
+	t.Helper()
+	if cfg.Password == "" {
+		cfg.Password = simPassword
+	}
+	srv, err := sim.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("sim.Start(%s): %v", cfg.Profile, err)
+	}
+	t.Cleanup(func() {
+		assertNoDiscoveryCommands(t, srv.Log())
+		srv.Close()
+	})
+	return srv
+}
+
+func assertNoDiscoveryCommands(t *testing.T, log []sim.Entry) {
+	t.Helper()
+	for _, e := range log {
+		if name := strings.ToUpper(e.Args[0]); name == "INFO" || name == "COMMAND" {
+			t.Errorf("discovery command sent: %q", e.Args)
+		}
+	}
+}
+
+// newClient connects a rueidis client; it is closed when the test ends.
+func newClient(t *testing.T, addrs []string, user, password string, disableCache bool) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  addrs,
+		Username:     user,
+		Password:     password,
+		DisableCache: disableCache,
+	})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient(%v, user %q): %v", addrs, user, err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// newLocks returns Locks on client, closed when the test ends.
+func newLocks(t *testing.T, client rueidis.Client, opts ...Option) *Locks {
+	t.Helper()
+	locks, err := New(client, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks
+}
+
+// lockCommands returns the lock commands in log, in order, each as its
+// args joined by spaces with scripts shortened to their role.
+func lockCommands(log []sim.Entry) []string {
+	var out []string
+	for _, e := range log {
+		name := strings.ToUpper(e.Args[0])
+		if !slices.Contains(lockCommandNames, name) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// lockArgs returns the args of the lock commands in log.
+func lockArgs(log []sim.Entry) [][]string {
+	var out [][]string
+	for _, e := range log {
+		if slices.Contains(lockCommandNames, strings.ToUpper(e.Args[0])) {
+			out = append(out, e.Args)
+		}
+	}
+	return out
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func tok(s string) Token { return TokenFromBytes([]byte(s)) }
+
+// realRedis70 returns the address and password of the real redis-server 7.0
+// given by the environment, or skips.
+func realRedis70(t *testing.T) (addr, password string) {
+	t.Helper()
+	addr = os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
+	}
+	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+}
+
+// fmtSscanInt parses a RESP integer reply such as ":29999\r\n".
+func fmtSscanInt(reply string, out *int64) (int, error) {
+	return fmt.Sscanf(reply, ":%d\r\n", out)
+}
