@@ -10,6 +10,23 @@
 // The state graph is defined once, in [Graph]; looplab/fsm validates it at init and renders
 // docs/states.md. Each Handle stores only a small State; the legal next state comes from an
 // immutable [NumStates][NumEvents] table built from [Graph] at init.
+//
+// # Driving a Handle
+//
+//   - One goroutine at a time calls Step; Step never blocks, allocates only when a caller
+//     is parked (queued reset, release joiner), and appends to the caller's buffer.
+//   - Start with a zero Handle and InputAcquire. The runtime executes EffectSend* and later
+//     reports exactly one InputCommandDone per OpID with a classified Outcome; it must
+//     remember which session carried each op so EffectFence/EffectAbort can name it.
+//   - CallerIDs are chosen by the runtime (nonzero, unique while waiting); each request
+//     gets exactly one EffectResolve. InputCallerCancelled answers a parked caller with
+//     ErrCallerCancelled; for the caller whose command is in flight it does nothing (the
+//     runtime cancels that command's context, which yields NotSubmitted or Uncertain).
+//   - Timers: EffectArmTimer{Timer, At, Seq} replaces any earlier arming of that Timer;
+//     report the fire as InputTimer{Timer, Seq}. Stale fires are ignored.
+//   - EffectFence is answered by InputFenceDone{Op, Err}.
+//   - Handles returned to the user leave Acquiring; NotAcquired/Abandoned handles are never
+//     returned and only receive late completions.
 package statemachine
 
 import "fmt"
