@@ -77,6 +77,10 @@ func (h *Handle) RemainingEstimate(now time.Duration) time.Duration {
 	return max(0, h.duration-(now-h.confirmedAt))
 }
 
+// IsReleased reports whether the handle no longer counts as holding the lock: the state is
+// not Held, or the local estimate reached 0 although the server was never asked (H4).
+func (h *Handle) IsReleased(now time.Duration) bool { return h.RemainingEstimate(now) == 0 }
+
 // KeepAliveActive reports whether a keep-alive occupies the handle's slot (running or
 // stopping).
 func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
@@ -222,10 +226,7 @@ func (h *Handle) pump(now time.Duration) {
 	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {
 		h.endKeepAlive(CauseStopped, nil)
 	}
-	if h.keepAlive == keepAliveStopping {
-		return
-	}
-	if h.fencesPending == 0 {
+	if h.keepAlive != keepAliveStopping && h.fencesPending == 0 {
 		h.resolveAll(waitStop, Result{OK: true})
 		for _, w := range h.takeWaiters(waitClose) {
 			h.stepRelease(w.caller, now)

@@ -1,6 +1,9 @@
 package statemachine
 
-import "testing"
+import (
+	"flag"
+	"testing"
+)
 
 // step feeds in and checks every invariant on the effects.
 func (x *explorer) step(in Input) {
@@ -102,9 +105,9 @@ func (x *explorer) drain() {
 // some edge of Graph was never walked through Step.
 func TestPropertyRandomInputsKeepInvariantsAndWalkEveryEdge(t *testing.T) {
 	seen := map[[2]uint8]bool{}
-	for seed := uint64(1); seed <= 3000; seed++ {
+	for seed := uint64(1); seed <= *propertySeeds; seed++ {
 		x := newExplorer(t, seed, seen)
-		for range 60 {
+		for range *propertySteps {
 			x.step(x.nextInput())
 		}
 		x.drain()
@@ -120,3 +123,9 @@ func TestPropertyRandomInputsKeepInvariantsAndWalkEveryEdge(t *testing.T) {
 	}
 	t.Logf("walked %d of %d edges", len(seen), pairs)
 }
+
+// Deeper search: go test ./statemachine -run Property -property.seeds=100000 -property.steps=150
+var (
+	propertySeeds = flag.Uint64("property.seeds", 3000, "seeds for the property test")
+	propertySteps = flag.Int("property.steps", 60, "inputs per seed in the property test")
+)

@@ -212,3 +212,20 @@ func TestX2CloseJoinsInFlightReleaseThatBecomesUncertain(t *testing.T) {
 		t.Fatalf("close result %+v state %s", r, d.h.State())
 	}
 }
+
+func TestQueuedResetIsRefusedWhenReleaseSucceedsWhileRenewalInFlight(t *testing.T) {
+	d := acquired(t, time.Second, true)
+	eff := d.fire(TimerRenewal, d.last)
+	renewOp := find(t, eff, EffectSendRenew).Op
+	c, _ := d.reset(time.Minute)
+	_, eff = d.release()
+	if r := resultOf(t, eff, c); r.OK {
+		t.Fatal("queued reset succeeded while releasing")
+	}
+	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
+	d.step(Input{Kind: InputCallerCancelled, Caller: c}) // late cancel: ignored
+	eff = d.done(renewOp, OutcomeOK, nil)
+	if d.h.State() != Released || has(eff, EffectSendRenew) {
+		t.Fatalf("state %s effects %+v", d.h.State(), eff)
+	}
+}

@@ -37,9 +37,10 @@ func (h *Handle) stepResetExpiry(in Input) {
 }
 
 // pumpResets sends the oldest queued reset once no renewal is in flight (H7: the
-// remaining estimate is checked again when the slot is taken).
+// remaining estimate is checked again when the slot is taken). Once the handle has left
+// Held, queued resets are answered false at once, whatever is still in flight.
 func (h *Handle) pumpResets(now time.Duration) {
-	for h.renewOp == 0 && h.hasWaiter(waitReset) {
+	for (h.renewOp == 0 || h.state != Held) && h.hasWaiter(waitReset) {
 		queue := h.takeWaiters(waitReset)
 		first := queue[0]
 		h.waiters = append(h.waiters, queue[1:]...)
