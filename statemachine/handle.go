@@ -77,6 +77,12 @@ func (h *Handle) RemainingEstimate(now time.Duration) time.Duration {
 	return max(0, h.duration-(now-h.confirmedAt))
 }
 
+// LeaseDeadline returns the local monotonic time at which the lease estimate runs out
+// (last confirmed send timestamp + Duration), and false when the state is not Held.
+func (h *Handle) LeaseDeadline() (time.Duration, bool) {
+	return h.confirmedAt + h.duration, h.state == Held
+}
+
 // IsReleased reports whether the handle no longer counts as holding the lock: the state is
 // not Held, or the local estimate reached 0 although the server was never asked (H4).
 func (h *Handle) IsReleased(now time.Duration) bool { return h.RemainingEstimate(now) == 0 }

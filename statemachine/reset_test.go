@@ -159,3 +159,17 @@ func TestH13DefiniteResetErrorGoesToCallerStateUnchanged(t *testing.T) {
 		t.Fatalf("state %s duration %v; want Held 1m", d.h.State(), d.h.Duration())
 	}
 }
+
+func TestH3LeaseDeadlineIsSendTimestampPlusDuration(t *testing.T) {
+	d := newDriver(t)
+	d.step(Input{Kind: InputAcquire, Caller: d.newCaller(), TTL: time.Second})
+	sentAt := d.now
+	d.advance(50 * time.Millisecond)
+	d.done(1, OutcomeOK, nil)
+	if at, ok := d.h.LeaseDeadline(); !ok || at != sentAt+time.Second {
+		t.Fatalf("LeaseDeadline = %v, %v; want %v, true", at, ok, sentAt+time.Second)
+	}
+	if d.h.IsReleased(d.now) || !d.h.IsReleased(sentAt+time.Second) {
+		t.Fatal("IsReleased wrong around the local expiry (H4)")
+	}
+}
