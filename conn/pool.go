@@ -126,7 +126,13 @@ func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Op
 		}
 		res, err := s.drive(ctx, op, newOp(s), asking)
 		var e *Error
-		if err == nil || !errors.As(err, &e) || e.Redirect == nil || hop >= maxRedirects {
+		if err == nil || !errors.As(err, &e) || hop >= maxRedirects {
+			return res, err
+		}
+		if e.Class == NotSubmitted && errors.Is(e.Err, ErrSessionRetired) {
+			continue // the socket died before hand-off: a fresh session may send it
+		}
+		if e.Redirect == nil {
 			return res, err
 		}
 		if !e.Redirect.Ask {

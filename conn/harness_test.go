@@ -1,0 +1,123 @@
+package conn
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const simPassword = "pw"
+
+var lockCommandNames = []string{"SET", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EVAL", "ASKING"}
+
+func startSim(t *testing.T, profile sim.Profile) *sim.Server {
+	t.Helper()
+	srv, err := sim.Start(context.Background(), sim.Config{Profile: profile, Password: simPassword})
+	if err != nil {
+		t.Fatalf("sim.Start(%s): %v", profile, err)
+	}
+	t.Cleanup(func() {
+		assertNoDiscoveryCommands(t, srv.Log())
+		srv.Close()
+	})
+	return srv
+}
+
+func startCluster(t *testing.T, profiles ...sim.Profile) *sim.Cluster {
+	t.Helper()
+	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
+	if err != nil {
+		t.Fatalf("sim.StartCluster(%v): %v", profiles, err)
+	}
+	t.Cleanup(func() {
+		for i := range profiles {
+			assertNoDiscoveryCommands(t, c.Node(i).Log())
+		}
+		c.Close()
+	})
+	return c
+}
+
+func assertNoDiscoveryCommands(t *testing.T, log []sim.Entry) {
+	t.Helper()
+	for _, e := range log {
+		if name := strings.ToUpper(e.Args[0]); name == "INFO" || name == "COMMAND" {
+			t.Errorf("discovery command sent: %q", e.Args)
+		}
+	}
+}
+
+func newClient(t *testing.T, addrs []string, user, password string) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: addrs, Username: user, Password: password, DisableCache: user != "",
+	})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient: %v", err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+func newPool(t *testing.T, client rueidis.Client) *Pool {
+	p := NewPool(client)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// lockCommands lists the lock command names of log, optionally only those of
+// one client.
+func lockCommands(log []sim.Entry, clientID int64) []string {
+	var out []string
+	for _, e := range log {
+		name := strings.ToUpper(e.Args[0])
+		if slices.Contains(lockCommandNames, name) && (clientID == 0 || e.ClientID == clientID) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustSet stores key=value with a TTL through the admin interface.
+func mustSet(t *testing.T, srv *sim.Server, key, value string) {
+	t.Helper()
+	if got := srv.Exec("SET", key, value, "PX", "60000"); got != "+OK\r\n" {
+		t.Fatalf("admin SET %s = %q", key, got)
+	}
+}
+
+// waitDead waits until the session's socket is known closed.
+func waitDead(t *testing.T, s *Session) {
+	t.Helper()
+	select {
+	case <-s.dead:
+	case <-time.After(5 * time.Second):
+		t.Fatal("session socket not closed after kill")
+	}
+}
+
+func mustRelease(t *testing.T, p *Pool, key, token string) Result {
+	t.Helper()
+	res, err := p.Release(ctxT(t), key, token)
+	if err != nil || !res.Owned {
+		t.Fatalf("Release(%s) = %+v, %v; want owned", key, res, err)
+	}
+	return res
+}
