@@ -1,0 +1,216 @@
+package dst
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant int           // 1-7, as numbered in the package's invariants list
+	At        time.Duration // virtual time
+	Message   string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("invariant %d at %.3fms: %s", v.Invariant, float64(v.At)/1e6, v.Message)
+}
+
+// checker holds the invariants. It watches the wire (onSend/onReply), the
+// server (before/afterExec, read as an administrator) and every handle's
+// belief after each step:
+//
+//  1. a handle that believes it holds a key (its local estimate, less the
+//     drift bound) is the server's owner of that key;
+//  2. a command of a handle that is not the owner neither extends nor
+//     deletes the key (nor creates it);
+//  3. no uncertain write is replayed, and a fallback command follows only
+//     the exact confirming reply to the previous one;
+//  4. a live keep-alive context is cancelled before the server-side lease
+//     can have expired (drift bound allowed);
+//  5. a fenced session executes nothing after its CLIENT KILL reply;
+//  6. (not covered here: fencing-token counters; see Report);
+//  7. without faults, every waiting acquirer acquires within its budget.
+type checker struct {
+	violations []Violation
+	expiry     map[string]time.Duration // token -> true time its server lease ends (last seen)
+	fenced     map[fenceKey]bool
+}
+
+type fenceKey struct {
+	generation int
+	clientID   int64
+}
+
+type keyState struct {
+	token string
+	found bool
+	pttl  int64
+}
+
+func (k *checker) fail(w *World, invariant int, format string, args ...any) {
+	v := Violation{Invariant: invariant, At: w.now, Message: fmt.Sprintf(format, args...)}
+	k.violations = append(k.violations, v)
+	w.trace.logf(w, nil, "", "VIOLATION %s", v)
+	w.done = true
+}
+
+// onSend: invariant 3 on the client side of the wire.
+func (k *checker) onSend(w *World, r *request) {
+	op := r.op
+	if op == nil {
+		return
+	}
+	h := op.h
+	name := r.cmd.Args[0]
+	switch {
+	case op.uncertain:
+		k.fail(w, 3, "%s replayed %s after its outcome became uncertain", h.name, name)
+	case op.sent > 0 && !(op.replied && op.confirmed):
+		k.fail(w, 3, "%s sent fallback %s without a confirming reply to the previous command", h.name, name)
+	case h.uncertainWrite && op.kind != OpVerify:
+		k.fail(w, 3, "%s sent %s after an uncertain write", h.name, op.kind)
+	case h.uncertainSet && (op.kind == OpAcquire || op.kind == OpExtend):
+		k.fail(w, 3, "%s sent %s after its acquisition was uncertain", h.name, op.kind)
+	}
+}
+
+func (k *checker) onReply(*World, *request, conn.Reply) {}
+
+func (k *checker) onUncertain(_ *World, op *opRun) {
+	switch op.kind {
+	case OpExtend, OpRelease:
+		op.h.uncertainWrite = true
+	case OpAcquire:
+		op.h.uncertainSet = true
+	}
+}
+
+// confirming is the checker's own table of fallback-confirming replies
+// (respire-behaviour.md §6 N3), independent of conn's.
+func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
+	if r.Kind != conn.ReplyError {
+		return false
+	}
+	name := strings.ToUpper(cmd.Args[0])
+	low := strings.ToLower(r.Text)
+	switch {
+	case name == "SET" && len(cmd.Args) > 3 && strings.EqualFold(cmd.Args[3], "IFEQ"):
+		return r.Text == "ERR syntax error"
+	case name == "DELEX" || name == "DELIFEQ":
+		n := strings.ToLower(name)
+		return strings.HasPrefix(low, "err unknown command '"+n+"',") ||
+			strings.HasPrefix(low, "err unknown command `"+n+"`,")
+	case name == "EVALSHA":
+		return strings.HasPrefix(r.Text, "NOSCRIPT")
+	}
+	return false
+}
+
+// beforeExec reads the key the command touches (invariants 2 and 5).
+func (k *checker) beforeExec(w *World, c *connection, r *request) keyState {
+	if k.fenced[fenceKey{c.generation, c.clientID}] {
+		k.fail(w, 5, "%s ran on fenced connection id=%d after its CLIENT KILL reply", r.cmd.Args[0], c.clientID)
+	}
+	if r.op == nil || r.op.kind == OpVerify {
+		return keyState{}
+	}
+	token, found, pttl := w.node.owner(r.op.h.key)
+	return keyState{token, found, pttl}
+}
+
+// afterExec: invariant 2, and the server-side lease end of the owner.
+func (k *checker) afterExec(w *World, _ *connection, r *request, before keyState) {
+	op := r.op
+	if op == nil || op.kind == OpVerify {
+		return
+	}
+	token, found, pttl := w.node.owner(op.h.key)
+	after := keyState{token, found, pttl}
+	if found && pttl > 0 {
+		k.expiry[token] = w.now + time.Duration(pttl)*time.Millisecond
+	}
+	if before.found && before.token == op.h.token {
+		return
+	}
+	if op.kind == OpAcquire && !before.found {
+		return
+	}
+	if after != before {
+		k.fail(w, 2, "%s (%s) changed %s although it is not the owner (owner before: %s)",
+			op.h.name, r.cmd.Args[0], op.h.key, w.ownerName(before))
+	}
+}
+
+func (k *checker) onFenced(_ *World, c *connection) {
+	k.fenced[fenceKey{c.generation, c.clientID}] = true
+}
+
+// onFailover: lease ends carry over (the keyspace is copied).
+func (k *checker) onFailover(*World) {}
+
+// ownerName names the handle owning a key state, for messages.
+func (w *World) ownerName(s keyState) string {
+	if !s.found {
+		return "none"
+	}
+	for _, h := range w.handles {
+		if h.token == s.token {
+			return h.name
+		}
+	}
+	return "unknown"
+}
+
+// afterStep checks invariants 1 and 4 against every handle's belief.
+func (k *checker) afterStep(w *World) {
+	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
+	for _, key := range w.keys {
+		token, found, _ := w.node.owner(key)
+		owner := keyState{token: token, found: found}
+		for _, h := range w.handles {
+			if h.key != key || w.done {
+				continue
+			}
+			k.checkHandle(w, h, owner, margin)
+		}
+	}
+}
+
+func (k *checker) checkHandle(w *World, h *handle, owner keyState, margin time.Duration) {
+	b := h.core.Belief()
+	p := h.proc
+	local := p.local(w.now)
+	if b.Held && local < b.ExpiresLocal-margin && (!owner.found || owner.token != h.token) {
+		k.fail(w, 1, "%s (%s) believes it holds %s for %s more, but the server's owner is %s",
+			h.name, b.State, h.key, b.ExpiresLocal-local, w.ownerName(owner))
+		return
+	}
+	end, known := k.expiry[h.token]
+	if b.KeepAliveLive && known && w.now > end+margin && !p.paused && !w.overdue(p) {
+		k.fail(w, 4, "%s's keep-alive context is live %s after its server-side lease ended",
+			h.name, w.now-end)
+	}
+}
+
+// overdue reports whether p has an event it has not yet had the chance to
+// run (it was paused): its timers catch up first.
+func (w *World) overdue(p *process) bool {
+	for _, ev := range w.events {
+		if ev.proc == p && !ev.cancelled && ev.due < w.now {
+			return true
+		}
+	}
+	return false
+}
+
+// onAcquireResolved: invariant 7 in liveness schedules.
+func (k *checker) onAcquireResolved(w *World, h *handle, e Effect) {
+	if w.opt.Liveness && e.Outcome != "acquired" {
+		k.fail(w, 7, "%s gave up acquiring %s (%s %s) in a fault-free schedule, budget %s",
+			h.name, h.key, e.Outcome, e.Err, h.waitBudget)
+	}
+}

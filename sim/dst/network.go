@@ -1,0 +1,159 @@
+package dst
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// connection is one simulated TCP connection from a process to the node.
+// Requests arrive at the server in the order they were written and replies
+// come back in order (TCP); the scheduler interleaves connections freely.
+type connection struct {
+	id         int64
+	proc       *process
+	generation int   // node generation it was opened to
+	clientID   int64 // the server's CLIENT ID for it
+	addr       string
+	role       string // "session", "mux" or "control"
+	closed     bool
+	abandoned  bool // closed by the client; written commands still run
+	inFlight   []*request // written, not yet answered (order of writing)
+	toServer   []*request // written, not yet arrived (FIFO)
+	toClient   []answer   // executed, reply travelling back (FIFO)
+	lastArrive time.Duration
+	lastReply  time.Duration
+}
+
+// answer is a reply on its way back.
+type answer struct {
+	r     *request
+	reply conn.Reply
+}
+
+// request is one command written on a connection.
+type request struct {
+	cmd     conn.Command
+	op      *opRun // nil for identity/fence traffic
+	conn    *connection
+	onReply func(conn.Reply)
+	onLost  func() // the connection died before the reply arrived
+	settled bool
+}
+
+// open connects p to the current node.
+func (w *World) open(p *process, role string) *connection {
+	c := &connection{id: w.id(), proc: p, generation: w.node.generation, role: role}
+	c.addr = "10.0.0." + strconv.Itoa(p.index+1) + ":" + strconv.FormatInt(40000+c.id, 10)
+	c.clientID = w.node.engine.NewClient(c.addr)
+	w.conns = append(w.conns, c)
+	w.trace.logf(w, p, "", "connect %s id=%d", role, c.clientID)
+	return c
+}
+
+// write sends r on c: it arrives at the server after a latency drawn now,
+// never before the previous command on c.
+func (w *World) write(c *connection, r *request) {
+	r.conn = c
+	if c.closed {
+		panic("dst: write on a closed connection")
+	}
+	c.inFlight = append(c.inFlight, r)
+	c.toServer = append(c.toServer, r)
+	w.check.onSend(w, r)
+	arrive := max(w.now+w.between(w.opt.LatencyMin, w.opt.LatencyMax), c.lastArrive)
+	c.lastArrive = arrive
+	w.schedule(nil, arrive, func() { w.arrive(c) })
+}
+
+// arrive is the server side of a command: faults, execution, the reply's
+// trip back. While the node is paused the arrival is retried later.
+func (w *World) arrive(c *connection) {
+	if c.closed || c.generation != w.node.generation || len(c.toServer) == 0 {
+		return
+	}
+	if w.node.paused {
+		c.lastArrive = max(c.lastArrive, w.node.resumeAt)
+		w.schedule(nil, w.node.resumeAt, func() { w.arrive(c) })
+		return
+	}
+	r := c.toServer[0]
+	c.toServer = c.toServer[1:]
+	if w.shouldDropBeforeExec() {
+		w.trace.logf(w, c.proc, "", "fault: connection %d lost before %s ran", c.clientID, r.cmd.Args[0])
+		w.closeConn(c)
+		return
+	}
+	reply, ok := w.node.exec(w, c, r)
+	if !ok {
+		w.closeConn(c)
+		return
+	}
+	if c.abandoned {
+		if len(c.toServer) == 0 {
+			w.closeConn(c)
+		}
+		return
+	}
+	if w.shouldDropAfterExec() {
+		w.trace.logf(w, c.proc, "", "fault: connection %d lost after %s ran", c.clientID, r.cmd.Args[0])
+		w.closeConn(c)
+		return
+	}
+	delay := w.between(w.opt.LatencyMin, w.opt.LatencyMax)
+	if w.shouldDelayReplyPastDeadline() {
+		delay += w.opt.CommandTimeout + w.between(0, w.opt.CommandTimeout)
+	}
+	back := max(w.now+delay, c.lastReply)
+	c.lastReply = back
+	c.toClient = append(c.toClient, answer{r, reply})
+	w.schedule(c.proc, back, func() { w.deliver(c) })
+}
+
+// deliver hands the oldest travelling reply to the process.
+func (w *World) deliver(c *connection) {
+	if c.closed || c.abandoned || len(c.toClient) == 0 {
+		return
+	}
+	r, reply := c.toClient[0].r, c.toClient[0].reply
+	c.toClient = c.toClient[1:]
+	if r.settled {
+		return
+	}
+	w.removeInFlight(c, r)
+	r.settled = true
+	w.check.onReply(w, r, reply)
+	r.onReply(reply)
+}
+
+func (w *World) removeInFlight(c *connection, r *request) {
+	for i, x := range c.inFlight {
+		if x == r {
+			c.inFlight = append(c.inFlight[:i], c.inFlight[i+1:]...)
+			return
+		}
+	}
+}
+
+// closeConn kills c: the server forgets it and every unanswered request on
+// it is lost; the process notices each loss as its own event.
+func (w *World) closeConn(c *connection) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.generation == w.node.generation {
+		w.node.engine.CloseClient(c.clientID)
+	}
+	lost := c.inFlight
+	c.inFlight, c.toServer, c.toClient = nil, nil, nil
+	for _, r := range lost {
+		w.schedule(c.proc, w.now+w.opt.LatencyMin, func() {
+			if !r.settled {
+				r.settled = true
+				r.onLost()
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package dst
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
+)
+
+// node is the simulated server: one sim.Engine at a time. A failover
+// replaces the engine (another profile, empty script cache, every
+// connection dropped) and bumps the generation; the keyspace is copied,
+// as a fully replicated replica would have it.
+type node struct {
+	engine     *sim.Engine
+	profile    sim.Profile
+	generation int
+	paused     bool
+	resumeAt   time.Duration
+	keys       []string // every key the workload uses (lock keys)
+}
+
+func newNode(w *World, profile sim.Profile, keys []string) *node {
+	return &node{engine: sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
+		profile: profile, generation: 1, keys: keys}
+}
+
+// exec runs r's command for c on the engine, with the checker watching
+// the lock key before and after. ok is false when the engine refused the
+// client (killed by CLIENT KILL).
+func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
+	if n.engine.Killed(c.clientID) {
+		return conn.Reply{}, false
+	}
+	before := w.check.beforeExec(w, c, r)
+	args := make([][]byte, len(r.cmd.Args))
+	for i, a := range r.cmd.Args {
+		args[i] = []byte(a)
+	}
+	out := n.engine.Exec(c.clientID, args...)
+	if out == nil {
+		return conn.Reply{}, false
+	}
+	reply := parseReply(out)
+	w.trace.logf(w, c.proc, "", "server ran %s on id=%d -> %s", w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
+	w.check.afterExec(w, c, r, before)
+	return reply, true
+}
+
+// owner reads key's value and remaining TTL as an administrator.
+func (n *node) owner(key string) (token string, found bool, pttl int64) {
+	r := parseReply([]byte(n.engine.AdminExec("GET", key)))
+	if r.Kind != conn.ReplyBulk {
+		return "", false, 0
+	}
+	t := parseReply([]byte(n.engine.AdminExec("PTTL", key)))
+	return r.Text, true, t.Int
+}
+
+// failover replaces the engine by one of profile, copying the keys.
+func (n *node) failover(w *World, profile sim.Profile) {
+	next := sim.NewEngine(sim.Config{Profile: profile, Clock: w})
+	for _, k := range n.keys {
+		v, found, pttl := n.owner(k)
+		if !found {
+			continue
+		}
+		if pttl > 0 {
+			next.AdminExec("SET", k, v, "PX", strconv.FormatInt(pttl, 10))
+		} else {
+			next.AdminExec("SET", k, v)
+		}
+	}
+	old := n.engine
+	n.engine, n.profile = next, profile
+	n.generation++
+	w.trace.logf(w, nil, "", "fault: failover to %s (generation %d)", profile, n.generation)
+	for _, c := range w.conns {
+		if !c.closed && c.generation == n.generation-1 {
+			old.CloseClient(c.clientID)
+			w.closeConn(c)
+		}
+	}
+	w.check.onFailover(w)
+}
+
+// denyACL makes the default user lose one permission the lock uses.
+func (n *node) denyACL(w *World, perm string) {
+	reply := n.engine.AdminExec("ACL", "SETUSER", "default", "-"+perm)
+	w.trace.logf(w, nil, "", "fault: ACL denies %s (%s)", perm, trimCRLF(reply))
+}
+
+// parseReply decodes one RESP2 reply into conn's client-neutral form.
+// Arrays are reduced to their length (the lock path never needs them).
+func parseReply(b []byte) conn.Reply {
+	if len(b) < 3 {
+		return conn.Reply{Kind: conn.ReplyError, Text: "ERR empty reply"}
+	}
+	line, rest := b[1:], []byte(nil)
+	for i := 1; i+1 < len(b); i++ {
+		if b[i] == '\r' && b[i+1] == '\n' {
+			line, rest = b[1:i], b[i+2:]
+			break
+		}
+	}
+	switch b[0] {
+	case '+':
+		return conn.Reply{Kind: conn.ReplyStatus, Text: string(line)}
+	case '-':
+		return conn.Reply{Kind: conn.ReplyError, Text: string(line)}
+	case ':':
+		n, _ := strconv.ParseInt(string(line), 10, 64)
+		return conn.Reply{Kind: conn.ReplyInt, Int: n}
+	case '$':
+		n, _ := strconv.Atoi(string(line))
+		if n < 0 || len(rest) < n {
+			return conn.Reply{Kind: conn.ReplyNil}
+		}
+		return conn.Reply{Kind: conn.ReplyBulk, Text: string(rest[:n])}
+	case '_':
+		return conn.Reply{Kind: conn.ReplyNil}
+	case '*':
+		n, _ := strconv.Atoi(string(line))
+		if n < 0 {
+			return conn.Reply{Kind: conn.ReplyNil}
+		}
+		return conn.Reply{Kind: conn.ReplyInt, Int: int64(n), Text: "array"}
+	}
+	return conn.Reply{Kind: conn.ReplyError, Text: "ERR unparsable reply"}
+}
+
+func trimCRLF(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// replyString renders a reply for the transcript.
+func replyString(r conn.Reply) string {
+	switch r.Kind {
+	case conn.ReplyStatus:
+		return "+" + r.Text
+	case conn.ReplyError:
+		return "-" + r.Text
+	case conn.ReplyInt:
+		return ":" + strconv.FormatInt(r.Int, 10)
+	case conn.ReplyNil:
+		return "(nil)"
+	}
+	return "$" + strconv.Itoa(len(r.Text))
+}

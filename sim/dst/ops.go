@@ -1,0 +1,260 @@
+package dst
+
+import (
+	"time"
+
+	"github.com/respire-go/respire/capstore"
+	"github.com/respire-go/respire/conn"
+)
+
+// opRun is one operation a core started: the runtime's transport half. It
+// drives conn's pure protocol (conn.Operation) over the simulated wire and
+// classifies the end: a reply is Definite, a command never written is
+// NotSubmitted, anything lost after the write is Uncertain.
+type opRun struct {
+	id        int64
+	h         *handle
+	kind      OpKind
+	ttl       time.Duration
+	fenced    bool
+	sess      *session // extend, release, verify
+	carrier   *connection
+	clientID  int64 // identity of the connection that carried the last command
+	protocol  *conn.Operation
+	written   bool
+	done      bool
+	noIdent   bool
+	gate      *event // a delayed write (waiting for in-flight capacity)
+	deadline  *event
+	sent      int  // commands written (checker: fallbacks)
+	replied   bool // the last command got a reply
+	confirmed bool // ... and it was a confirming fallback reply
+	uncertain bool
+}
+
+// startOp executes EffSend.
+func (w *World) startOp(h *handle, e Effect) {
+	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced}
+	h.ops[op.id] = op
+	p := h.proc
+	if op.kind == OpAcquire {
+		op.carrier = w.liveConn(p, &p.mux, "mux")
+	} else {
+		op.sess = w.liveSession(p)
+		op.carrier = op.sess.conn
+		caps := op.sess.caps.Load()
+		switch op.kind {
+		case OpExtend:
+			op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
+		case OpRelease:
+			op.protocol = conn.NewRelease(h.key, h.token, caps)
+		}
+		if op.fenced && !w.ensureIdentity(op.sess, op) {
+			return
+		}
+	}
+	w.writeOp(op)
+}
+
+// writeOp writes op's first command, possibly after a wait for capacity
+// (during which a cancel is still "not submitted").
+func (w *World) writeOp(op *opRun) {
+	if op.sess != nil {
+		op.noIdent = op.sess.identity == identityDenied
+		if op.fenced && op.noIdent && op.kind == OpExtend {
+			w.finish(op, OpResult{Class: Definite, NoIdentity: true,
+				Err: "NOPERM managed renewal needs CLIENT ID and CLIENT KILL"})
+			return
+		}
+	}
+	if w.shouldDelayWrite() {
+		op.gate = w.schedule(op.h.proc, w.now+w.between(0, 5*time.Millisecond), func() {
+			op.gate = nil
+			w.sendStep(op)
+		})
+		return
+	}
+	w.sendStep(op)
+}
+
+// sendStep writes the op's current command and arms its deadline.
+func (w *World) sendStep(op *opRun) {
+	if op.done {
+		return
+	}
+	c := op.carrier
+	if c.closed || c.abandoned {
+		if op.sent == 0 {
+			w.finish(op, OpResult{Class: NotSubmitted, Err: "connection closed before the write"})
+		} else {
+			w.finish(op, OpResult{Class: Uncertain, Err: "connection lost"})
+		}
+		return
+	}
+	req := &request{cmd: w.command(op), op: op}
+	req.onReply = func(r conn.Reply) { w.opReply(op, req, r) }
+	req.onLost = func() { w.opLost(op) }
+	w.write(c, req) // the checker sees the op as it was before this command
+	op.written, op.replied, op.confirmed = true, false, false
+	op.sent++
+	op.clientID = c.clientID
+	w.armDeadline(op)
+}
+
+// command is the op's current command; the mutation hook may rewrite it.
+func (w *World) command(op *opRun) conn.Command {
+	h := op.h
+	switch op.kind {
+	case OpAcquire:
+		return conn.AcquireCommand(h.key, h.token, millis(op.ttl))
+	case OpVerify:
+		return conn.OwnerCommand(h.key)
+	}
+	cmd := op.protocol.Command()
+	if w.opt.Mutation == MutationRenewWithoutCompare && op.kind == OpExtend {
+		return conn.Command{Args: []string{"PEXPIRE", h.key, itoa(millis(op.ttl))}, Key: 1}
+	}
+	return cmd
+}
+
+func (w *World) armDeadline(op *opRun) {
+	if op.deadline != nil {
+		op.deadline.cancelled = true
+	}
+	p := op.h.proc
+	at := p.trueAt(p.local(w.now) + w.opt.CommandTimeout)
+	op.deadline = w.schedule(p, at, func() {
+		op.deadline = nil
+		if op.done {
+			return
+		}
+		if w.opt.Mutation == MutationFallbackAfterTimeout && w.mutateFallback(op) {
+			return
+		}
+		w.trace.logf(w, p, op.h.name, "%s timed out after the write", op.kind)
+		if op.sess != nil {
+			w.retire(op.sess)
+		} else {
+			w.abandon(op.carrier)
+		}
+		w.finish(op, OpResult{Class: Uncertain, Err: "command timeout"})
+	})
+}
+
+// mutateFallback is the broken variant: on a timeout, pretend the reply
+// was the confirming one and send the next implementation.
+func (w *World) mutateFallback(op *opRun) bool {
+	if op.protocol == nil {
+		return false
+	}
+	var fake string
+	switch op.protocol.Step() {
+	case conn.StepSetIfeq:
+		fake = "ERR syntax error"
+	case conn.StepDelex:
+		fake = "ERR unknown command 'DELEX', with args beginning with: "
+	case conn.StepDelifeq:
+		fake = "ERR unknown command 'DELIFEQ', with args beginning with: "
+	case conn.StepExtendEvalsha, conn.StepReleaseEvalsha:
+		fake = "NOSCRIPT No matching script."
+	default:
+		return false
+	}
+	out := op.protocol.Interpret(conn.Reply{Kind: conn.ReplyError, Text: fake})
+	if out.Done {
+		return false
+	}
+	w.sendStep(op)
+	return true
+}
+
+// opReply interprets a reply with conn's protocol and either finishes the
+// op or writes the fallback command conn chose.
+func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
+	if op.done {
+		return
+	}
+	op.replied = true
+	op.confirmed = w.check.confirming(req.cmd, r)
+	switch op.kind {
+	case OpAcquire:
+		ok, err := conn.AcquireResult(r)
+		w.finish(op, definite(ok, err))
+	case OpVerify:
+		token, found, err := conn.OwnerResult(r)
+		w.finish(op, definite(found && token == op.h.token, err))
+	default:
+		out := op.protocol.Interpret(r)
+		op.sess.caps.Add(out.Learned)
+		if out.Learned != 0 {
+			w.trace.logf(w, op.h.proc, op.h.name, "session learned %s", capstore.Set(out.Learned))
+		}
+		if !out.Done {
+			w.sendStep(op)
+			return
+		}
+		w.finish(op, definite(out.Owned, out.Err))
+	}
+}
+
+func definite(owned bool, err *conn.ServerError) OpResult {
+	if err != nil {
+		return OpResult{Class: Definite, Err: err.Error()}
+	}
+	return OpResult{Class: Definite, Owned: owned}
+}
+
+// opLost: the connection died after the write.
+func (w *World) opLost(op *opRun) {
+	if op.done {
+		return
+	}
+	if op.sess != nil {
+		w.retire(op.sess)
+	}
+	w.finish(op, OpResult{Class: Uncertain, Err: "connection lost"})
+}
+
+// cancelOp executes EffCancelOp: before the write it is NotSubmitted;
+// after, Uncertain.
+func (w *World) cancelOp(op *opRun) {
+	if op == nil || op.done {
+		return
+	}
+	if !op.written {
+		if op.gate != nil {
+			op.gate.cancelled = true
+		}
+		w.finish(op, OpResult{Class: NotSubmitted, Err: "context canceled"})
+		return
+	}
+	w.finish(op, OpResult{Class: Uncertain, Err: "context canceled"})
+}
+
+// finish records op's outcome and hands it to the core as its own event.
+func (w *World) finish(op *opRun, res OpResult) {
+	if op.done {
+		return
+	}
+	op.done = true
+	if op.deadline != nil {
+		op.deadline.cancelled = true
+	}
+	if op.gate != nil {
+		op.gate.cancelled = true
+	}
+	res.NoIdentity = res.NoIdentity || op.noIdent
+	if res.Class == Uncertain {
+		op.uncertain = true
+		w.check.onUncertain(w, op)
+	}
+	h := op.h
+	w.trace.logf(w, h.proc, h.name, "%s %d ends %s owned=%v %s", op.kind, op.id, res.Class, res.Owned, res.Err)
+	w.schedule(h.proc, w.now, func() {
+		w.input(h, Input{Kind: InOpDone, Op: op.id, Result: res})
+	})
+}
+
+func millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

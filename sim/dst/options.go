@@ -1,0 +1,129 @@
+package dst
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+// Options configures one schedule. Every fault has a named percentage; a
+// zero percentage switches that fault off. Use Swarm to derive a varied
+// configuration from a seed. The zero value (apart from Seed) is a
+// fault-free schedule with the defaults below.
+type Options struct {
+	Seed      uint64        // the only source of randomness
+	Processes int           // client processes; default 3
+	Keys      int           // lock keys; default 1
+	Steps     int           // scheduler steps before the run ends; default 400
+	Horizon   time.Duration // virtual time after which no new user calls start; default 2s
+	Profile   sim.Profile   // starting server profile; default Valkey90
+	// DriftPPM bounds each process's clock rate: it runs at 1±DriftPPM/1e6.
+	DriftPPM int64
+	// Lease durations are drawn from [LeaseMin, LeaseMax]; defaults 40ms-200ms.
+	LeaseMin, LeaseMax time.Duration
+	// CommandTimeout is the per-command deadline (local time); default 30ms.
+	CommandTimeout time.Duration
+	// Network latency per direction is drawn from [LatencyMin, LatencyMax];
+	// defaults 100µs-3ms.
+	LatencyMin, LatencyMax time.Duration
+	// Liveness makes every user acquisition wait (polling) and every holder
+	// release within HoldMax; with faults off the checker then asserts each
+	// waiting acquirer eventually acquires (invariant 7).
+	Liveness bool
+
+	DropBeforeExecPercent    int // connection lost before the server executes a command
+	DropAfterExecPercent     int // connection lost after execution, reply never arrives
+	DelayReplyPercent        int // reply delayed beyond the command deadline
+	PauseNodePercent         int // the server stops processing for a while (per step)
+	FailoverPercent          int // replaced by a server of another profile (per step)
+	MoveSlotPercent          int // reserved: cluster slot move (not modelled, see Report)
+	DenyACLPercent           int // ACL change denying CLIENT or DELEX/DELIFEQ (per step)
+	CancelPercent            int // a user cancels a pending call (per cancellable point)
+	PauseProcessPercent      int // GC-style pause of a process longer than its lease (per step)
+	DelayWritePercent        int // a command waits for in-flight capacity before the write
+	ProtectedWritePercent    int // share of user actions that are protected writes
+	Mutation                 Mutation
+	Transcript               bool // keep the readable transcript (Result.Transcript)
+}
+
+// Mutation deliberately breaks the runtime's protocol step, to prove the
+// checker catches a wrong implementation. MutationNone is production.
+type Mutation int
+
+// The mutations.
+const (
+	MutationNone Mutation = iota
+	// MutationFallbackAfterTimeout: when a ladder command times out, send the
+	// next fallback step anyway (an uncertain write replayed).
+	MutationFallbackAfterTimeout
+	// MutationRenewWithoutCompare: renew with PEXPIRE (no owner compare).
+	MutationRenewWithoutCompare
+	// MutationSkipFence: never send the fence; report it answered.
+	MutationSkipFence
+)
+
+// Swarm derives a varied configuration from seed (swarm testing: each seed
+// switches a different subset of faults on, with different rates), so a
+// campaign explores both calm and hostile schedules. One seed in eight is a
+// fault-free liveness schedule.
+func Swarm(seed uint64) Options {
+	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
+	o := Options{Seed: seed, Transcript: false}
+	o.Processes = 2 + r.IntN(3)
+	o.Keys = 1 + r.IntN(2)
+	o.Profile = sim.Profiles[r.IntN(len(sim.Profiles))]
+	o.DriftPPM = int64(r.IntN(3)) * 10000 // 0, 1% or 2%
+	if r.IntN(8) == 0 {
+		o.Liveness = true
+		return o
+	}
+	pick := func(max int) int {
+		if r.IntN(2) == 0 {
+			return 0
+		}
+		return 1 + r.IntN(max)
+	}
+	o.DropBeforeExecPercent = pick(10)
+	o.DropAfterExecPercent = pick(10)
+	o.DelayReplyPercent = pick(10)
+	o.PauseNodePercent = pick(2)
+	o.FailoverPercent = pick(2)
+	o.DenyACLPercent = pick(2)
+	o.CancelPercent = pick(30)
+	o.PauseProcessPercent = pick(2)
+	o.DelayWritePercent = pick(30)
+	o.ProtectedWritePercent = 20
+	return o
+}
+
+// withDefaults fills zero fields.
+func (o Options) withDefaults() Options {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.Processes <= 0 {
+		o.Processes = 3
+	}
+	if o.Keys <= 0 {
+		o.Keys = 1
+	}
+	if o.Steps <= 0 {
+		o.Steps = 400
+	}
+	if o.Profile == "" {
+		o.Profile = sim.Valkey90
+	}
+	def(&o.Horizon, 2*time.Second)
+	def(&o.LeaseMin, 40*time.Millisecond)
+	def(&o.LeaseMax, 200*time.Millisecond)
+	def(&o.CommandTimeout, 30*time.Millisecond)
+	def(&o.LatencyMin, 100*time.Microsecond)
+	def(&o.LatencyMax, 3*time.Millisecond)
+	if o.ProtectedWritePercent == 0 {
+		o.ProtectedWritePercent = 20
+	}
+	return o
+}

@@ -1,0 +1,91 @@
+package dst
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CoreFactory builds the core of a new handle. DefaultCore is the
+// production core (statemachine/).
+type CoreFactory func(HandleInfo) Core
+
+// Result is the outcome of one schedule.
+type Result struct {
+	Seed        uint64
+	Options     Options
+	Steps       int           // scheduler steps taken
+	VirtualTime time.Duration // virtual time at the end
+	Handles     int           // handles created
+	Violations  []Violation   // empty when every invariant held
+	Transcript  string        // when Options.Transcript
+}
+
+// Failed reports whether an invariant broke.
+func (r Result) Failed() bool { return len(r.Violations) > 0 }
+
+// ReplayCommand is the one command that replays seed exactly.
+func ReplayCommand(seed uint64) string {
+	return "go test ./sim -run TestSimulate -seed=" + strconv.FormatUint(seed, 10) + " -v"
+}
+
+// Report is the failure message: seed, replay command, violations and, if
+// kept, the transcript.
+func (r Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d violation(s) after %d steps (%.3fms virtual)\n",
+		r.Seed, len(r.Violations), r.Steps, float64(r.VirtualTime)/1e6)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	fmt.Fprintf(&b, "replay: %s\n", ReplayCommand(r.Seed))
+	if r.Transcript != "" {
+		b.WriteString("transcript:\n")
+		b.WriteString(r.Transcript)
+	}
+	return b.String()
+}
+
+// Run plays one schedule with newCore building every handle's core (nil
+// means DefaultCore). It blocks until the schedule ends (no pending event,
+// Options.Steps reached, or a violation) and never starts a goroutine.
+func Run(opt Options, newCore CoreFactory) Result {
+	if newCore == nil {
+		newCore = DefaultCore
+	}
+	w := newWorld(opt.withDefaults(), newCore)
+	for w.steps < w.opt.Steps && !w.done {
+		if !w.step() {
+			break
+		}
+		w.steps++
+		if !w.done {
+			w.check.afterStep(w)
+		}
+	}
+	return Result{Seed: opt.Seed, Options: opt, Steps: w.steps, VirtualTime: w.now,
+		Handles: len(w.handles), Violations: w.check.violations, Transcript: w.trace.String()}
+}
+
+func newWorld(opt Options, newCore CoreFactory) *World {
+	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		newCore: newCore}
+	w.trace.enabled = opt.Transcript
+	w.check.expiry = map[string]time.Duration{}
+	w.check.fenced = map[fenceKey]bool{}
+	for i := range opt.Keys {
+		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
+	}
+	w.node = newNode(w, opt.Profile, w.keys)
+	w.trace.logf(w, nil, "", "seed %d: %d processes, keys %v, %s, drift ±%dppm, mutation %d",
+		opt.Seed, opt.Processes, w.keys, opt.Profile, opt.DriftPPM, opt.Mutation)
+	for i := range opt.Processes {
+		p := newProcess(w, i)
+		w.procs = append(w.procs, p)
+		w.schedule(p, w.between(0, 5*time.Millisecond), func() { w.think(p) })
+	}
+	w.schedule(nil, w.between(0, 5*time.Millisecond), w.chaos)
+	return w
+}

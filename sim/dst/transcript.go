@@ -1,0 +1,76 @@
+package dst
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// transcript is the readable schedule: one line per event, virtual time
+// first. Owner tokens are secrets even in a simulation: they are printed as
+// "tok(hN)", the handle that owns them. It costs nothing when disabled.
+type transcript struct {
+	enabled bool
+	lines   []string
+	tokens  map[string]string // token -> "tok(hN)"
+}
+
+func (t *transcript) nameToken(token, handle string) {
+	if t.tokens == nil {
+		t.tokens = map[string]string{}
+	}
+	t.tokens[token] = "tok(" + handle + ")"
+}
+
+// logf appends one line: "  12.345ms p1 h3   message".
+func (t *transcript) logf(w *World, p *process, handle, format string, args ...any) {
+	if !t.enabled {
+		return
+	}
+	var b strings.Builder
+	ms := strconv.FormatFloat(float64(w.now)/1e6, 'f', 3, 64)
+	b.WriteString(strings.Repeat(" ", max(0, 10-len(ms))))
+	b.WriteString(ms)
+	b.WriteString("ms ")
+	who := "--"
+	if p != nil {
+		who = p.name
+	}
+	b.WriteString(who)
+	b.WriteByte(' ')
+	b.WriteString(handle)
+	b.WriteString(strings.Repeat(" ", max(0, 5-len(handle))))
+	fmt.Fprintf(&b, format, args...)
+	t.lines = append(t.lines, b.String())
+}
+
+// redact renders a command with tokens and script bodies replaced.
+func (t *transcript) redact(args []string) string {
+	if !t.enabled {
+		return ""
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case t.tokens[a] != "":
+			out[i] = t.tokens[a]
+		case a == conn.ReleaseScript || a == conn.ReleaseScriptSHA:
+			out[i] = "<cad>"
+		case a == conn.ExtendScript || a == conn.ExtendScriptSHA:
+			out[i] = "<cap>"
+		default:
+			out[i] = a
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// String is the whole transcript, newline-terminated lines.
+func (t *transcript) String() string {
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return strings.Join(t.lines, "\n") + "\n"
+}

@@ -1,0 +1,184 @@
+package dst
+
+import (
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+// The workload: each process's user does random things to its locks, and a
+// chaos loop injects node-level faults. Both stop starting new things at
+// Options.Horizon; pending work then drains.
+
+// think is one user decision of p, then the next is scheduled.
+func (w *World) think(p *process) {
+	if w.now >= w.opt.Horizon {
+		w.drain(p)
+		return
+	}
+	defer w.schedule(p, w.now+w.between(time.Millisecond, 20*time.Millisecond), func() { w.think(p) })
+	if len(p.calls) > 0 && w.shouldCancel() {
+		c := p.calls[w.rng.IntN(len(p.calls))]
+		w.input(c.h, Input{Kind: InCancel, Call: c.id})
+		return
+	}
+	key := w.keys[w.rng.IntN(len(w.keys))]
+	h := p.current[key]
+	if h == nil || w.finished(h) {
+		if w.pendingAcquire(p, key) {
+			return
+		}
+		w.acquire(p, key)
+		return
+	}
+	w.userAction(h)
+}
+
+// drain runs after the horizon: the user releases what it holds and stops
+// once nothing is held or pending.
+func (w *World) drain(p *process) {
+	busy := len(p.calls) > 0
+	for _, key := range w.keys {
+		h := p.current[key]
+		if h == nil || w.finished(h) {
+			continue
+		}
+		busy = true
+		if !w.hasCall(h) && h.core.Belief().Held {
+			w.call(h, Input{Kind: InRelease})
+		}
+	}
+	if busy {
+		w.schedule(p, w.now+w.between(time.Millisecond, 20*time.Millisecond), func() { w.think(p) })
+	}
+}
+
+// finished reports whether the user is done with h: it does not hold the
+// lock and no call on it is pending.
+func (w *World) finished(h *handle) bool {
+	if h.outcome == "" {
+		return false
+	}
+	if h.outcome != "acquired" {
+		return true
+	}
+	b := h.core.Belief()
+	return !b.Held && !w.hasCall(h)
+}
+
+func (w *World) hasCall(h *handle) bool {
+	for _, c := range h.proc.calls {
+		if c.h == h {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *World) pendingAcquire(p *process, key string) bool {
+	for _, c := range p.calls {
+		if c.kind == InAcquire && c.h.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// acquire starts a new handle's acquisition.
+func (w *World) acquire(p *process, key string) {
+	h := w.newHandle(p, key)
+	p.current[key] = h
+	in := Input{Kind: InAcquire, Key: key, Token: h.token,
+		Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax), Retry: 5 * time.Millisecond}
+	switch {
+	case w.opt.Liveness:
+		in.Wait = w.livenessBudget()
+	case w.rng.IntN(2) == 0:
+		in.Wait = w.between(0, 100*time.Millisecond)
+	}
+	in.KeepAlive = !w.opt.Liveness && w.rng.IntN(3) == 0
+	h.waitBudget = in.Wait
+	w.call(h, in)
+}
+
+// userAction is one random call on a held handle.
+func (w *World) userAction(h *handle) {
+	if w.opt.Liveness {
+		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
+			w.call(h, Input{Kind: InRelease})
+		}
+		return
+	}
+	switch n := w.rng.IntN(100); {
+	case n < 20:
+		w.call(h, Input{Kind: InReset, Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax)})
+	case n < 35:
+		w.call(h, Input{Kind: InKeepAlive})
+	case n < 42:
+		w.call(h, Input{Kind: InStopKeepAlive})
+	case n < 62:
+		w.call(h, Input{Kind: InRelease})
+	case n < 72:
+		w.call(h, Input{Kind: InClose})
+	case n < 85:
+		w.call(h, Input{Kind: InVerify})
+	}
+	// otherwise: keep working under the lock (the checker watches it)
+}
+
+// livenessBudget is long enough for every other process to hold and
+// release once: processes × (hold + lease slack).
+func (w *World) livenessBudget() time.Duration {
+	return time.Duration(len(w.procs)+1) * (w.opt.LeaseMin + 40*time.Millisecond) * 2
+}
+
+// chaos is the node-level fault loop.
+func (w *World) chaos() {
+	if w.now >= w.opt.Horizon {
+		return
+	}
+	defer w.schedule(nil, w.now+w.between(time.Millisecond, 10*time.Millisecond), w.chaos)
+	switch {
+	case !w.node.paused && w.shouldPauseNode():
+		w.pauseNode(w.between(time.Millisecond, w.opt.LeaseMax/2))
+	case w.shouldFailover():
+		w.node.failover(w, w.otherProfile())
+	case w.shouldDenyACL():
+		perms := []string{"client", "delex", "delifeq", "evalsha"}
+		w.node.denyACL(w, perms[w.rng.IntN(len(perms))])
+	case w.shouldPauseProcess():
+		p := w.procs[w.rng.IntN(len(w.procs))]
+		if !p.paused {
+			w.pauseProcess(p, w.between(w.opt.LeaseMax, 2*w.opt.LeaseMax))
+		}
+	}
+}
+
+func (w *World) otherProfile() sim.Profile {
+	for {
+		p := sim.Profiles[w.rng.IntN(len(sim.Profiles))]
+		if p != w.node.profile {
+			return p
+		}
+	}
+}
+
+func (w *World) pauseNode(d time.Duration) {
+	w.node.paused, w.node.resumeAt = true, w.now+d
+	w.trace.logf(w, nil, "", "fault: node paused for %s", d)
+	w.schedule(nil, w.now+d, func() {
+		w.node.paused = false
+		w.trace.logf(w, nil, "", "node resumed")
+	})
+}
+
+// pauseProcess freezes p (a GC-style pause): none of its events run, while
+// its clock, the server's and everyone else's go on.
+func (w *World) pauseProcess(p *process, d time.Duration) {
+	p.paused = true
+	w.trace.logf(w, p, "", "fault: process paused for %s", d)
+	w.schedule(nil, w.now+d, func() {
+		p.paused = false
+		w.trace.logf(w, p, "", "process resumed")
+	})
+}
