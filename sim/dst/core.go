@@ -105,13 +105,13 @@ type EffectKind int
 
 // The effects.
 const (
-	EffSend       EffectKind = iota + 1 // start operation Op of kind OpKind (TTL for acquire/extend); Fenced: needs identity
-	EffCancelOp                         // give up on Op: NotSubmitted if unwritten, else Uncertain
-	EffFence                            // fence the session that carried Op (CLIENT KILL)
-	EffArm                              // arm timer Timer at local time At (re-arming replaces)
-	EffDisarm                           // disarm timer Timer
-	EffResolve                          // answer user call Call with Outcome/Err
-	EffCancelKeepAlive                  // the keep-alive context is cancelled with Cause
+	EffSend            EffectKind = iota + 1 // start operation Op of kind OpKind (TTL for acquire/extend); Fenced: needs identity
+	EffCancelOp                              // give up on Op: NotSubmitted if unwritten, else Uncertain
+	EffFence                                 // fence the session that carried Op (CLIENT KILL)
+	EffArm                                   // arm timer Timer at local time At (re-arming replaces)
+	EffDisarm                                // disarm timer Timer
+	EffResolve                               // answer user call Call with Outcome/Err
+	EffCancelKeepAlive                       // the keep-alive context is cancelled with Cause
 )
 
 // Effect is one instruction from a core.

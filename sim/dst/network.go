@@ -18,7 +18,7 @@ type connection struct {
 	addr       string
 	role       string // "session", "mux" or "control"
 	closed     bool
-	abandoned  bool // closed by the client; written commands still run
+	abandoned  bool       // closed by the client; written commands still run
 	inFlight   []*request // written, not yet answered (order of writing)
 	toServer   []*request // written, not yet arrived (FIFO)
 	toClient   []answer   // executed, reply travelling back (FIFO)

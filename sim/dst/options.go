@@ -32,19 +32,19 @@ type Options struct {
 	// waiting acquirer eventually acquires (invariant 7).
 	Liveness bool
 
-	DropBeforeExecPercent    int // connection lost before the server executes a command
-	DropAfterExecPercent     int // connection lost after execution, reply never arrives
-	DelayReplyPercent        int // reply delayed beyond the command deadline
-	PauseNodePercent         int // the server stops processing for a while (per step)
-	FailoverPercent          int // replaced by a server of another profile (per step)
-	MoveSlotPercent          int // reserved: cluster slot move (not modelled, see Report)
-	DenyACLPercent           int // ACL change denying CLIENT or DELEX/DELIFEQ (per step)
-	CancelPercent            int // a user cancels a pending call (per cancellable point)
-	PauseProcessPercent      int // GC-style pause of a process longer than its lease (per step)
-	DelayWritePercent        int // a command waits for in-flight capacity before the write
-	ProtectedWritePercent    int // share of user actions that are protected writes
-	Mutation                 Mutation
-	Transcript               bool // keep the readable transcript (Result.Transcript)
+	DropBeforeExecPercent int // connection lost before the server executes a command
+	DropAfterExecPercent  int // connection lost after execution, reply never arrives
+	DelayReplyPercent     int // reply delayed beyond the command deadline
+	PauseNodePercent      int // the server stops processing for a while (per step)
+	FailoverPercent       int // replaced by a server of another profile (per step)
+	MoveSlotPercent       int // reserved: cluster slot move (not modelled, see Report)
+	DenyACLPercent        int // ACL change denying CLIENT or DELEX/DELIFEQ (per step)
+	CancelPercent         int // a user cancels a pending call (per cancellable point)
+	PauseProcessPercent   int // GC-style pause of a process longer than its lease (per step)
+	DelayWritePercent     int // a command waits for in-flight capacity before the write
+	ProtectedWritePercent int // share of user actions that are protected writes
+	Mutation              Mutation
+	Transcript            bool // keep the readable transcript (Result.Transcript)
 }
 
 // Mutation deliberately breaks the runtime's protocol step, to prove the
