@@ -142,6 +142,9 @@ func (e *Engine) applyRule(u *user, rule string) reply {
 	case low == "nocommands" || low == "-@all":
 		u.allCommands, u.allowed, u.denied = false, map[string]bool{}, map[string]bool{}
 	case strings.HasPrefix(low, "+@") || strings.HasPrefix(low, "-@"):
+		if !aclCategories[low[2:]] {
+			return errorf("ERR Error in ACL SETUSER modifier '%s': Unknown command or category name in ACL", rule)
+		}
 	case strings.HasPrefix(low, "+") || strings.HasPrefix(low, "-"):
 		perm := low[1:]
 		if !e.knownPerm(perm) {
@@ -160,10 +163,35 @@ func (e *Engine) applyRule(u *user, rule string) reply {
 	return okReply
 }
 
+// knownPerm validates "+cmd" / "+cmd|sub" of ACL SETUSER. For commands
+// without subcommands, "cmd|arg" is Redis' first-argument rule: accepted.
 func (e *Engine) knownPerm(perm string) bool {
-	base, _, hasSub := strings.Cut(perm, "|")
+	base, sub, hasSub := strings.Cut(perm, "|")
 	_, cmd := e.lookupCommand([]string{base})
-	return cmd != nil && (!hasSub || cmd.sub)
+	if cmd == nil || !hasSub || !cmd.sub {
+		return cmd != nil
+	}
+	if base == "client" && sub == "setinfo" {
+		return e.spec.clientSetInfo
+	}
+	subs, listed := aclSubcommands[base]
+	return !listed || strings.Contains(" "+subs+" ", " "+sub+" ")
+}
+
+// aclSubcommands lists the subcommands ACL rules may name.
+var aclSubcommands = map[string]string{
+	"client":  "caching getredir help id info kill list no-evict no-touch pause reply setinfo setname getname tracking trackinginfo unblock unpause",
+	"script":  "debug exists flush help kill load",
+	"acl":     "cat deluser dryrun genpass getuser list load log save setuser users whoami help",
+	"command": "count docs getkeys getkeysandflags help info list",
+}
+
+// aclCategories are the command categories ACL rules may name.
+var aclCategories = map[string]bool{
+	"all": true, "keyspace": true, "read": true, "write": true, "set": true, "sortedset": true,
+	"list": true, "hash": true, "string": true, "bitmap": true, "hyperloglog": true, "geo": true,
+	"stream": true, "pubsub": true, "admin": true, "fast": true, "slow": true, "blocking": true,
+	"dangerous": true, "connection": true, "transaction": true, "scripting": true,
 }
 
 func (e *Engine) aclDelUser(names []string) reply {

@@ -14,7 +14,7 @@ var clientSubArity = map[string]int{
 func (e *Engine) clientCommand(c *client, args []string) reply {
 	sub := strings.ToLower(args[1])
 	arity, ok := clientSubArity[sub]
-	if !ok {
+	if !ok || (sub == "setinfo" && !e.spec.clientSetInfo) {
 		return errorf("ERR unknown subcommand '%.128s'. Try CLIENT HELP.", args[1])
 	}
 	if !arityOK(arity, len(args)) {

@@ -33,11 +33,17 @@ func init() {
 	commands["acl"] = &command{arity: -2, run: (*Engine).aclCommand, sub: true, noScript: true}
 	commands["cluster"] = &command{arity: -2, run: (*Engine).clusterCommand, sub: true, noScript: true}
 	commands["asking"] = &command{arity: 1, run: (*Engine).askingCommand}
-	commands["readonly"] = &command{arity: 1, run: okCommand}
-	commands["readwrite"] = &command{arity: 1, run: okCommand}
+	commands["readonly"] = &command{arity: 1, run: clusterOnlyOK}
+	commands["readwrite"] = &command{arity: 1, run: clusterOnlyOK}
 }
 
-func okCommand(*Engine, *client, []string) reply { return okReply }
+// clusterOnlyOK answers READONLY/READWRITE: OK in cluster mode only.
+func clusterOnlyOK(e *Engine, _ *client, _ []string) reply {
+	if e.cluster == nil {
+		return errReply("ERR This instance has cluster support disabled")
+	}
+	return okReply
+}
 
 // lookupCommand finds the command for args[0] in the current profile.
 func (e *Engine) lookupCommand(args []string) (string, *command) {

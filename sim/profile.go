@@ -15,6 +15,7 @@ type profileSpec struct {
 	delex          bool   // DELEX command exists
 	delifeq        bool   // DELIFEQ command exists
 	waitaof        bool   // WAITAOF command exists
+	clientSetInfo  bool   // CLIENT SETINFO exists (7.2+)
 	noscript       string // EVALSHA with an unknown sha
 	unknownInLua   string // redis.call of an unknown command
 	killIDBadValue string // CLIENT KILL ID <not a number>
@@ -31,21 +32,21 @@ var profileSpecs = map[Profile]profileSpec{
 	},
 	Redis84: {
 		server: "redis", version: "8.4.0", infoVersion: "8.4.0", vectorset: true,
-		ifeq: true, ifeqWithNXXX: true, delex: true, waitaof: true,
+		ifeq: true, ifeqWithNXXX: true, delex: true, waitaof: true, clientSetInfo: true,
 		noscript:       "NOSCRIPT No matching script. Please use EVAL.",
 		unknownInLua:   "ERR Unknown Redis command called from script",
 		killIDBadValue: "ERR client-id should be greater than 0",
 	},
 	Valkey81: {
 		server: "valkey", version: "8.1.7", infoVersion: "7.2.4", valkeyVersion: "8.1.7",
-		ifeq: true, waitaof: true,
+		ifeq: true, waitaof: true, clientSetInfo: true,
 		noscript:       "NOSCRIPT No matching script.",
 		unknownInLua:   "ERR Unknown command called from script",
 		killIDBadValue: "ERR syntax error",
 	},
 	Valkey90: {
 		server: "valkey", version: "9.0.4", infoVersion: "7.2.4", valkeyVersion: "9.0.4",
-		ifeq: true, delifeq: true, waitaof: true,
+		ifeq: true, delifeq: true, waitaof: true, clientSetInfo: true,
 		noscript:       "NOSCRIPT No matching script.",
 		unknownInLua:   "ERR Unknown command called from script",
 		killIDBadValue: "ERR syntax error",
