@@ -64,7 +64,7 @@ func (e *Engine) helloCommand(c *client, args []string) reply {
 		}
 	}
 	if !c.authed {
-		return errReply("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return e.spec.helloNoAuth()
 	}
 	if setName {
 		if r := validClientName(name); isError(r) {
@@ -208,10 +208,14 @@ func validClientName(name string) reply {
 // clientInfoLine renders one CLIENT INFO / CLIENT LIST line.
 func (e *Engine) clientInfoLine(c *client, current string) string {
 	age := int64(e.clock.Now().Sub(c.created).Seconds())
+	lib := ""
+	if e.spec.clientSetInfo {
+		lib = fmt.Sprintf(" lib-name=%s lib-ver=%s", c.libName, c.libVer)
+	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 "+
 		"multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=1024 "+
-		"events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.addr, c.laddr, c.id+7, c.name, age, c.db, current, c.user, c.proto, c.libName, c.libVer)
+		"events=r cmd=%s user=%s redir=-1 resp=%d%s\n",
+		c.id, c.addr, c.laddr, c.id+7, c.name, age, c.db, current, c.user, c.proto, lib)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

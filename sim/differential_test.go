@@ -110,7 +110,10 @@ var differentialScript = []diffStep{
 	on("tmp3", "AUTH", "tmp3", "any"), on("tmp3", "CLIENT", "KILL", "ID", "999"), on("tmp3", "CLIENT", "ID"),
 	on("tmp3", "NOSUCH"), on("tmp3", "GET"),
 	a("CLUSTER", "SLOTS"), a("CLUSTER", "SHARDS"), a("ASKING"), a("READONLY"), a("READWRITE"),
-	a("COMMAND", "INFO", "nosuchcmd"), a("FLUSHALL"), a("DBSIZE"), a("QUIT"),
+	a("COMMAND", "INFO", "nosuchcmd"), a("FLUSHALL"), a("DBSIZE"),
+	on("raw", "GET", "k"), on("raw", "HELLO", "3"), on("raw", "NOSUCH"), on("raw", "SET", "k"), on("raw", "CLIENT", "ID"),
+	on("raw", "AUTH", "default", "wrong"), on("raw", "HELLO", "2", "AUTH", "default", "pw", "SETNAME", "cli"),
+	on("raw", "CLIENT", "GETNAME"), on("raw", "HELLO"), on("raw", "HELLO", "3", "SETNAME", "x y"), a("QUIT"),
 }
 
 var (
@@ -136,6 +139,10 @@ func runDifferential(t *testing.T, addr, password string, proto int) []string {
 			return w
 		}
 		w := dial(t, addr)
+		if name == "raw" {
+			conns[name] = w
+			return w
+		}
 		if password != "" {
 			w.do("AUTH", password)
 		}

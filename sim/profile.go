@@ -78,6 +78,16 @@ func (s profileSpec) scriptACLFailure(user, perm string) string {
 	return fmt.Sprintf("ERR ACL failure in script: User %s has no permissions to run the '%s' command", user, perm)
 }
 
+// helloNoAuth is HELLO's error for an unauthenticated client without AUTH.
+func (s profileSpec) helloNoAuth() reply {
+	proto := "<proto> "
+	if s.nopermOldStyle {
+		proto = "" // 7.0 wording
+	}
+	return errReply("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO " + proto +
+		"AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+}
+
 // modules is the HELLO "modules" entry.
 func (s profileSpec) modules() reply {
 	if !s.vectorset {
