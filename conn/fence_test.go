@@ -1,0 +1,102 @@
+package conn
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv := startSim(t, profile)
+			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+			ctx := ctxT(t)
+			s, err := p.SessionFor(ctx, nodeOf(t, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := s.Identity()
+			if err := s.ProbeKill(ctx); err != nil {
+				t.Fatalf("ProbeKill = %v; want permitted", err)
+			}
+			srv.ResetLog()
+			if err := p.Fence(ctx, s); err != nil {
+				t.Fatalf("Fence = %v", err)
+			}
+			var fence *sim.Entry
+			for _, e := range srv.Log() {
+				if slices.Equal(e.Args, FenceCommand(id.ID, id.Addr).Args) {
+					fence = &e
+				}
+			}
+			if fence == nil || fence.ClientID == id.ID {
+				t.Fatalf("fence entry %+v; want CLIENT KILL ID %d ADDR %s from another client", fence, id.ID, id.Addr)
+			}
+			if !s.Retired() {
+				t.Fatal("fenced session not retired")
+			}
+			waitDead(t, s)
+			if fresh, err := p.SessionFor(ctx, s.Node()); err != nil || fresh == s {
+				t.Fatalf("SessionFor after fence = %v, %v; want a new session", fresh == s, err)
+			}
+		})
+	}
+}
+
+func TestProbeKillReportsNoPermission(t *testing.T) {
+	srv := startSim(t, sim.Valkey90)
+	srv.SetUser("locker", "lockerpw", "set", "get", "delifeq", "client|id", "client|info")
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
+	ctx := ctxT(t)
+	s, err := p.SessionFor(ctx, nodeOf(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Identity(); !ok {
+		t.Fatalf("no identity: %v", s.IdentityError())
+	}
+	err = s.ProbeKill(ctx)
+	var redisErr *rueidis.RedisError
+	if !errors.Is(err, ErrServerReply) || !errors.As(err, &redisErr) {
+		t.Fatalf("ProbeKill = %v; want the NOPERM reply", err)
+	}
+	if err := p.Fence(ctx, s); !errors.As(err, &redisErr) {
+		t.Fatalf("Fence = %v; want the NOPERM reply", err)
+	}
+}
+
+func TestExtendManyPipelinesOnOneSession(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv := startSim(t, profile)
+			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+			ctx := ctxT(t)
+			s, err := p.SessionFor(ctx, nodeOf(t, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustSet(t, srv, "a", "ta")
+			mustSet(t, srv, "b", "other")
+			requests := []ExtendRequest{{"a", "ta", 90000}, {"b", "tb", 90000}, {"missing", "tc", 90000}}
+			for round := range 2 {
+				results := s.ExtendMany(ctx, requests)
+				for i, want := range []bool{true, false, false} {
+					if results[i].Err != nil || results[i].Owned != want || results[i].Session != s {
+						t.Fatalf("round %d request %d: %+v; want owned=%v", round, i, results[i], want)
+					}
+				}
+			}
+			if got := srv.Exec("PTTL", "a"); got[:3] != ":89" && got[:3] != ":90" {
+				t.Fatalf("PTTL a = %q; want ~90000", got)
+			}
+			if got := srv.Exec("EXISTS", "missing"); got != ":0\r\n" {
+				t.Fatalf("ExtendMany created a missing key: %q", got)
+			}
+		})
+	}
+}
