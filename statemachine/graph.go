@@ -94,7 +94,8 @@ const (
 	EventReleaseAnswered
 	EventReleased
 	EventReleaseNotOwned
-	EventReleaseRestored
+	EventReleaseNotSubmitted
+	EventReleaseRefused
 	EventReleaseUncertain
 	EventReleaseUncertainUnfenced
 	EventReleaseSettled
@@ -109,7 +110,7 @@ var eventNames = [NumEvents]string{
 	"deadline-in-flight", "deadline-idle", "fence-done",
 	"keepalive-started", "keepalive-refused", "keepalive-stop",
 	"release-started", "release-joined", "release-answered", "released",
-	"release-not-owned", "release-restored", "release-uncertain", "release-uncertain-unfenced",
+	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
 	"release-settled", "caller-cancelled",
 }
 

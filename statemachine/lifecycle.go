@@ -107,11 +107,11 @@ func (h *Handle) stepReleaseDone(in Input) {
 		h.becomeLost(EventReleaseNotOwned, CauseOwnershipLost, nil)
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
 	case in.Outcome == OutcomeNotSubmitted:
-		h.becomeHeldAgain(in.Now)
+		h.becomeHeldAgain(EventReleaseNotSubmitted, in.Now)
 		h.resolve(starter, failed)
 		h.takeFirstWaiter(waitRelease, starter)
 	case in.Outcome == OutcomeDefinite:
-		h.becomeHeldAgain(in.Now)
+		h.becomeHeldAgain(EventReleaseRefused, in.Now)
 		h.resolveAll(waitRelease, failed)
 	case in.Unfenced:
 		callers := h.takeWaiters(waitRelease)
@@ -151,8 +151,8 @@ func settledResult(in Input) Result {
 
 // becomeHeldAgain restores ownership after a release that did not run (R5, R6, K7); the
 // keep-alive keeps running and is rescheduled.
-func (h *Handle) becomeHeldAgain(now time.Duration) {
-	h.move(EventReleaseRestored, Held)
+func (h *Handle) becomeHeldAgain(e Event, now time.Duration) {
+	h.move(e, Held)
 	h.scheduleKeepAlive(now)
 }
 
