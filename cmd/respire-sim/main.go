@@ -3,15 +3,17 @@
 //
 //	go run ./cmd/respire-sim --profile valkey-9.0 --listen 127.0.0.1:7000 [--password pw] [--cluster N]
 //
-// With --cluster N it starts N masters on consecutive free ports (the
-// --listen address is ignored except for its host) and prints their
-// addresses. It runs until interrupted.
+// Profiles: redis-7.0, redis-8.4, valkey-8.1, valkey-9.0. With --cluster N
+// it starts N masters on free loopback ports (--listen is ignored) and
+// prints their addresses; --profile may then be a comma-separated list,
+// used in turn for the nodes (a mixed cluster). It runs until interrupted.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,42 +23,45 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "respire-sim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(argv []string) error {
+// run starts the server(s) described by argv, prints where they listen to
+// out, and serves until ctx ends.
+func run(ctx context.Context, argv []string, out io.Writer) error {
 	fs := flag.NewFlagSet("respire-sim", flag.ContinueOnError)
-	profile := fs.String("profile", string(sim.Redis70), "server profile: "+profileNames())
+	fs.SetOutput(out)
+	profile := fs.String("profile", string(sim.Redis70), "server profile: "+profileNames()+" (comma-separated list with --cluster)")
 	listen := fs.String("listen", "127.0.0.1:7000", "listen address (standalone)")
 	password := fs.String("password", "", "password of the default user")
 	cluster := fs.Int("cluster", 0, "start a cluster of N masters instead of one node")
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	p := sim.Profile(*profile)
 	if *cluster > 0 {
+		names := strings.Split(*profile, ",")
 		profiles := make([]sim.Profile, *cluster)
 		for i := range profiles {
-			profiles[i] = p
+			profiles[i] = sim.Profile(strings.TrimSpace(names[i%len(names)]))
 		}
 		c, err := sim.StartCluster(ctx, sim.ClusterConfig{Profiles: profiles, Password: *password})
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		fmt.Printf("respire-sim %s cluster on %s\n", p, strings.Join(c.Addrs(), " "))
+		fmt.Fprintf(out, "respire-sim cluster %v on %s\n", profiles, strings.Join(c.Addrs(), " "))
 	} else {
-		s, err := sim.Start(ctx, sim.Config{Profile: p, Addr: *listen, Password: *password})
+		s, err := sim.Start(ctx, sim.Config{Profile: sim.Profile(*profile), Addr: *listen, Password: *password})
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		fmt.Printf("respire-sim %s listening on %s\n", p, s.Addr())
+		fmt.Fprintf(out, "respire-sim %s listening on %s\n", s.Profile(), s.Addr())
 	}
 	<-ctx.Done()
 	return nil
