@@ -219,6 +219,11 @@ func checkVersionFacts(t *testing.T, s *Server, p Profile) {
 	if got := w.do("HELLO", "3"); got != exp {
 		t.Errorf("HELLO 3 = %q; want %q", got, exp)
 	}
+	hello2 := strings.Replace(strings.Replace(exp, "%7", "*14", 1), "proto\r\n:3", "proto\r\n:2", 1)
+	hello2 = strings.Replace(hello2, "*1\r\n%4", "*1\r\n*8", 1)
+	if got := w.do("HELLO", "2"); got != hello2 {
+		t.Errorf("HELLO 2 = %q; want %q", got, hello2)
+	}
 	info := w.do("INFO", "server")
 	lines := map[Profile][]string{
 		Redis70: {"redis_version:7.0.15\r\n"}, Redis84: {"redis_version:8.4.0\r\n"},
