@@ -26,6 +26,7 @@ type Engine struct {
 	admin   *client
 	users   map[string]*user
 	scripts map[string]string // sha1 -> source
+	vm      *luaVM            // created on first script
 
 	log     []Entry
 	logSeq  int64

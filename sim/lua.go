@@ -11,6 +11,7 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
 )
 
 // scriptTimeout bounds one script's real running time.
@@ -24,29 +25,66 @@ type scriptRun struct {
 	line int // line of the last redis.call that raised
 }
 
+// luaVM is an engine's reusable Lua state (scripts run one at a time under
+// the engine lock, as in a real server) and its compiled-script cache.
+type luaVM struct {
+	L      *lua.LState
+	run    *scriptRun // the script currently running
+	protos map[string]*lua.FunctionProto
+}
+
+func (e *Engine) luaVM() *luaVM {
+	if e.vm != nil {
+		return e.vm
+	}
+	vm := &luaVM{L: lua.NewState(lua.Options{SkipOpenLibs: true}), protos: map[string]*lua.FunctionProto{}}
+	openLibs(vm.L)
+	vm.L.SetGlobal("redis", vm.redisTable(vm.L))
+	e.vm = vm
+	return vm
+}
+
+// compile returns the compiled script, parsing it once per source.
+func (vm *luaVM) compile(sha, src string) (*lua.FunctionProto, error) {
+	if p, ok := vm.protos[sha]; ok {
+		return p, nil
+	}
+	chunk, err := parse.Parse(strings.NewReader(src), "user_script")
+	if err != nil {
+		return nil, err
+	}
+	p, err := lua.Compile(chunk, "user_script")
+	if err != nil {
+		return nil, err
+	}
+	vm.protos[sha] = p
+	return p, nil
+}
+
 // runScript compiles and runs src (caching it when cache is set) with
 // KEYS and ARGV, and converts its result to a reply.
 func (e *Engine) runScript(c *client, sha, src string, keys, argv []string, cache bool) reply {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
-	defer cancel()
-	L.SetContext(ctx)
-	openLibs(L)
-	fn, err := L.Load(strings.NewReader(src), "user_script")
+	vm := e.luaVM()
+	proto, err := vm.compile(sha, src)
 	if err != nil {
 		return compileError(err, src)
 	}
 	if cache {
 		e.scripts[sha] = src
 	}
-	run := &scriptRun{e: e, c: c, sha: sha, line: 1}
+	L := vm.L
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	L.SetContext(ctx)
+	defer L.RemoveContext()
+	defer L.SetTop(0)
+	vm.run = &scriptRun{e: e, c: c, sha: sha, line: 1}
+	defer func() { vm.run = nil }()
 	L.SetGlobal("KEYS", stringTable(L, keys))
 	L.SetGlobal("ARGV", stringTable(L, argv))
-	L.SetGlobal("redis", run.redisTable(L))
-	L.Push(fn)
+	L.Push(L.NewFunctionFromProto(proto))
 	if err := L.PCall(0, 1, nil); err != nil {
-		return run.runtimeError(err)
+		return vm.run.runtimeError(err)
 	}
 	return luaToReply(L.Get(-1))
 }
@@ -68,9 +106,7 @@ func openLibs(L *lua.LState) {
 
 // compileCheck reports the compile error of src, or OK.
 func compileCheck(src string) reply {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	if _, err := L.Load(strings.NewReader(src), "user_script"); err != nil {
+	if _, err := parse.Parse(strings.NewReader(src), "user_script"); err != nil {
 		return compileError(err, src)
 	}
 	return okReply
@@ -107,11 +143,11 @@ func stringTable(L *lua.LState, items []string) *lua.LTable {
 	return t
 }
 
-func (r *scriptRun) redisTable(L *lua.LState) *lua.LTable {
+func (vm *luaVM) redisTable(L *lua.LState) *lua.LTable {
 	t := L.NewTable()
 	L.SetFuncs(t, map[string]lua.LGFunction{
-		"call":  func(L *lua.LState) int { return r.call(L, true) },
-		"pcall": func(L *lua.LState) int { return r.call(L, false) },
+		"call":  func(L *lua.LState) int { return vm.run.call(L, true) },
+		"pcall": func(L *lua.LState) int { return vm.run.call(L, false) },
 		"error_reply": func(L *lua.LState) int {
 			L.Push(errorTable(L, L.CheckString(1)))
 			return 1
