@@ -112,6 +112,7 @@ const (
 	EffDisarm                                // disarm timer Timer
 	EffResolve                               // answer user call Call with Outcome/Err
 	EffCancelKeepAlive                       // the keep-alive context is cancelled with Cause
+	EffTrace                                 // nothing to do; Outcome is a note for the transcript
 )
 
 // Effect is one instruction from a core.

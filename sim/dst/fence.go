@@ -26,7 +26,7 @@ func (w *World) fence(h *handle, opID int64) {
 	}
 	victim := op.carrier
 	c := w.liveConn(p, &p.control, "control")
-	cmd := conn.FenceCommand(op.clientID, victim.addr)
+	cmd := conn.FenceCommand(op.clientID, op.addr)
 	w.trace.logf(w, p, h.name, "fence id=%d of op %d", op.clientID, opID)
 	w.write(c, &request{cmd: cmd,
 		onLost: func() { report(OpResult{Class: Uncertain, Err: "fence connection lost"}) },
@@ -39,6 +39,7 @@ func (w *World) fence(h *handle, opID int64) {
 				w.check.onFenced(w, victim)
 			}
 			w.reapKilled()
+			w.abandon(victim)
 			report(OpResult{Class: Definite})
 		}})
 }

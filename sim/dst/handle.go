@@ -109,6 +109,8 @@ func (w *World) apply(h *handle, e Effect) {
 		w.resolve(h, e)
 	case EffCancelKeepAlive:
 		w.trace.logf(w, p, h.name, "-> keep-alive cancelled: %s", e.Cause)
+	case EffTrace:
+		w.trace.logf(w, p, h.name, "   %s", e.Outcome)
 	}
 }
 

@@ -19,7 +19,8 @@ type opRun struct {
 	fenced    bool
 	sess      *session // extend, release, verify
 	carrier   *connection
-	clientID  int64 // identity of the connection that carried the last command
+	clientID  int64  // identity of the connection that carried the last command
+	addr      string // its addr= (CLIENT INFO)
 	protocol  *conn.Operation
 	written   bool
 	done      bool
@@ -49,7 +50,7 @@ func (w *World) startOp(h *handle, e Effect) {
 		case OpRelease:
 			op.protocol = conn.NewRelease(h.key, h.token, caps)
 		}
-		if op.fenced && !w.ensureIdentity(op.sess, op) {
+		if !w.ensureIdentity(op.sess, op) {
 			return
 		}
 	}
@@ -61,11 +62,6 @@ func (w *World) startOp(h *handle, e Effect) {
 func (w *World) writeOp(op *opRun) {
 	if op.sess != nil {
 		op.noIdent = op.sess.identity == identityDenied
-		if op.fenced && op.noIdent && op.kind == OpExtend {
-			w.finish(op, OpResult{Class: Definite, NoIdentity: true,
-				Err: "NOPERM managed renewal needs CLIENT ID and CLIENT KILL"})
-			return
-		}
 	}
 	if w.shouldDelayWrite() {
 		op.gate = w.schedule(op.h.proc, w.now+w.between(0, 5*time.Millisecond), func() {
@@ -98,6 +94,9 @@ func (w *World) sendStep(op *opRun) {
 	op.written, op.replied, op.confirmed = true, false, false
 	op.sent++
 	op.clientID = c.clientID
+	if op.sess != nil {
+		op.clientID, op.addr = op.sess.id, op.sess.addr
+	}
 	w.armDeadline(op)
 }
 

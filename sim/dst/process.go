@@ -20,16 +20,13 @@ type process struct {
 	offset   time.Duration
 	paused   bool
 
-	session    *session
-	mux        *connection
-	control    *connection
-	noIdentity bool // CLIENT ID / CLIENT KILL definitively denied (cached, like the original)
+	session *session
+	mux     *connection
+	control *connection
 
 	current map[string]*handle // the handle the user works with, per key
 	calls   []*userCall        // pending user calls (cancellable)
 	tokens  int
-
-	bootstraps int // identity bootstraps started (deadline bookkeeping)
 }
 
 // session is conn's unit of capability memory: it lives and dies with its
@@ -39,7 +36,8 @@ type session struct {
 	caps     capstore.Store
 	identity int // identityNone, identityPending, identityReady, identityDenied
 	waiting  []*opRun
-	failure  string // a non-definite bootstrap error, for the waiting ops
+	id       int64  // CLIENT ID (identityReady)
+	addr     string // addr= of CLIENT INFO (identityReady)
 }
 
 const (
@@ -84,13 +82,10 @@ func (w *World) retire(s *session) {
 	w.abandon(s.conn)
 }
 
-// ensureIdentity bootstraps CLIENT ID and the CLIENT KILL permission probe
-// on s before op is written, once per session; op waits meanwhile.
+// ensureIdentity makes op wait until s's opening handshake (CLIENT ID and
+// CLIENT INFO, pipelined, as conn opens a session) has answered. A session
+// whose identity was refused works unfenced.
 func (w *World) ensureIdentity(s *session, op *opRun) bool {
-	p := s.conn.proc
-	if p.noIdentity {
-		s.identity = identityDenied
-	}
 	switch s.identity {
 	case identityReady, identityDenied:
 		return true
@@ -98,48 +93,42 @@ func (w *World) ensureIdentity(s *session, op *opRun) bool {
 		s.waiting = append(s.waiting, op)
 		return false
 	}
+	p := s.conn.proc
 	s.identity = identityPending
 	s.waiting = append(s.waiting, op)
-	p.bootstraps++
-	gen := p.bootstraps
 	at := p.trueAt(p.local(w.now) + w.opt.CommandTimeout)
 	w.schedule(p, at, func() {
-		if s.identity == identityPending && p.bootstraps == gen {
-			w.trace.logf(w, p, "", "identity bootstrap timed out")
+		if s.identity == identityPending {
+			w.trace.logf(w, p, "", "session handshake timed out")
 			w.retire(s)
-			w.identityFailed(s, "")
+			w.identityFailed(s)
 		}
 	})
-	id := conn.ClientIDCommand()
-	w.write(s.conn, &request{cmd: id, onLost: func() { w.identityFailed(s, "") },
-		onReply: func(r conn.Reply) {
-			if r.Kind != conn.ReplyInt {
-				w.identityReply(s, r)
-				return
-			}
-			w.write(s.conn, &request{cmd: conn.ProbeKillCommand(r.Int),
-				onLost:  func() { w.identityFailed(s, "") },
-				onReply: func(r conn.Reply) { w.identityReply(s, r) }})
-		}})
+	var idReply conn.Reply
+	lost := func() { w.identityFailed(s) }
+	w.write(s.conn, &request{cmd: conn.ClientIDCommand(), onLost: lost,
+		onReply: func(r conn.Reply) { idReply = r }})
+	w.write(s.conn, &request{cmd: conn.ClientInfoCommand(), onLost: lost,
+		onReply: func(r conn.Reply) { w.identityReply(s, idReply, r) }})
 	return false
 }
 
-// identityReply ends the bootstrap: a non-error probe reply means ready; a
-// definitive denial (NOPERM, unknown command/subcommand) is cached per
-// process; any other error fails the waiting ops without caching.
-func (w *World) identityReply(s *session, r conn.Reply) {
-	switch {
-	case r.Kind != conn.ReplyError:
-		s.identity = identityReady
-	case definitiveDenial(r.Text):
-		s.identity = identityDenied
-		s.conn.proc.noIdentity = true
-		w.trace.logf(w, s.conn.proc, "", "identity denied (%s): releases go unfenced", r.Text)
-	default:
-		s.identity = identityNone
-		s.failure = r.Text
-		w.identityFailed(s, r.Text)
+// identityReply ends the handshake: the session has an identity when both
+// replies are good; otherwise it works without one (no fence possible).
+func (w *World) identityReply(s *session, id, info conn.Reply) {
+	if s.identity != identityPending {
 		return
+	}
+	s.identity = identityDenied
+	if id.Kind == conn.ReplyInt && info.Kind == conn.ReplyBulk {
+		for _, field := range strings.Fields(info.Text) {
+			if addr, ok := strings.CutPrefix(field, "addr="); ok {
+				s.identity, s.id, s.addr = identityReady, id.Int, addr
+			}
+		}
+	}
+	if s.identity == identityDenied {
+		w.trace.logf(w, s.conn.proc, "", "session has no identity (%s / %s): unfenced", replyString(id), replyString(info))
 	}
 	waiting := s.waiting
 	s.waiting = nil
@@ -151,29 +140,14 @@ func (w *World) identityReply(s *session, r conn.Reply) {
 }
 
 // identityFailed finishes the waiting ops: none of them was written.
-func (w *World) identityFailed(s *session, serverErr string) {
+func (w *World) identityFailed(s *session) {
+	if s.identity != identityPending {
+		return
+	}
+	s.identity = identityNone
 	waiting := s.waiting
 	s.waiting = nil
-	if s.identity == identityPending {
-		s.identity = identityNone
-	}
 	for _, op := range waiting {
-		if serverErr != "" {
-			w.finish(op, OpResult{Class: Definite, Err: serverErr})
-		} else {
-			w.finish(op, OpResult{Class: NotSubmitted, Err: "connection lost before the write"})
-		}
+		w.finish(op, OpResult{Class: NotSubmitted, Err: "connection lost before the write"})
 	}
-}
-
-// definitiveDenial is the original's "definitive correction-ordering
-// failure" (respire-behaviour.md R10).
-func definitiveDenial(text string) bool {
-	if len(text) >= 6 && text[:6] == "NOPERM" {
-		return true
-	}
-	low := strings.ToLower(text)
-	return len(low) >= 3 && low[:3] == "err" &&
-		(strings.Contains(low, "unknown command") || strings.Contains(low, "unknown subcommand") ||
-			strings.Contains(low, "wrong number of arguments"))
 }

@@ -3,6 +3,7 @@ package dst
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ type Result struct {
 	Handles     int           // handles created
 	Violations  []Violation   // empty when every invariant held
 	Transcript  string        // when Options.Transcript
+	PanicStack  string        // the Go stack of a panic (invariant 0), not part of the transcript
 }
 
 // Failed reports whether an invariant broke.
@@ -45,6 +47,10 @@ func (r Result) Report() string {
 		b.WriteString("transcript:\n")
 		b.WriteString(r.Transcript)
 	}
+	if r.PanicStack != "" {
+		b.WriteString("panic stack:\n")
+		b.WriteString(r.PanicStack)
+	}
 	return b.String()
 }
 
@@ -56,6 +62,21 @@ func Run(opt Options, newCore CoreFactory) Result {
 		newCore = DefaultCore
 	}
 	w := newWorld(opt.withDefaults(), newCore)
+	stack := w.loop()
+	return Result{Seed: opt.Seed, Options: opt, Steps: w.steps, VirtualTime: w.now,
+		Handles: len(w.handles), Violations: w.check.violations, Transcript: w.trace.String(),
+		PanicStack: stack}
+}
+
+// loop runs the scheduler. A panic in the core or the runtime is a
+// violation (invariant 0) of this seed, not a crash of the campaign.
+func (w *World) loop() (stack string) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack = string(debug.Stack())
+			w.check.fail(w, 0, "panic: %v", v)
+		}
+	}()
 	for w.steps < w.opt.Steps && !w.done {
 		if !w.step() {
 			break
@@ -65,8 +86,7 @@ func Run(opt Options, newCore CoreFactory) Result {
 			w.check.afterStep(w)
 		}
 	}
-	return Result{Seed: opt.Seed, Options: opt, Steps: w.steps, VirtualTime: w.now,
-		Handles: len(w.handles), Violations: w.check.violations, Transcript: w.trace.String()}
+	return ""
 }
 
 func newWorld(opt Options, newCore CoreFactory) *World {

@@ -33,3 +33,19 @@ func TestStandInSchedules(t *testing.T) {
 	}
 	t.Logf("steps %d", steps)
 }
+
+func TestMachineSchedules(t *testing.T) {
+	bad := 0
+	steps := 0
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := Run(Swarm(seed), nil)
+		steps += r.Steps
+		if r.Failed() && bad < 3 {
+			bad++
+			opt := Swarm(seed)
+			opt.Transcript = true
+			t.Errorf("%s", Run(opt, nil).Report())
+		}
+	}
+	t.Logf("steps %d", steps)
+}

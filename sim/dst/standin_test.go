@@ -28,9 +28,9 @@ type standInOp struct {
 }
 
 const (
-	timerRetry     = 1
-	timerRenew     = 2
-	timerKeepAlive = 3
+	standInRetry     = 1
+	standInRenew     = 2
+	standInKeepAlive = 3
 )
 
 func newStandIn(info HandleInfo) Core {
@@ -56,7 +56,7 @@ func (s *standIn) lose(cause string) []Effect {
 	s.state = "lost"
 	if s.keepAlive {
 		s.keepAlive = false
-		return []Effect{{Kind: EffCancelKeepAlive, Cause: cause}, {Kind: EffDisarm, Timer: timerRenew}}
+		return []Effect{{Kind: EffCancelKeepAlive, Cause: cause}, {Kind: EffDisarm, Timer: standInRenew}}
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (s *standIn) step(in Input) []Effect {
 		}
 		if in.Call == s.acquireBy && s.state == "acquiring" {
 			s.state = "not-acquired"
-			return []Effect{{Kind: EffDisarm, Timer: timerRetry}, resolve(in.Call, "cancelled", "context canceled")}
+			return []Effect{{Kind: EffDisarm, Timer: standInRetry}, resolve(in.Call, "cancelled", "context canceled")}
 		}
 		return []Effect{resolve(in.Call, "cancelled", "context canceled")}
 	}
@@ -110,7 +110,7 @@ func (s *standIn) step(in Input) []Effect {
 		return []Effect{s.armRenew(), resolve(in.Call, "ok", "")}
 	case InStopKeepAlive:
 		s.keepAlive = false
-		return []Effect{{Kind: EffDisarm, Timer: timerRenew}, resolve(in.Call, "ok", "")}
+		return []Effect{{Kind: EffDisarm, Timer: standInRenew}, resolve(in.Call, "ok", "")}
 	case InRelease, InClose:
 		s.state = "releasing"
 		return []Effect{s.send(OpRelease, in.Call, in.Now, 0, true)}
@@ -122,21 +122,21 @@ func (s *standIn) step(in Input) []Effect {
 
 func (s *standIn) armRenew() Effect {
 	at := s.stamp + s.duration/2
-	return Effect{Kind: EffArm, Timer: timerRenew, At: at}
+	return Effect{Kind: EffArm, Timer: standInRenew, At: at}
 }
 
 func (s *standIn) timer(in Input) []Effect {
 	switch in.Timer {
-	case timerRetry:
+	case standInRetry:
 		if s.state == "acquiring" {
 			return []Effect{s.send(OpAcquire, s.acquireBy, in.Now, s.duration, false)}
 		}
-	case timerRenew:
+	case standInRenew:
 		if s.state == "held" && s.keepAlive {
 			return []Effect{s.send(OpExtend, 0, in.Now, s.duration, true),
-				{Kind: EffArm, Timer: timerKeepAlive, At: s.expires}}
+				{Kind: EffArm, Timer: standInKeepAlive, At: s.expires}}
 		}
-	case timerKeepAlive:
+	case standInKeepAlive:
 		if s.keepAlive {
 			return s.lose("keep-alive deadline passed")
 		}
@@ -182,7 +182,7 @@ func (s *standIn) acquired(in Input, op standInOp) []Effect {
 		}
 		return out
 	case r.Class == Definite && r.Err == "" && in.Now+s.retry < s.deadline:
-		return []Effect{{Kind: EffArm, Timer: timerRetry, At: in.Now + s.retry}}
+		return []Effect{{Kind: EffArm, Timer: standInRetry, At: in.Now + s.retry}}
 	case r.Class == Uncertain:
 		s.state, s.keepAlive = "cleanup", false
 		return []Effect{s.send(OpRelease, 0, in.Now, 0, false), resolve(op.call, "error", r.Err)}
@@ -199,7 +199,7 @@ func (s *standIn) extended(in Input, op standInOp) []Effect {
 	case r.Class == Definite && r.Err == "" && r.Owned:
 		s.stamp, s.duration, s.expires = op.stamp, op.duration, op.stamp+op.duration
 		if s.keepAlive {
-			out = append(out, Effect{Kind: EffDisarm, Timer: timerKeepAlive}, s.armRenew())
+			out = append(out, Effect{Kind: EffDisarm, Timer: standInKeepAlive}, s.armRenew())
 		}
 	case r.Class == Definite && r.Err == "":
 		out = s.lose("renewal returned false")

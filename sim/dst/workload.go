@@ -24,14 +24,14 @@ func (w *World) think(p *process) {
 	}
 	key := w.keys[w.rng.IntN(len(w.keys))]
 	h := p.current[key]
-	if h == nil || w.finished(h) {
-		if w.pendingAcquire(p, key) {
-			return
-		}
+	switch {
+	case h != nil && h.outcome == "":
+		// still acquiring: the user waits
+	case h == nil || w.finished(h):
 		w.acquire(p, key)
-		return
+	default:
+		w.userAction(h)
 	}
-	w.userAction(h)
 }
 
 // drain runs after the horizon: the user releases what it holds and stops
@@ -69,15 +69,6 @@ func (w *World) finished(h *handle) bool {
 func (w *World) hasCall(h *handle) bool {
 	for _, c := range h.proc.calls {
 		if c.h == h {
-			return true
-		}
-	}
-	return false
-}
-
-func (w *World) pendingAcquire(p *process, key string) bool {
-	for _, c := range p.calls {
-		if c.kind == InAcquire && c.h.key == key {
 			return true
 		}
 	}
