@@ -113,9 +113,9 @@ func (e *Engine) askingCommand(c *client, _ []string) reply {
 	return okReply
 }
 
-// slotRanges lists [start, end] ranges per node index.
-func (st *clusterState) slotRanges() map[int][][2]int {
-	out := map[int][][2]int{}
+// slotRanges lists [start, end] ranges per node index (index order).
+func (st *clusterState) slotRanges() [][][2]int {
+	out := make([][][2]int, len(st.addrs))
 	start := 0
 	for s := 1; s <= SlotCount; s++ {
 		if s == SlotCount || st.owner[s] != st.owner[start] {

@@ -22,6 +22,7 @@ type Engine struct {
 	dbs     [16]map[string]*value
 	clients map[int64]*client
 	killed  map[int64]bool
+	victims []int64 // killed since the network hook last ran
 	nextID  int64
 	admin   *client
 	users   map[string]*user
@@ -162,7 +163,6 @@ func (e *Engine) Record(clientID int64, args []string) {
 // execute runs args for the client without logging.
 func (e *Engine) execute(clientID int64, args []string) []byte {
 	e.mu.Lock()
-	var victims []int64
 	c := e.clients[clientID]
 	if clientID == 0 {
 		c = e.admin
@@ -173,19 +173,25 @@ func (e *Engine) execute(clientID int64, args []string) []byte {
 	}
 	r := e.dispatch(c, args)
 	out := r.encode(nil, c.proto)
-	for id := range e.killed {
-		if id != clientID {
-			victims = append(victims, id)
-		}
-	}
-	hook := e.onKill
+	e.unlockAndCloseVictims(clientID)
+	return out
+}
+
+// unlockAndCloseVictims releases e.mu, then lets the network layer close
+// the sockets of clients killed meanwhile, except self (which the caller
+// closes after writing its reply).
+func (e *Engine) unlockAndCloseVictims(self int64) {
+	victims, hook := e.victims, e.onKill
+	e.victims = nil
 	e.mu.Unlock()
-	if hook != nil {
-		for _, id := range victims {
+	if hook == nil {
+		return
+	}
+	for _, id := range victims {
+		if id != self {
 			hook(id)
 		}
 	}
-	return out
 }
 
 // AdminExec runs a command as an internal administrator client (no ACL,
@@ -213,6 +219,7 @@ func (e *Engine) lookup(c *client, key string) *value {
 func (e *Engine) kill(id int64) {
 	delete(e.clients, id)
 	e.killed[id] = true
+	e.victims = append(e.victims, id)
 }
 
 // unknownCommand renders the unknown-command error exactly as servers do.

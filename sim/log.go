@@ -61,11 +61,7 @@ func (e *Engine) KillClient(id int64) bool {
 	if ok {
 		e.kill(id)
 	}
-	hook := e.onKill
-	e.mu.Unlock()
-	if ok && hook != nil {
-		hook(id)
-	}
+	e.unlockAndCloseVictims(0)
 	return ok
 }
 
@@ -80,17 +76,9 @@ func (e *Engine) Failover(p Profile) error {
 	e.mu.Lock()
 	e.spec, e.profile = spec, p
 	e.scripts = map[string]string{}
-	var victims []int64
 	for id := range e.clients {
 		e.kill(id)
-		victims = append(victims, id)
 	}
-	hook := e.onKill
-	e.mu.Unlock()
-	if hook != nil {
-		for _, id := range victims {
-			hook(id)
-		}
-	}
+	e.unlockAndCloseVictims(0)
 	return nil
 }
