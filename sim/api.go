@@ -4,6 +4,20 @@
 // library uses (see docs/compatibility.md), with a virtual or real clock,
 // ACL users, cluster mode and scriptable faults.
 //
+// Three ways to use it:
+//   - in tests: Start returns a running *Server (Addr, Exec, Log, WaitFor,
+//     Inject, Pause, KillClient, Failover, SetUser); StartCluster returns a
+//     *Cluster of masters sharing a slot map (MoveSlot, StartMigration,
+//     FinishMigration answer MOVED/ASK like real nodes);
+//   - as a binary: go run ./cmd/respire-sim --profile valkey-9.0 --listen 127.0.0.1:7000;
+//   - in process without sockets: NewEngine, then NewClient/Exec/Killed/
+//     CloseClient drive one node deterministically (no goroutines; time
+//     only from Config.Clock).
+//
+// Known gaps: DIGEST and SET/DELEX IFDEQ/IFDNE (Redis 8.4) are not
+// simulated; CLIENT TRACKING is accepted but never sends invalidations;
+// BLPOP and other commands the lock does not use are unknown commands.
+//
 // CONTRACT FILE: the exported names below are relied on by conn/, lease/ and
 // their tests. Implementations live in other files of this package.
 package sim
