@@ -2,9 +2,14 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 func isCmd(name string) func(Entry) bool {
@@ -230,5 +235,67 @@ func TestEngineInProcessWithoutSockets(t *testing.T) {
 	e.CloseClient(a)
 	if e.Killed(a) {
 		t.Fatalf("Killed after CloseClient")
+	}
+}
+
+// TestKilledInMultiDiscardsQueuedCommands: fact 16, a connection killed
+// inside MULTI gets EOF on EXEC and its queued SET never applies.
+func TestKilledInMultiDiscardsQueuedCommands(t *testing.T) {
+	s := startSim(t, Config{Profile: Valkey81})
+	a, b := dial(t, s.Addr()), dial(t, s.Addr())
+	id := strings.Trim(a.do("CLIENT", "ID"), ":\r\n")
+	if a.do("MULTI") != ok || a.do("SET", "kq", "1") != "+QUEUED\r\n" {
+		t.Fatal("MULTI/SET not queued")
+	}
+	if got := b.do("CLIENT", "KILL", "ID", id); got != ":1\r\n" {
+		t.Fatalf("CLIENT KILL = %q", got)
+	}
+	a.send("EXEC")
+	if !a.eof() {
+		t.Fatal("killed connection answered EXEC")
+	}
+	if got := b.do("GET", "kq"); got != "$-1\r\n" {
+		t.Fatalf("queued SET applied: %q", got)
+	}
+}
+
+// TestConcurrentClientsKeepMutualExclusion: many pipelining rueidis
+// clients racing SET NX / compare-and-delete never both own the key.
+func TestConcurrentClientsKeepMutualExclusion(t *testing.T) {
+	s := startSim(t, Config{Profile: Redis84})
+	c := newRueidis(t, rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
+	ctx := context.Background()
+	var owners atomic.Int32
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			token := fmt.Sprintf("owner-%d", g)
+			for range 50 {
+				err := c.Do(ctx, c.B().Set().Key("lock").Value(token).Nx().PxMilliseconds(60000).Build()).Error()
+				if rueidis.IsRedisNil(err) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n := owners.Add(1); n != 1 {
+					errs <- fmt.Errorf("%d owners at once", n)
+				}
+				owners.Add(-1)
+				if err := c.Do(ctx, c.B().Arbitrary("DELEX").Keys("lock").Args("IFEQ", token).Build()).Error(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
