@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/respire-go/respire/sim"
 )
 
 // keyOf returns the key argument of a lock command.
@@ -20,41 +18,39 @@ func keyOf(args []string) string {
 }
 
 func TestKeyPrefixAppliesToEveryKeyIncludingLuaKeys(t *testing.T) {
-	for _, profile := range sim.Profiles {
-		t.Run(string(profile), func(t *testing.T) {
-			srv := startSim(t, sim.Config{Profile: profile})
-			root := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithKeyPrefix("tenant-a:"))
-			locks := root.WithKeyPrefix("jobs:")
-			if got := locks.KeyPrefix(); got != "tenant-a:jobs:" {
-				t.Fatalf("KeyPrefix() = %q; want tenant-a:jobs:", got)
+	forEachServer(t, func(t *testing.T, tg *target) {
+		srv := tg.srv
+		root := tg.locks(t, WithKeyPrefix("tenant-a:"))
+		locks := root.WithKeyPrefix("jobs:")
+		if got := locks.KeyPrefix(); got != "tenant-a:jobs:" {
+			t.Fatalf("KeyPrefix() = %q; want tenant-a:jobs:", got)
+		}
+		ctx := ctxT(t)
+		srv.ResetLog()
+		steps := []func() error{
+			func() error { _, err := locks.TryTake(ctx, "report", tok("me"), time.Minute); return err },
+			func() error { _, err := locks.ResetExpiry(ctx, "report", tok("me"), time.Minute); return err },
+			func() error { _, err := locks.ResetExpiry(ctx, "report", tok("me"), time.Minute); return err },
+			func() error { _, _, err := locks.OwnerToken(ctx, "report"); return err },
+			func() error { _, err := locks.Release(ctx, "report", tok("me")); return err },
+			func() error { _, err := locks.Release(ctx, "report", tok("me")); return err },
+		}
+		for i, step := range steps {
+			if err := step(); err != nil {
+				t.Fatalf("step %d: %v", i, err)
 			}
-			ctx := ctxT(t)
-			srv.ResetLog()
-			steps := []func() error{
-				func() error { _, err := locks.TryTake(ctx, "report", tok("me"), time.Minute); return err },
-				func() error { _, err := locks.ResetExpiry(ctx, "report", tok("me"), time.Minute); return err },
-				func() error { _, err := locks.ResetExpiry(ctx, "report", tok("me"), time.Minute); return err },
-				func() error { _, _, err := locks.OwnerToken(ctx, "report"); return err },
-				func() error { _, err := locks.Release(ctx, "report", tok("me")); return err },
-				func() error { _, err := locks.Release(ctx, "report", tok("me")); return err },
+		}
+		sent := lockArgs(srv.Log())
+		if len(sent) < len(steps) {
+			t.Fatalf("only %d lock commands sent", len(sent))
+		}
+		for _, args := range sent {
+			if key := keyOf(args); key != "tenant-a:jobs:report" {
+				t.Errorf("%s sent key %q; want tenant-a:jobs:report", args[0], key)
 			}
-			for i, step := range steps {
-				if err := step(); err != nil {
-					t.Fatalf("step %d: %v", i, err)
-				}
-			}
-			sent := lockArgs(srv.Log())
-			if len(sent) < len(steps) {
-				t.Fatalf("only %d lock commands sent", len(sent))
-			}
-			for _, args := range sent {
-				if key := keyOf(args); key != "tenant-a:jobs:report" {
-					t.Errorf("%s sent key %q; want tenant-a:jobs:report", args[0], key)
-				}
-			}
-			if got := srv.Exec("EXISTS", "report"); got != ":0\r\n" {
-				t.Fatalf("unprefixed key touched: EXISTS report = %q", got)
-			}
-		})
-	}
+		}
+		if got := srv.Exec("EXISTS", "report"); got != ":0\r\n" {
+			t.Fatalf("unprefixed key touched: EXISTS report = %q", got)
+		}
+	})
 }
