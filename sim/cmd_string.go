@@ -76,23 +76,53 @@ func (e *Engine) existsCommand(c *client, args []string) reply {
 }
 
 func (e *Engine) pexpireCommand(c *client, args []string) reply {
+	flags, r := parseExpireFlags(args[3:])
+	if isError(r) {
+		return r
+	}
 	ms, ok := parseInt(args[2])
 	if !ok {
 		return notInteger
 	}
-	if len(args) > 3 {
-		return errorf("ERR Unsupported option %s", args[3])
-	}
 	v := e.lookup(c, args[1])
 	if v == nil {
+		return integer(0)
+	}
+	at := e.now() + ms
+	const forever = int64(1) << 62
+	cur := v.expireAt
+	if cur == 0 {
+		cur = forever
+	}
+	if (flags["nx"] && v.expireAt != 0) || (flags["xx"] && v.expireAt == 0) ||
+		(flags["gt"] && at <= cur) || (flags["lt"] && at >= cur) {
 		return integer(0)
 	}
 	if ms <= 0 {
 		delete(e.dbs[c.db], args[1])
 		return integer(1)
 	}
-	v.expireAt = e.now() + ms
+	v.expireAt = at
 	return integer(1)
+}
+
+// parseExpireFlags parses PEXPIRE's NX|XX|GT|LT options.
+func parseExpireFlags(opts []string) (map[string]bool, reply) {
+	flags := map[string]bool{}
+	for _, o := range opts {
+		f := strings.ToLower(o)
+		if f != "nx" && f != "xx" && f != "gt" && f != "lt" {
+			return nil, errorf("ERR Unsupported option %s", o)
+		}
+		flags[f] = true
+	}
+	if flags["nx"] && (flags["xx"] || flags["gt"] || flags["lt"]) {
+		return nil, errReply("ERR NX and XX, GT or LT options at the same time are not compatible")
+	}
+	if flags["gt"] && flags["lt"] {
+		return nil, errReply("ERR GT and LT options at the same time are not compatible")
+	}
+	return flags, okReply
 }
 
 func (e *Engine) pttlCommand(c *client, args []string) reply {
