@@ -1,0 +1,56 @@
+package conn
+
+import (
+	"os"
+	"testing"
+
+	"github.com/respire-go/respire/capstore"
+)
+
+// realRedis70Pool returns a Pool on the real redis-server 7.0 given by the
+// environment, or skips.
+func realRedis70Pool(t *testing.T) *Pool {
+	t.Helper()
+	addr := os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
+	}
+	return newPool(t, newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")))
+}
+
+func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
+	p := realRedis70Pool(t)
+	ctx := ctxT(t)
+	s, err := p.SessionFor(ctx, nodeOf(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := s.Identity(); !ok || id.ID == 0 || id.Addr == "" {
+		t.Fatalf("Identity() = %+v, %v (%v)", id, ok, s.IdentityError())
+	}
+	if err := s.ProbeKill(ctx); err != nil {
+		t.Fatalf("ProbeKill = %v", err)
+	}
+	if ok, err := p.Acquire(ctx, "conn-real", "tok", 60000); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	results := s.ExtendMany(ctx, []ExtendRequest{{"conn-real", "tok", 60000}, {"conn-real-missing", "tok", 60000}})
+	if !results[0].Owned || results[1].Owned || results[0].Err != nil || results[1].Err != nil {
+		t.Fatalf("ExtendMany = %+v", results)
+	}
+	want := capstore.ConditionalSetUnsupported | capstore.ExtendScriptLoaded
+	if got := s.Capabilities(); got != want {
+		t.Fatalf("capabilities = %v; want %v", got, want)
+	}
+	if err := p.Fence(ctx, s); err != nil {
+		t.Fatalf("Fence = %v", err)
+	}
+	waitDead(t, s)
+	res, err := p.Release(ctx, "conn-real", "tok")
+	if err != nil || !res.Owned || res.Session == s {
+		t.Fatalf("Release after fence = %+v, %v; want owned on a new session", res, err)
+	}
+	if got := res.Session.Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
+		t.Fatalf("new session capabilities = %v; want fresh discovery", got)
+	}
+}
