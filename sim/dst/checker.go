@@ -71,9 +71,9 @@ func (k *checker) onSend(w *World, r *request) {
 		k.fail(w, 3, "%s replayed %s after its outcome became uncertain", h.name, name)
 	case op.sent > 0 && !(op.replied && op.confirmed):
 		k.fail(w, 3, "%s sent fallback %s without a confirming reply to the previous command", h.name, name)
-	case h.uncertainWrite && op.kind != OpVerify:
+	case op.afterUncertainWrite && op.kind != OpVerify:
 		k.fail(w, 3, "%s sent %s after an uncertain write", h.name, op.kind)
-	case h.uncertainSet && (op.kind == OpAcquire || op.kind == OpExtend):
+	case op.afterUncertainSet && (op.kind == OpAcquire || op.kind == OpExtend):
 		k.fail(w, 3, "%s sent %s after its acquisition was uncertain", h.name, op.kind)
 	}
 }

@@ -20,22 +20,23 @@ const timerRetry = 100
 
 // machineCore adapts statemachine.Handle to the runtime's Core contract.
 type machineCore struct {
-	info      HandleInfo
-	handle    *statemachine.Handle
-	attempt   int64 // 1-based attempt number; op ids are attempt<<32 | OpID
-	poll      statemachine.Poll
-	acquireBy statemachine.CallerID
-	ttl       time.Duration
-	keepAlive bool // InAcquire asked for a keep-alive
-	waiting   bool // sleeping between attempts
-	kaLive    bool // a keep-alive context exists and was not cancelled
-	kaCaller  statemachine.CallerID
-	seq       [3]uint32                                   // Seq of the armed statemachine timers
-	opCaller  map[statemachine.OpID]statemachine.CallerID // ops in flight -> the caller whose ctx governs them
-	cleanups  map[int64]bool                              // cleanup deletes in flight (not reported to the core)
-	verifies  map[int64]int64                             // verify op -> call
-	buf       []statemachine.Effect
-	out       []Effect
+	info       HandleInfo
+	handle     *statemachine.Handle
+	attempt    int64 // 1-based attempt number; op ids are attempt<<32 | OpID
+	poll       statemachine.Poll
+	acquireBy  statemachine.CallerID
+	ttl        time.Duration
+	keepAlive  bool // InAcquire asked for a keep-alive
+	waiting    bool // sleeping between attempts
+	kaLive     bool // a keep-alive context exists and was not cancelled
+	kaCaller   statemachine.CallerID
+	seq        [3]uint32                                   // Seq of the armed statemachine timers
+	opCaller   map[statemachine.OpID]statemachine.CallerID // ops in flight -> the caller whose ctx governs them
+	cleanups   map[int64]bool                              // cleanup deletes in flight (not reported to the core)
+	verifies   map[int64]int64                             // verify op -> call
+	nextVerify int64
+	buf        []statemachine.Effect
+	out        []Effect
 }
 
 func newMachineCore(info HandleInfo) Core {
@@ -63,7 +64,8 @@ func (m *machineCore) Step(in Input) []Effect {
 		m.acquireBy, m.ttl, m.keepAlive = statemachine.CallerID(in.Call), in.Duration, in.KeepAlive
 		m.startAttempt(in.Now)
 	case InVerify:
-		id := m.opID(0) | 1<<31 | int64(len(m.verifies)+1)<<20
+		m.nextVerify++
+		id := m.opID(0) | 1<<31 | m.nextVerify<<20
 		m.verifies[id] = in.Call
 		m.out = append(m.out, Effect{Kind: EffSend, Op: id, OpKind: OpVerify})
 	case InCancel:

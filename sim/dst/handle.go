@@ -84,10 +84,10 @@ func (w *World) apply(h *handle, e Effect) {
 	p := h.proc
 	switch e.Kind {
 	case EffSend:
-		w.trace.logf(w, p, h.name, "-> send %s op %d ttl=%s fenced=%v", e.OpKind, e.Op, e.TTL, e.Fenced)
+		w.trace.logf(w, p, h.name, "-> send %s op %s ttl=%s", e.OpKind, opLabel(e.Op), e.TTL)
 		w.startOp(h, e)
 	case EffCancelOp:
-		w.trace.logf(w, p, h.name, "-> cancel op %d", e.Op)
+		w.trace.logf(w, p, h.name, "-> cancel op %s", opLabel(e.Op))
 		w.cancelOp(h.ops[e.Op])
 	case EffFence:
 		w.fence(h, e.Op)
@@ -149,7 +149,7 @@ func inputString(in Input) string {
 	case InCancel:
 		s += " call " + strconv.FormatInt(in.Call, 10)
 	case InOpDone, InFenceDone:
-		s += " op " + strconv.FormatInt(in.Op, 10) + " " + in.Result.Class.String()
+		s += " op " + opLabel(in.Op) + " " + in.Result.Class.String()
 		if in.Result.Owned {
 			s += " owned"
 		}

@@ -31,11 +31,24 @@ type opRun struct {
 	replied   bool // the last command got a reply
 	confirmed bool // ... and it was a confirming fallback reply
 	uncertain bool
+	// the core decided this op after it had learned that an earlier write
+	// of the handle was uncertain (invariant 3)
+	afterUncertainWrite, afterUncertainSet bool
+}
+
+// opLabel renders an op id as attempt.op for the transcript.
+func opLabel(id int64) string {
+	s := itoa(id>>32) + "." + itoa(id&0xfffff)
+	if id&(1<<31) != 0 {
+		s += "+" + itoa((id>>20)&0x7ff)
+	}
+	return s
 }
 
 // startOp executes EffSend.
 func (w *World) startOp(h *handle, e Effect) {
-	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced}
+	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced,
+		afterUncertainWrite: h.uncertainWrite, afterUncertainSet: h.uncertainSet}
 	h.ops[op.id] = op
 	p := h.proc
 	if op.kind == OpAcquire {
@@ -243,13 +256,13 @@ func (w *World) finish(op *opRun, res OpResult) {
 		op.gate.cancelled = true
 	}
 	res.NoIdentity = res.NoIdentity || op.noIdent
-	if res.Class == Uncertain {
-		op.uncertain = true
-		w.check.onUncertain(w, op)
-	}
+	op.uncertain = res.Class == Uncertain
 	h := op.h
-	w.trace.logf(w, h.proc, h.name, "%s %d ends %s owned=%v %s", op.kind, op.id, res.Class, res.Owned, res.Err)
+	w.trace.logf(w, h.proc, h.name, "%s %s ends %s owned=%v %s", op.kind, opLabel(op.id), res.Class, res.Owned, res.Err)
 	w.schedule(h.proc, w.now, func() {
+		if op.uncertain {
+			w.check.onUncertain(w, op) // from now on the core knows
+		}
 		w.input(h, Input{Kind: InOpDone, Op: op.id, Result: res})
 	})
 }

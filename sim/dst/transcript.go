@@ -15,13 +15,29 @@ type transcript struct {
 	enabled bool
 	lines   []string
 	tokens  map[string]string // token -> "tok(hN)"
+	order   []string          // tokens in creation order (deterministic redaction)
 }
 
 func (t *transcript) nameToken(token, handle string) {
+	if !t.enabled {
+		return
+	}
 	if t.tokens == nil {
 		t.tokens = map[string]string{}
 	}
 	t.tokens[token] = "tok(" + handle + ")"
+	t.order = append(t.order, token)
+}
+
+// redactText replaces every token inside a free text (server error
+// messages quote their arguments).
+func (t *transcript) redactText(s string) string {
+	for _, token := range t.order {
+		if strings.Contains(s, token) {
+			s = strings.ReplaceAll(s, token, t.tokens[token])
+		}
+	}
+	return s
 }
 
 // logf appends one line: "  12.345ms p1 h3   message".
@@ -43,7 +59,7 @@ func (t *transcript) logf(w *World, p *process, handle, format string, args ...a
 	b.WriteString(handle)
 	b.WriteString(strings.Repeat(" ", max(0, 5-len(handle))))
 	fmt.Fprintf(&b, format, args...)
-	t.lines = append(t.lines, b.String())
+	t.lines = append(t.lines, t.redactText(b.String()))
 }
 
 // redact renders a command with tokens and script bodies replaced.

@@ -1,0 +1,132 @@
+package sim_test
+
+import (
+	"flag"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/sim/dst"
+)
+
+// The deterministic simulation of the lock (issue #5): the real
+// statemachine core and conn's protocol, many seeded schedules with faults,
+// invariants checked after every event. A failure prints its seed and the
+// one command that replays it:
+//
+//	go test ./sim -run TestSimulate -seed=<n> -v
+var (
+	seedFlag      = flag.Uint64("seed", 0, "replay one simulation schedule (with its transcript) instead of the CI budget")
+	schedulesFlag = flag.Int("sim.schedules", 20000, "schedules TestSimulate runs (the CI budget)")
+	firstSeedFlag = flag.Uint64("sim.first", 1, "first seed of the CI budget")
+)
+
+// TestSimulate runs the CI budget: schedules with seeds first..first+n-1,
+// spread over every core. With -seed it replays that one schedule and logs
+// its transcript.
+func TestSimulate(t *testing.T) {
+	if *seedFlag != 0 {
+		replay(t, *seedFlag)
+		return
+	}
+	n := *schedulesFlag
+	if testing.Short() {
+		n = min(n, 2000)
+	}
+	start := time.Now()
+	failed, steps := runSeeds(*firstSeedFlag, n, dst.MutationNone)
+	elapsed := time.Since(start)
+	t.Logf("%d schedules (%d scheduler steps) in %s: %.0f schedules/s on %d cores",
+		n, steps, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), runtime.GOMAXPROCS(0))
+	if len(failed) == 0 {
+		return
+	}
+	t.Errorf("%d of %d schedules broke an invariant; failing seeds: %v", len(failed), n, head(failed, 20))
+	opt := dst.Swarm(failed[0])
+	opt.Transcript = true
+	t.Errorf("first failure:\n%s", dst.Run(opt, nil).Report())
+}
+
+func replay(t *testing.T, seed uint64) {
+	opt := dst.Swarm(seed)
+	opt.Transcript = true
+	r := dst.Run(opt, nil)
+	t.Logf("options: %+v", opt)
+	if r.Failed() {
+		t.Fatalf("\n%s", r.Report())
+	}
+	t.Logf("\n%s", r.Report())
+}
+
+// runSeeds plays n schedules from first on GOMAXPROCS goroutines and
+// returns the failing seeds in increasing order.
+func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, steps int64) {
+	var next atomic.Int64
+	var totalSteps atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				opt := dst.Swarm(first + uint64(i))
+				opt.Mutation = mutation
+				r := dst.Run(opt, nil)
+				totalSteps.Add(int64(r.Steps))
+				if r.Failed() {
+					mu.Lock()
+					failed = append(failed, r.Seed)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(failed)
+	return failed, totalSteps.Load()
+}
+
+func head(seeds []uint64, n int) []uint64 { return seeds[:min(n, len(seeds))] }
+
+// TestSimulateSameSeedSameTranscript: one seed → one PRNG → one clock → one
+// trace. Two runs of a seed give byte-identical transcripts.
+func TestSimulateSameSeedSameTranscript(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		opt := dst.Swarm(seed)
+		opt.Transcript = true
+		a, b := dst.Run(opt, nil), dst.Run(opt, nil)
+		if a.Transcript == "" {
+			t.Fatalf("seed %d: empty transcript", seed)
+		}
+		if a.Transcript != b.Transcript {
+			t.Fatalf("seed %d: the two transcripts differ:\n--- first\n%s\n--- second\n%s", seed, a.Transcript, b.Transcript)
+		}
+	}
+}
+
+// TestSimulateCatchesMutation: a deliberately broken protocol step must be
+// caught by the checker within the CI budget.
+func TestSimulateCatchesMutation(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mutation dst.Mutation
+	}{
+		{"fallback after a timeout", dst.MutationFallbackAfterTimeout},
+		{"renewal without the owner compare", dst.MutationRenewWithoutCompare},
+		{"fence never sent", dst.MutationSkipFence},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const budget = 2000
+			failed, _ := runSeeds(1_000_000, budget, tc.mutation)
+			if len(failed) == 0 {
+				t.Fatalf("mutation %q survived %d schedules: the checker missed it", tc.name, budget)
+			}
+			opt := dst.Swarm(failed[0])
+			opt.Mutation = tc.mutation
+			r := dst.Run(opt, nil)
+			t.Logf("caught in %d of %d schedules; first seed %d: %s", len(failed), budget, failed[0], r.Violations[0])
+		})
+	}
+}
