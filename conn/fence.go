@@ -7,13 +7,13 @@ import (
 
 // Fence kills session s's socket with CLIENT KILL ID <id> ADDR <addr>, sent
 // on another connection to the same node (the ordinary client's). Once it
-// answers, nothing still queued on the killed socket can run. It blocks
-// until the reply; the session is retired locally either way once the reply
-// arrives. It returns ErrNoIdentity (wrapped in a NotSubmitted *Error)
-// without sending anything when the session has no identity, and a Definite
-// *Error on a server error reply (e.g. NOPERM). ctx cancellation makes the
-// fence's own outcome Uncertain; callers that need the guarantee should pass
-// a context that is not cancelled.
+// answers, nothing still queued on the killed socket can run. It blocks until
+// the reply. Once the command was handed off, s is retired locally whatever
+// the outcome. Without an identity it sends nothing and returns ErrNoIdentity
+// (in a NotSubmitted *Error); a server error reply (e.g. NOPERM) is a
+// Definite *Error. ctx cancellation after hand-off makes the fence's own
+// outcome Uncertain, so callers that need the guarantee should pass a context
+// that is not cancelled. Safe for concurrent use.
 func (p *Pool) Fence(ctx context.Context, s *Session) error {
 	id, ok := s.Identity()
 	if !ok {
@@ -28,11 +28,11 @@ func (p *Pool) Fence(ctx context.Context, s *Session) error {
 		return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: err}
 	}
 	result := nodeClient.Do(ctx, buildCommand(nodeClient.B(), FenceCommand(id.ID, id.Addr)))
+	p.retire(s) // whatever the fence's outcome, nothing more is sent on s
 	if err := result.NonRedisError(); err != nil {
 		return &Error{Class: classifyTransport(err), Op: "fence", Addr: s.node, Session: s, Err: err}
 	}
 	reply, redisErr := toReply(result)
-	p.retire(s)
 	if reply.Kind == ReplyError {
 		return definite("fence", s.node, s, newServerError(reply.Text), redisErr)
 	}

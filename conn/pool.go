@@ -20,14 +20,17 @@ type Pool struct {
 	cluster bool
 
 	mu       sync.Mutex
-	sessions map[string]*Session // current session per node address
-	slots    *slotMap            // cluster mode only
+	sessions map[string]*Session   // current session per node address
+	open     map[*Session]struct{} // every session not yet retired
+	slots    *slotMap              // cluster mode only
 	closed   bool
+
+	closing sync.WaitGroup // background socket closes of retired sessions
 }
 
 // NewPool wraps client. It sends nothing; sessions open on first use.
 func NewPool(client rueidis.Client) *Pool {
-	p := &Pool{client: client, sessions: map[string]*Session{}}
+	p := &Pool{client: client, sessions: map[string]*Session{}, open: map[*Session]struct{}{}}
 	if client.Mode() == rueidis.ClientModeCluster {
 		p.cluster = true
 		p.slots = &slotMap{}
@@ -35,18 +38,33 @@ func NewPool(client rueidis.Client) *Pool {
 	return p
 }
 
-// Close retires every session (closing its socket) and makes later calls
-// fail with ErrPoolClosed. It blocks until the sockets are closed. It is
+// Close retires every session and makes later calls fail with
+// ErrPoolClosed. It blocks until every socket it ever opened is closed,
+// including sessions from OpenSession; a socket waiting for a delayed reply
+// closes when the reply arrives or after rueidis' one-second escape. It is
 // idempotent.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
-	sessions := p.sessions
+	open := p.open
+	p.open = map[*Session]struct{}{}
 	p.sessions = map[string]*Session{}
 	p.mu.Unlock()
-	for _, s := range sessions {
+	for s := range open {
 		s.close()
 	}
+	p.closing.Wait()
+}
+
+// track records a newly opened session; false when the pool is closed.
+func (p *Pool) track(s *Session) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.open[s] = struct{}{}
+	return true
 }
 
 // Result is the answer of a conditional operation and the session that

@@ -40,22 +40,21 @@ func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if current := p.sessions[node]; current != nil && !current.Retired() {
-		s.close() // another caller won the race; use theirs
-		return current, nil
+	current := p.sessions[node]
+	if current == nil || current.Retired() {
+		p.sessions[node] = s
+		p.mu.Unlock()
+		return s, nil
 	}
-	if p.closed {
-		s.close()
-		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
-	}
-	p.sessions[node] = s
-	return s, nil
+	p.mu.Unlock()
+	p.retire(s) // another caller won the race; use theirs
+	return current, nil
 }
 
 // OpenSession opens a new, separate session to node that the Pool does not
-// hand out to other callers; the caller must Close it. Use it for a second
-// physical connection (it discovers capabilities on its own).
+// hand out to other callers (Pool.Close still closes it). Use it for a second
+// physical connection; it discovers capabilities on its own. It blocks while
+// the socket opens; failures are NotSubmitted.
 func (p *Pool) OpenSession(ctx context.Context, node string) (*Session, error) {
 	nodeClient, ok := p.client.Nodes()[node]
 	if !ok {
@@ -74,6 +73,7 @@ func (p *Pool) retire(s *Session) {
 	if p.sessions[s.node] == s {
 		delete(p.sessions, s.node)
 	}
+	delete(p.open, s)
 	p.mu.Unlock()
 	s.close()
 }

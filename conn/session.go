@@ -76,6 +76,10 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 	}
 	s.learnIdentity(results[0], results[1])
 	s.dead = dedicated.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {}})
+	if !pool.track(s) {
+		dedicated.Close()
+		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
+	}
 	return s, nil
 }
 
@@ -186,11 +190,19 @@ func toReply(result rueidis.RedisResult) (Reply, error) {
 	return Reply{Kind: 0}, nil
 }
 
-// close closes the socket once. Commands already written get their replies
-// first (rueidis drains the pipeline).
+// close marks the session retired at once and closes its socket in the
+// background: rueidis drains replies to commands already written first, which
+// can take until a delayed reply arrives, and no caller should wait for that.
+// Pool.Close waits for every background close.
 func (s *Session) close() {
 	s.retired.Store(true)
-	s.closeOnce.Do(func() { s.client.Close() })
+	s.closeOnce.Do(func() {
+		s.pool.closing.Add(1)
+		go func() {
+			defer s.pool.closing.Done()
+			s.client.Close()
+		}()
+	})
 }
 
 type (

@@ -1,0 +1,43 @@
+// Package conn is respire-go's wire layer: every command the lock library
+// sends is built here, and every reply is interpreted here.
+//
+// It has two parts:
+//
+//   - The pure protocol (protocol.go, operation.go): Operation is a small
+//     state machine for one conditional extension or release. Given a
+//     session's capability snapshot (capstore.Set) it yields the next
+//     Command; Interpret turns the Reply into the answer, the next fallback
+//     step, a redirect or a definite error, and reports which capability bits
+//     the reply confirmed. It has no rueidis types, goroutines or clock, so
+//     the deterministic simulator drives exactly these rules.
+//   - The transport (session.go, pool.go, routing.go, fence.go): a Session is
+//     one pinned rueidis dedicated socket to one node, shared by many callers
+//     (rueidis pipelines), with its identity (CLIENT ID and CLIENT INFO addr=)
+//     and its capstore.Store. A Pool keeps the current Session per node, routes
+//     keys to nodes (a slot map from CLUSTER SLOTS, updated from MOVED),
+//     follows MOVED and ASK (ASKING before every attempt on the ASK target),
+//     and fences sessions with CLIENT KILL ID id ADDR addr sent on another
+//     connection to the same node.
+//
+// # Errors
+//
+// Every failure is an *Error with a Class: Definite (a server error reply;
+// errors.As to *rueidis.RedisError gives the reply), NotSubmitted (nothing
+// was written: ctx already done, session retired or closing, dial failure)
+// or Uncertain (the command may have run: timeout, cancellation or
+// connection loss after hand-off). errors.Is matches ErrServerReply,
+// ErrNotSubmitted and ErrOutcomeUnknown respectively. Uncertain writes are
+// never replayed; NotSubmitted ones caused by a dead socket are retried once
+// per hop on a fresh session by Pool operations.
+//
+// # Using it from a managed lock
+//
+// Pool.Release and Pool.Extend return a Result whose Session is the session
+// that carried the last attempt; on error the *Error's Session is the same.
+// After an Uncertain outcome, pass it to Pool.Fence (check Session.Identity
+// first: a session without identity cannot be fenced). When keep-alive
+// starts, Session.ProbeKill checks CLIENT KILL permission with the harmless
+// SKIPME form. Session.ExtendMany renews many keys of one node in one
+// pipelined round trip. Sessions are retired after MOVED, ASK, READONLY, any
+// non-server error and a fence; Pool.SessionFor then opens a fresh one.
+package conn
