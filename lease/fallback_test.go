@@ -177,3 +177,23 @@ func TestCancelledBeforeSendIsNotSubmitted(t *testing.T) {
 		t.Fatalf("sent %v; want nothing", got)
 	}
 }
+
+func TestCommandTimeoutAfterSendIsUncertain(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithCommandTimeout(50*time.Millisecond))
+	mustTake(t, locks, "k", "owner")
+	if _, _, err := locks.OwnerToken(ctxT(t), "k"); err != nil { // opens the session
+		t.Fatal(err)
+	}
+	srv.ResetLog()
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Gate: gate})
+	ok, err := locks.ResetExpiry(context.Background(), "k", tok("owner"), time.Minute)
+	if ok || !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ResetExpiry = %v, %v; want outcome unknown after the command timeout", ok, err)
+	}
+	if got := lockCommands(srv.Log()); !slices.Equal(got, []string{"SET"}) {
+		t.Fatalf("sent %v; want exactly [SET]", got)
+	}
+}
