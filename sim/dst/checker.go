@@ -118,8 +118,7 @@ func (k *checker) beforeExec(w *World, c *connection, r *request) keyState {
 	if r.op == nil || r.op.kind == OpVerify {
 		return keyState{}
 	}
-	token, found, pttl := w.node.owner(r.op.h.key)
-	return keyState{token, found, pttl}
+	return w.node.state(w, r.op.h.key)
 }
 
 // afterExec: invariant 2, and the server-side lease end of the owner.
@@ -128,10 +127,10 @@ func (k *checker) afterExec(w *World, _ *connection, r *request, before keyState
 	if op == nil || op.kind == OpVerify {
 		return
 	}
-	token, found, pttl := w.node.owner(op.h.key)
-	after := keyState{token, found, pttl}
-	if found && pttl > 0 {
-		k.expiry[token] = w.now + time.Duration(pttl)*time.Millisecond
+	w.node.refresh(w, op.h.key)
+	after := w.node.state(w, op.h.key)
+	if after.found && after.pttl > 0 {
+		k.expiry[after.token] = w.now + time.Duration(after.pttl)*time.Millisecond
 	}
 	if before.found && before.token == op.h.token {
 		return
@@ -169,8 +168,7 @@ func (w *World) ownerName(s keyState) string {
 func (k *checker) afterStep(w *World) {
 	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
 	for _, key := range w.keys {
-		token, found, _ := w.node.owner(key)
-		owner := keyState{token: token, found: found}
+		owner := w.node.state(w, key)
 		for _, h := range w.handles {
 			if h.key != key || w.done {
 				continue

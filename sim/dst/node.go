@@ -19,11 +19,12 @@ type node struct {
 	paused     bool
 	resumeAt   time.Duration
 	keys       []string // every key the workload uses (lock keys)
+	cache      map[string]keyCache
 }
 
 func newNode(w *World, profile sim.Profile, keys []string) *node {
 	return &node{engine: sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
-		profile: profile, generation: 1, keys: keys}
+		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{}}
 }
 
 // exec runs r's command for c on the engine, with the checker watching
@@ -48,6 +49,39 @@ func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
 	return reply, true
 }
 
+// keyCache is what the server held for a key at its last change: read
+// after every lock command, so the checker need not ask the engine after
+// every step. expireAtMs is the engine's absolute expiry (0 = none).
+type keyCache struct {
+	token      string
+	found      bool
+	expireAtMs int64
+}
+
+// state returns key's owner now, from the cache, expiring it exactly as the
+// engine does (alive while now in ms <= expireAt).
+func (n *node) state(w *World, key string) keyState {
+	c, ok := n.cache[key]
+	if !ok {
+		c = n.refresh(w, key)
+	}
+	if !c.found || (c.expireAtMs != 0 && w.Now().UnixMilli() > c.expireAtMs) {
+		return keyState{}
+	}
+	return keyState{token: c.token, found: true, pttl: c.expireAtMs - w.Now().UnixMilli()}
+}
+
+// refresh reads key from the engine into the cache.
+func (n *node) refresh(w *World, key string) keyCache {
+	token, found, pttl := n.owner(key)
+	c := keyCache{token: token, found: found}
+	if found && pttl >= 0 {
+		c.expireAtMs = w.Now().UnixMilli() + pttl
+	}
+	n.cache[key] = c
+	return c
+}
+
 // owner reads key's value and remaining TTL as an administrator.
 func (n *node) owner(key string) (token string, found bool, pttl int64) {
 	r := parseReply([]byte(n.engine.AdminExec("GET", key)))
@@ -66,8 +100,9 @@ func (n *node) failover(w *World, profile sim.Profile) {
 		if !found {
 			continue
 		}
-		if pttl > 0 {
-			next.AdminExec("SET", k, v, "PX", strconv.FormatInt(pttl, 10))
+		if pttl >= 0 {
+			// alive through this millisecond: PX 0 is invalid, so PX 1
+			next.AdminExec("SET", k, v, "PX", strconv.FormatInt(max(pttl, 1), 10))
 		} else {
 			next.AdminExec("SET", k, v)
 		}
@@ -81,6 +116,9 @@ func (n *node) failover(w *World, profile sim.Profile) {
 			old.CloseClient(c.clientID)
 			w.closeConn(c)
 		}
+	}
+	for _, k := range n.keys {
+		n.refresh(w, k)
 	}
 	w.check.onFailover(w)
 }
