@@ -72,6 +72,9 @@ type Error struct {
 
 // Error describes the failure without any token or key bytes.
 func (e *Error) Error() string {
+	if e.Addr == "" {
+		return fmt.Sprintf("conn: %s: %s: %v", e.Op, e.Class, e.Err)
+	}
 	return fmt.Sprintf("conn: %s on %s: %s: %v", e.Op, e.Addr, e.Class, e.Err)
 }
 

@@ -3,6 +3,8 @@ package conn
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -210,5 +212,23 @@ func TestOwnerAndAcquireResults(t *testing.T) {
 	_, out, _ = drivePure(t, NewOwnerQuery("k"), nilReply)
 	if out.Owned {
 		t.Fatalf("GET nil: %+v", out)
+	}
+}
+
+func TestErrorClassesMatchTheirSentinels(t *testing.T) {
+	tests := []struct {
+		class Class
+		is    error
+	}{{Definite, ErrServerReply}, {NotSubmitted, ErrNotSubmitted}, {Uncertain, ErrOutcomeUnknown}}
+	for _, tt := range tests {
+		err := error(&Error{Class: tt.class, Op: "release", Err: errors.New("cause")})
+		for _, other := range tests {
+			if got := errors.Is(err, other.is); got != (other.class == tt.class) {
+				t.Errorf("errors.Is(%s error, %v) = %v", tt.class, other.is, got)
+			}
+		}
+		if ClassOf(fmt.Errorf("wrapped: %w", err)) != tt.class {
+			t.Errorf("ClassOf lost the class %s through wrapping", tt.class)
+		}
 	}
 }
