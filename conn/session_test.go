@@ -168,3 +168,24 @@ func TestCommandOnKilledSessionIsNotSubmittedOrUncertainNeverReplayed(t *testing
 		t.Fatalf("Release on a dead session = %v; want not submitted (retired)", err)
 	}
 }
+
+// With the server gone, a session cannot open (dial failure) and nothing
+// was submitted: ownership is unchanged and a retry is safe.
+func TestDialFailureIsNotSubmitted(t *testing.T) {
+	srv, err := sim.Start(ctxT(t), sim.Config{Profile: sim.Redis84, Password: simPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+	node := nodeOf(t, p)
+	s, err := p.SessionFor(ctxT(t), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	waitDead(t, s)
+	_, err = p.Release(ctxT(t), "k", "tok")
+	if !errors.Is(err, ErrNotSubmitted) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Release with the server gone = %v; want not submitted", err)
+	}
+}
