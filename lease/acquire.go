@@ -1,0 +1,196 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// AcquireOption configures one TryAcquire or Acquire call. Options are
+// plain values with no hidden state; reusing one is safe.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	keepAlive     bool
+	wait          time.Duration
+	retryEvery    time.Duration
+	retryEverySet bool
+}
+
+// WithKeepAlive starts a keep-alive owned by the lock once acquired (see
+// Lock.KeepAliveContext). The acquisition's ctx does not control it; Close
+// stops it before releasing. The CLIENT ID/KILL permission it needs is
+// checked before the SET is sent.
+func WithKeepAlive() AcquireOption { return withKeepAlive }
+
+func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
+
+// WithWait keeps trying for up to wait while another owner holds the lock:
+// a fresh token per try, a try every RetryEvery, the last sleep cut to the
+// remaining budget and one more try after it. Default 0: one try. Negative
+// wait is rejected with ErrInvalidOption before anything is sent.
+func WithWait(wait time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.wait = wait }
+}
+
+// WithRetryEvery sets the polling interval of WithWait. Default 50ms. Zero or
+// negative is rejected with ErrInvalidOption before anything is sent.
+func WithRetryEvery(every time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.retryEvery, o.retryEverySet = every, true }
+}
+
+// Attempt is the result of TryAcquire: a held Lock, or nothing when another
+// owner holds the key. The zero value is an attempt that did not acquire.
+// It is a small value; copies share the Lock.
+type Attempt struct {
+	lock *Lock
+}
+
+// Acquired reports whether the lock was acquired.
+func (a Attempt) Acquired() bool { return a.lock != nil }
+
+// Lock returns the acquired lock, or nil when not acquired.
+func (a Attempt) Lock() *Lock { return a.lock }
+
+// Close closes the lock if it was acquired (see Lock.Close) and does
+// nothing otherwise.
+func (a Attempt) Close() error {
+	if a.lock == nil {
+		return nil
+	}
+	return a.lock.Close()
+}
+
+// TryAcquire tries to take key with a lease of ttl (rounded up to whole
+// milliseconds) under a fresh random owner token: SET key token NX PX ms on
+// the ordinary client. When another owner holds it, the attempt is not
+// acquired and err is nil (WithWait polls first). It blocks for the round
+// trip(s). Validation errors come before anything is sent.
+//
+// ctx interrupts the reply wait and the polling sleep; the error is then
+// ctx's cause. If ctx ends after a SET was sent, no handle is returned even
+// if the SET succeeded: a bounded best-effort compare-and-delete of that
+// token runs in the background (never delaying the caller), so the orphan
+// does not live until expiry. Once acquired, ctx no longer matters.
+func (l *Locks) TryAcquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (Attempt, error) {
+	lock, err := l.acquire(ctx, "TryAcquire", key, ttl, opts)
+	return Attempt{lock: lock}, err
+}
+
+// Acquire is TryAcquire that returns the lock itself, or an error matching
+// ErrNotAcquired when another owner holds it (after the WithWait budget).
+func (l *Locks) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lock, error) {
+	lock, err := l.acquire(ctx, "Acquire", key, ttl, opts)
+	if err == nil && lock == nil {
+		return nil, ErrNotAcquired
+	}
+	return lock, err
+}
+
+func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, opts []AcquireOption) (*Lock, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d, ms, err := validateAcquire(op, key, ttl, o)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	m := l.managed()
+	var node string
+	if o.keepAlive {
+		s, err := m.renewalSession(ctx, l.key(key))
+		if err != nil {
+			return nil, err
+		}
+		node = s.Node()
+	}
+	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery}
+	for {
+		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node)
+		if lock != nil || err != nil {
+			return lock, err
+		}
+		sleep, again := poll.Next(m.clock.Now())
+		if !again {
+			return nil, nil
+		}
+		if err := sleepContext(ctx, m.clock, sleep); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func validateAcquire(op, key string, ttl time.Duration, o acquireOptions) (time.Duration, int64, error) {
+	if key == "" {
+		return 0, 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return 0, 0, fmt.Errorf("lease: %s: %w (got %v)", op, err, ttl)
+	}
+	if o.wait < 0 {
+		return 0, 0, fmt.Errorf("lease: %s: %w: negative wait %v", op, ErrInvalidOption, o.wait)
+	}
+	if o.retryEverySet && o.retryEvery <= 0 {
+		return 0, 0, fmt.Errorf("lease: %s: %w: retry interval %v must be positive", op, ErrInvalidOption, o.retryEvery)
+	}
+	return time.Duration(ms) * time.Millisecond, ms, nil
+}
+
+// tryOnce makes one acquisition with a fresh token and handle.
+func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool, node string) (*Lock, error) {
+	lock := &Lock{locks: l, m: m, key: key, wireKey: l.key(key), token: NewToken(), node: node}
+	lock.mailbox = actor.NewMailbox(1, lock.handle)
+	if keepAlive {
+		lock.owned = newKeepAlive(lock, context.WithoutCancel(ctx))
+		lock.keepAlive = lock.owned
+	}
+	lock.mu.Lock()
+	id := lock.newCaller(ctx)
+	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive, Now: m.clock.Now()}, id)
+	lock.mu.Unlock()
+
+	cmdCtx, cancel := m.commandContext(ctx)
+	acquired, err := m.core.pool.Acquire(cmdCtx, lock.wireKey, lock.token.wire(), ms)
+	cancel()
+	outcome := outcomeOf(acquired, err)
+
+	lock.mu.Lock()
+	if ctx.Err() != nil && outcome == sm.OutcomeOK {
+		// The SET applied but the caller gave up: never return the handle.
+		lock.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: m.clock.Now()}, id)
+	}
+	lock.step(sm.Input{Kind: sm.InputCommandDone, Op: j.op, Outcome: outcome, Err: err, Now: m.clock.Now()}, id)
+	res, _ := lock.collect(id)
+	lock.mu.Unlock()
+	switch {
+	case res.OK:
+		return lock, nil
+	case res.Err != nil:
+		if lock.owned != nil {
+			lock.owned.cancel(res.Err)
+		}
+		return nil, callerError(ctx, res.Err)
+	}
+	return nil, nil
+}
+
+// sleepContext waits d on clock, or until ctx ends (returning its cause).
+func sleepContext(ctx context.Context, clock actor.Clock, d time.Duration) error {
+	woken := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(woken) })
+	select {
+	case <-woken:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,171 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// KeepAlive renews a Lock in the background at about half its lease, until
+// stopped or until ownership can no longer be guaranteed. Its Context is
+// cancelled, before the lease could have expired on the server, when
+// renewals stop succeeding; context.Cause tells why: ErrOwnershipLost (a
+// renewal returned false, was uncertain, or the lease deadline passed),
+// *RenewalFailureError (a renewal failed with an error; also matches
+// ErrOwnershipLost), ErrReleased (the lock was released) or
+// ErrKeepAliveStopped (stopped; the lock may still be held). Methods are
+// safe for concurrent use. Create it with Lock.KeepAlive or WithKeepAlive.
+type KeepAlive struct {
+	lock      *Lock
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopWatch func() bool // unregisters the watch on the starting ctx
+}
+
+func newKeepAlive(l *Lock, parent context.Context) *KeepAlive {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &KeepAlive{lock: l, ctx: ctx, cancel: cancel}
+}
+
+// Context returns the context protected work must honour: it is cancelled
+// when the keep-alive ends, with the reason as its cause.
+func (k *KeepAlive) Context() context.Context { return k.ctx }
+
+// OwnershipLost reports whether the keep-alive ended because ownership was
+// lost or could not be confirmed (not for a release or a stop).
+func (k *KeepAlive) OwnershipLost() bool {
+	return errors.Is(context.Cause(k.ctx), ErrOwnershipLost)
+}
+
+// Err returns nil while the keep-alive runs, then why it ended: the cause
+// of Context (see KeepAlive).
+func (k *KeepAlive) Err() error {
+	if k.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(k.ctx)
+}
+
+// Stop stops renewing. It blocks until a renewal in flight has completed
+// (and, after an uncertain one, until its connection is fenced), is
+// idempotent, and never releases the lock: a lock still held stays held
+// until Release, Close or expiry. Context is then cancelled with
+// ErrKeepAliveStopped unless it had ended already.
+func (k *KeepAlive) Stop() {
+	if k.stopWatch != nil {
+		k.stopWatch()
+	}
+	k.lock.stopKeepAlive(k)
+}
+
+// stopKeepAlive stops k if it is the lock's keep-alive (or the lock has none
+// running, so a fence after its loss is awaited).
+func (l *Lock) stopKeepAlive(k *KeepAlive) {
+	l.mu.Lock()
+	other := l.keepAlive != nil && l.keepAlive != k
+	l.mu.Unlock()
+	if other {
+		return
+	}
+	_, _ = l.request(context.Background(), sm.Input{Kind: sm.InputKeepAliveStop})
+}
+
+// KeepAlive starts renewing the lock in the background and returns the
+// keep-alive. Only one keep-alive runs per lock: a second one fails with
+// ErrKeepAliveActive, and one on a lock no longer held with ErrNotHeld. It
+// first checks, once per connection, that managed renewal may fence its
+// connection: without CLIENT ID or CLIENT KILL permission it returns a
+// *PermissionError (matching ErrFencingNotPermitted) naming the missing
+// permission, and nothing is renewed (the raw-token ResetExpiry still
+// works). It blocks only for that check. When ctx ends later, the
+// keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept.
+func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	l.mu.Lock()
+	active := l.h.KeepAliveActive()
+	l.mu.Unlock()
+	if active {
+		return nil, fmt.Errorf("lease: KeepAlive: %w", ErrKeepAliveActive)
+	}
+	s, err := l.m.renewalSession(ctx, l.wireKey)
+	if err != nil {
+		return nil, err
+	}
+	k := newKeepAlive(l, context.WithoutCancel(ctx))
+	l.mu.Lock()
+	if l.keepAlive != nil {
+		l.mu.Unlock()
+		k.cancel(ErrKeepAliveActive)
+		return nil, fmt.Errorf("lease: KeepAlive: %w", ErrKeepAliveActive)
+	}
+	l.node, l.keepAlive = s.Node(), k
+	id := l.newCaller(ctx)
+	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.m.clock.Now()}, id)
+	res, _ := l.collect(id)
+	if res.Err != nil && l.keepAlive == k {
+		l.keepAlive = nil
+	}
+	l.mu.Unlock()
+	if res.Err != nil {
+		k.cancel(res.Err)
+		return nil, fmt.Errorf("lease: KeepAlive: %w", res.Err)
+	}
+	k.stopWatch = context.AfterFunc(ctx, func() { l.stopKeepAlive(k) })
+	return k, nil
+}
+
+// KeepAliveContext returns the context of the keep-alive started with
+// WithKeepAlive, cancelled (with a cause, see KeepAlive) when it ends. Pass
+// it to the protected work. Without WithKeepAlive it is a context that is
+// never cancelled. It does not block.
+func (l *Lock) KeepAliveContext() context.Context {
+	if l.owned == nil {
+		return context.Background()
+	}
+	return l.owned.ctx
+}
+
+// ResetExpiry sets the lease to ttl (rounded up to whole milliseconds) from
+// now, if this handle still owns it. It returns false, without sending
+// anything, once the lock is released, lost or locally expired; a false
+// from the server (the key expired or has another owner) makes the handle
+// lost, and later calls return false without sending. Do not retry
+// protected writes after false. Resets apply in request order. It blocks
+// for one round trip (plus, once per connection, the permission check of
+// KeepAlive; without CLIENT permission it returns a *PermissionError).
+//
+// If ctx ends after the renewal was sent, its outcome is unknown: the handle
+// gives ownership up (keep-alive cancelled first), fences the connection
+// with CLIENT KILL, and returns the error. A server error reply leaves the
+// handle unchanged.
+func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
+	d, err := normalizeTTL(ttl)
+	if err != nil {
+		return false, fmt.Errorf("lease: ResetExpiry: %w (got %v)", err, ttl)
+	}
+	if ctx.Err() != nil {
+		return false, context.Cause(ctx)
+	}
+	l.mu.Lock()
+	released := l.h.IsReleased(l.m.clock.Now())
+	l.mu.Unlock()
+	if released {
+		return false, nil
+	}
+	if _, err := l.m.renewalSession(ctx, l.wireKey); err != nil {
+		return false, err
+	}
+	res, err := l.request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: d})
+	if err != nil {
+		return false, err
+	}
+	if res.Err != nil {
+		return false, callerError(ctx, res.Err)
+	}
+	return res.OK, nil
+}

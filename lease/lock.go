@@ -1,0 +1,227 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// State is the lifecycle state of a managed lock handle; see docs/states.md.
+type State = sm.State
+
+// The states a *Lock can be seen in (a handle is only returned once Held).
+const (
+	StateHeld      = sm.Held      // the lease is ours, as far as the local estimate knows
+	StateReleasing = sm.Releasing // a release is in flight
+	StateUncertain = sm.Uncertain // a command's outcome is unknown; its session is being fenced
+	StateLost      = sm.Lost      // ownership is lost for good (expired, taken, or uncertain)
+	StateReleased  = sm.Released  // this handle released the lock
+)
+
+// ReleaseOutcome is the result of Lock.Release.
+type ReleaseOutcome = sm.ReleaseOutcome
+
+// Release outcomes.
+const (
+	Released        = sm.ReleaseReleased        // this call's delete removed our lock
+	AlreadyReleased = sm.ReleaseAlreadyReleased // the handle had released it already; nothing sent
+	NotOwned        = sm.ReleaseNotOwned        // the delete found another owner or no key, or the handle was lost
+)
+
+// Lock is a held lease with an owner token generated at acquisition. Its
+// methods are safe for concurrent use: they are serialised one at a time
+// through the handle's state machine (docs/states.md), so concurrent
+// releases share one delete and resets apply in request order. A Lock is
+// returned only when acquired; it is never the zero value and must not be
+// copied. Release or Close it when done; until then a keep-alive, if any,
+// keeps renewing it.
+type Lock struct {
+	locks   *Locks // the view that acquired it (key prefix)
+	m       *managed
+	key     string
+	wireKey string
+	token   Token
+	mailbox *actor.Mailbox[event]
+
+	mu        sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
+	h         sm.Handle
+	callers   sm.CallerID // last CallerID handed out
+	waiters   []waiter
+	ops       [2]opSession // session that carried each command in flight
+	renewal   timerSlot
+	deadline  timerSlot
+	node      string     // node of the renewal session (keep-alive batches)
+	keepAlive *KeepAlive // the running keep-alive, nil when none
+	owned     *KeepAlive // the keep-alive started by WithKeepAlive
+}
+
+// waiter is a caller waiting for its EffectResolve.
+type waiter struct {
+	id     sm.CallerID
+	ctx    context.Context // governs the command started for this caller
+	reply  actor.Reply[sm.Result]
+	result sm.Result
+	done   bool // resolved before the caller parked on reply
+}
+
+// opSession remembers which session carries a command, for the fence.
+type opSession struct {
+	op      sm.OpID
+	session *conn.Session
+	aborted bool // the lease deadline passed before the send: never send it
+}
+
+// Key returns the lock's key without the Locks' key prefix. It does not block.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the owner token generated for this acquisition. It is a
+// secret: do not log it (slog redacts it). It does not block.
+func (l *Lock) Token() Token { return l.token }
+
+// Duration returns the lease duration: the acquired one (rounded up to whole
+// milliseconds), or the one applied by the latest successful renewal. It
+// does not block.
+func (l *Lock) Duration() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.Duration()
+}
+
+// State returns the handle's current state. It does not block.
+func (l *Lock) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.State()
+}
+
+// RemainingEstimate is Duration minus the monotonic time elapsed since just
+// before the acquisition or the last confirmed renewal was sent, clamped at
+// 0, and 0 whenever the lock is not held. The server's lease can only
+// outlive this estimate. It is an estimate, not an ownership check (see
+// VerifyStillHeld). It does not block.
+func (l *Lock) RemainingEstimate() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.RemainingEstimate(l.m.clock.Now())
+}
+
+// ExpiresAtEstimate is the wall-clock time now plus RemainingEstimate. It
+// does not block.
+func (l *Lock) ExpiresAtEstimate() time.Time {
+	return time.Now().Add(l.RemainingEstimate())
+}
+
+// VerifyStillHeld asks the primary whether the key still holds this lock's
+// token (GET, with the acquiring view's prefix). It changes no state, even
+// when it returns false. It blocks for one round trip; ctx cancellation
+// just ends the wait.
+func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
+	ctx, cancel := l.m.commandContext(ctx)
+	defer cancel()
+	res, err := l.m.core.pool.Owner(ctx, l.wireKey)
+	if err != nil {
+		return false, err
+	}
+	return res.Owned && res.Token == l.token.wire(), nil
+}
+
+// newCaller registers a waiting caller; l.mu is held.
+func (l *Lock) newCaller(ctx context.Context) sm.CallerID {
+	l.callers++
+	l.waiters = append(l.waiters, waiter{id: l.callers, ctx: ctx})
+	return l.callers
+}
+
+// waiterIndex finds caller id; l.mu is held.
+func (l *Lock) waiterIndex(id sm.CallerID) int {
+	for i := range l.waiters {
+		if l.waiters[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *Lock) removeWaiter(i int) {
+	l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+	if len(l.waiters) == 0 {
+		l.waiters = nil
+	}
+}
+
+// resolve answers caller id; l.mu is held.
+func (l *Lock) resolve(id sm.CallerID, r sm.Result) {
+	i := l.waiterIndex(id)
+	if i < 0 {
+		return
+	}
+	if l.waiters[i].reply.Send(r) {
+		l.removeWaiter(i)
+		return
+	}
+	l.waiters[i].result, l.waiters[i].done = r, true
+}
+
+// collect takes caller id's answer if it has one; l.mu is held.
+func (l *Lock) collect(id sm.CallerID) (sm.Result, bool) {
+	i := l.waiterIndex(id)
+	if i < 0 || !l.waiters[i].done {
+		return sm.Result{}, false
+	}
+	r := l.waiters[i].result
+	l.removeWaiter(i)
+	return r, true
+}
+
+// request steps the handle with in on behalf of a new caller and waits for
+// its answer. A command the step starts for this caller runs right here,
+// on the caller's goroutine, governed by ctx. When ctx ends while the caller
+// waits for others (a joined release, a queued reset), the caller stops
+// waiting and the handle goes on.
+func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
+	if ctx.Err() != nil {
+		return sm.Result{}, context.Cause(ctx)
+	}
+	l.mu.Lock()
+	in.Caller = l.newCaller(ctx)
+	in.Now = l.m.clock.Now()
+	job := l.step(in, in.Caller)
+	for job.op != 0 {
+		l.mu.Unlock()
+		done := l.execute(ctx, job)
+		l.mu.Lock()
+		job = jobNone
+		if next, ok := l.input(done); ok {
+			job = l.step(next, in.Caller)
+		}
+	}
+	if res, ok := l.collect(in.Caller); ok {
+		l.mu.Unlock()
+		return res, nil
+	}
+	reply := actor.NewReply[sm.Result]()
+	l.waiters[l.waiterIndex(in.Caller)].reply = reply
+	l.mu.Unlock()
+	res, err := reply.Wait(ctx, nil)
+	if err != nil {
+		l.abandon(in.Caller)
+	}
+	return res, err
+}
+
+// abandon tells the handle that caller id stopped waiting.
+func (l *Lock) abandon(id sm.CallerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiterIndex(id) < 0 {
+		return
+	}
+	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m.clock.Now()}, 0)
+	if i := l.waiterIndex(id); i >= 0 {
+		l.waiters[i].reply = actor.Reply[sm.Result]{} // its command still runs; nobody waits
+	}
+}

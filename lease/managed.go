@@ -1,0 +1,142 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
+)
+
+// cleanupTimeout bounds the background compare-and-delete that removes the
+// lock of an acquisition whose caller gave up after the SET was sent. It
+// never delays the caller; only Locks.Close waits for it.
+const cleanupTimeout = 5 * time.Second
+
+// managed is the state the managed handles of one New share: the clock, the
+// per-session fencing permission, the renewal batchers and the background
+// work Close waits for. It is safe for concurrent use.
+type managed struct {
+	core  *core
+	clock actor.Clock
+
+	mu       sync.Mutex
+	fencing  map[*conn.Session]error // nil: may fence; *PermissionError: denied
+	renewers map[string]*renewer     // per node address
+
+	unfencedWarning sync.Once
+	background      sync.WaitGroup
+}
+
+// managedByCore attaches the managed runtime to a core without changing the
+// core type (owned by the raw-token part of the package).
+var managedByCore sync.Map // *core → *managed
+
+func (l *Locks) managed() *managed {
+	if m, ok := managedByCore.Load(l.core); ok {
+		return m.(*managed)
+	}
+	m, _ := managedByCore.LoadOrStore(l.core, &managed{
+		core:     l.core,
+		clock:    actor.RealClock(),
+		fencing:  map[*conn.Session]error{},
+		renewers: map[string]*renewer{},
+	})
+	return m.(*managed)
+}
+
+// closeManaged waits for the background cleanups of this Locks and forgets
+// its runtime. Sessions must be closed first so the cleanups end quickly.
+func (l *Locks) closeManaged() {
+	if m, ok := managedByCore.LoadAndDelete(l.core); ok {
+		m.(*managed).background.Wait()
+	}
+}
+
+// mayFence reports whether session s can be fenced: its CLIENT ID is known
+// and the user may run CLIENT KILL (probed once per session with the SKIPME
+// form). It returns nil when permitted, a *PermissionError when the server
+// definitively refused (cached for the session's life), or another error
+// (not cached) when the probe could not be answered. It blocks only the
+// first time per session.
+func (m *managed) mayFence(ctx context.Context, s *conn.Session) error {
+	m.mu.Lock()
+	err, known := m.fencing[s]
+	m.mu.Unlock()
+	if known {
+		return err
+	}
+	err = m.probe(ctx, s)
+	var permErr *PermissionError
+	if err != nil && !errors.As(err, &permErr) {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for old := range m.fencing {
+		if old.Retired() {
+			delete(m.fencing, old)
+		}
+	}
+	m.fencing[s] = err
+	return err
+}
+
+func (m *managed) probe(ctx context.Context, s *conn.Session) error {
+	if _, ok := s.Identity(); !ok {
+		idErr := s.IdentityError()
+		if idErr == nil {
+			idErr = conn.ErrNoIdentity
+		}
+		if isPermissionDenial(idErr) {
+			return &PermissionError{Command: "CLIENT ID", Err: idErr}
+		}
+		return &conn.Error{Class: conn.Definite, Op: "identity", Addr: s.Node(), Session: s, Err: idErr}
+	}
+	err := s.ProbeKill(ctx)
+	if err != nil && conn.ClassOf(err) == conn.Definite && isPermissionDenial(err) {
+		return &PermissionError{Command: "CLIENT KILL", Err: err}
+	}
+	return err
+}
+
+// renewalSession routes key to its session and checks that managed renewal
+// may run there (identity and CLIENT KILL). It blocks for the routing and,
+// once per session, the probe.
+func (m *managed) renewalSession(ctx context.Context, wireKey string) (*conn.Session, error) {
+	s, err := m.core.pool.SessionForKey(ctx, wireKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.mayFence(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// warnUnfenced logs, once per Locks, that releases go unfenced.
+func (m *managed) warnUnfenced(err error) {
+	m.unfencedWarning.Do(func() {
+		m.core.logger.Warn("lease: releasing without fencing: the user may not run CLIENT ID/CLIENT KILL; "+
+			"an interrupted release cannot be fenced", "error", err)
+	})
+}
+
+// commandContext applies WithCommandTimeout to one managed command.
+func (m *managed) commandContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.core.commandTimeout > 0 {
+		return context.WithTimeout(ctx, m.core.commandTimeout)
+	}
+	return ctx, func() {}
+}
+
+// goBackground runs f on a goroutine that Locks.Close waits for.
+func (m *managed) goBackground(f func()) {
+	m.background.Add(1)
+	go func() {
+		defer m.background.Done()
+		f()
+	}()
+}

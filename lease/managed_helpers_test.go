@@ -1,0 +1,73 @@
+package lease
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
+)
+
+// managedSim starts a sim node of profile and Locks on it (default user).
+func managedSim(t *testing.T, profile sim.Profile, opts ...Option) (*sim.Server, *Locks) {
+	t.Helper()
+	srv := startSim(t, sim.Config{Profile: profile})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), opts...)
+	t.Cleanup(locks.closeManaged)
+	return srv, locks
+}
+
+// useClock makes the managed handles of locks run on clock (before any lock).
+func useClock(locks *Locks, clock actor.Clock) { locks.managed().clock = clock }
+
+// count returns how many logged commands have name (case-insensitive).
+func count(log []sim.Entry, name string) int {
+	n := 0
+	for _, e := range log {
+		if strings.EqualFold(e.Args[0], name) {
+			n++
+		}
+	}
+	return n
+}
+
+// isCommand matches log entries whose first args equal prefix (case-insensitive name).
+func isCommand(prefix ...string) func(sim.Entry) bool {
+	return func(e sim.Entry) bool {
+		if len(e.Args) < len(prefix) || !strings.EqualFold(e.Args[0], prefix[0]) {
+			return false
+		}
+		return slices.Equal(e.Args[1:len(prefix)], prefix[1:])
+	}
+}
+
+// isKill matches a CLIENT KILL ID … ADDR … fence (not the SKIPME probe).
+func isKill(e sim.Entry) bool {
+	return len(e.Args) >= 6 && strings.EqualFold(e.Args[0], "CLIENT") && strings.EqualFold(e.Args[1], "KILL") &&
+		strings.EqualFold(e.Args[4], "ADDR")
+}
+
+// waitLog waits (bounded by the test ctx) for a log entry.
+func waitLog(t *testing.T, srv *sim.Server, match func(sim.Entry) bool) sim.Entry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := srv.WaitFor(ctx, match)
+	if err != nil {
+		t.Fatalf("waiting for a command in the log: %v; log %v", err, srv.Log())
+	}
+	return e
+}
+
+// waitDone waits (bounded) for ctx to be cancelled.
+func waitDone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("context not cancelled within 10s")
+	}
+}

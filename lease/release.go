@@ -1,0 +1,119 @@
+package lease
+
+import (
+	"context"
+	"errors"
+
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// Release deletes the lock if this handle still owns it and reports:
+// Released (this call's delete removed it), AlreadyReleased (released
+// before; nothing sent) or NotOwned (the delete found another owner or no
+// key, or the handle had lost the lock; nothing sent then). It blocks for
+// the delete's round trip and is safe for concurrent use: concurrent calls
+// share one delete and all get its outcome.
+//
+// ctx governs the delete this call starts. If ctx ends before the delete is
+// sent, the handle still owns the lock, Release returns ctx's cause and can
+// be called again. If ctx ends after the delete may have reached the server,
+// the handle counts the lock as lost: the keep-alive is cancelled, the
+// connection that carried the delete is fenced with CLIENT KILL, and the
+// error is returned (a later Release returns NotOwned). A caller that joined
+// another caller's release stops waiting when its own ctx ends; the shared
+// release goes on. A server error reply (for example NOPERM) is returned and
+// leaves the lock held. Without CLIENT ID/KILL permission the delete is sent
+// unfenced and one warning is logged per Locks.
+func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
+	res, err := l.request(ctx, sm.Input{Kind: sm.InputRelease})
+	if err != nil {
+		return 0, err
+	}
+	if res.Err != nil {
+		return 0, callerError(ctx, res.Err)
+	}
+	return res.Release, nil
+}
+
+// Close stops the keep-alive (waiting for a renewal in flight), then
+// releases the lock. It swallows what expiry makes harmless — connection
+// errors, timeouts, cancellation, a closed Locks — and returns server error
+// replies (the lock is then still held). It is idempotent and safe for
+// concurrent use. It blocks until the release completes; only a
+// WithCommandTimeout bounds it.
+func (l *Lock) Close() error {
+	res, err := l.request(context.Background(), sm.Input{Kind: sm.InputClose})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil && res.Outcome == sm.OutcomeDefinite {
+		return res.Err
+	}
+	return nil
+}
+
+// callerError replaces the core's "caller stopped waiting" by ctx's cause.
+func callerError(ctx context.Context, err error) error {
+	if errors.Is(err, sm.ErrCallerCancelled) && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// execute sends a renewal or release for a caller and returns its completion.
+// It blocks for the round trip.
+func (l *Lock) execute(ctx context.Context, j job) event {
+	ctx, cancel := l.m.commandContext(ctx)
+	defer cancel()
+	s, err := l.m.core.pool.SessionForKey(ctx, l.wireKey)
+	if err != nil {
+		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: err}
+	}
+	if j.kind == sm.EffectSendRenew {
+		return l.executeRenew(ctx, j, s)
+	}
+	unfenced := false
+	if err := l.m.mayFence(ctx, s); err != nil {
+		var permErr *PermissionError
+		if !errors.As(err, &permErr) {
+			return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
+		}
+		unfenced = true
+		l.m.warnUnfenced(err)
+	}
+	if !l.noteSession(j.op, s) {
+		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: ErrOwnershipLost}
+	}
+	res, err := s.Release(ctx, l.wireKey, l.token.wire())
+	if isRedirect(err) {
+		res, err = l.m.core.pool.Release(ctx, l.wireKey, l.token.wire())
+	}
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err,
+		unfenced: unfenced, session: sessionOf(res, err)}
+}
+
+func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
+	ms, err := ttlMillis(j.ttl)
+	if err != nil {
+		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeDefinite, err: err}
+	}
+	if !l.noteSession(j.op, s) {
+		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: ErrOwnershipLost}
+	}
+	res, err := s.Extend(ctx, l.wireKey, l.token.wire(), ms)
+	if isRedirect(err) {
+		res, err = l.m.core.pool.Extend(ctx, l.wireKey, l.token.wire(), ms)
+	}
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, session: sessionOf(res, err)}
+}
+
+// notSentOutcome classifies a failure that happened before the command was
+// handed to the connection: a server error reply stays definite; anything
+// else proves only that our command was not sent.
+func notSentOutcome(err error) sm.Outcome {
+	if outcomeOf(false, err) == sm.OutcomeDefinite {
+		return sm.OutcomeDefinite
+	}
+	return sm.OutcomeNotSubmitted
+}

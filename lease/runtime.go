@@ -1,0 +1,303 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// This file runs a Lock's statemachine.Handle. Requests step the handle on
+// the caller's goroutine under l.mu and run the command the step starts for
+// that caller right there (its ctx governs it). Everything asynchronous —
+// timer ticks, batched renewal completions, commands run for other callers,
+// fence answers — comes back through the lock's actor.Mailbox with Deliver.
+// A step and its effects never block: they only append to queues, arm
+// alarms, answer reply slots and start goroutines for I/O.
+
+// eventKind says what an asynchronous event reports.
+type eventKind uint8
+
+const (
+	eventTick  eventKind = iota + 1 // an alarm fired
+	eventDone                       // a command completed
+	eventFence                      // a fence answered
+)
+
+// event is one asynchronous message to a Lock's mailbox.
+type event struct {
+	kind     eventKind
+	timer    sm.Timer
+	outcome  sm.Outcome
+	unfenced bool
+	op       sm.OpID
+	gen      uint64
+	err      error
+	session  *conn.Session
+}
+
+// job is a command a step asked the runtime to send.
+type job struct {
+	kind sm.EffectKind
+	op   sm.OpID
+	ttl  time.Duration
+}
+
+var jobNone job
+
+// timerSlot is one of the handle's two alarms, created on first use.
+type timerSlot struct {
+	alarm *actor.Alarm[event]
+	seq   uint32 // Seq of the EffectArmTimer that armed it
+}
+
+var effectBuffers = sync.Pool{New: func() any { b := make([]sm.Effect, 0, 16); return &b }}
+
+func renewalTick(g uint64) event  { return event{kind: eventTick, timer: sm.TimerRenewal, gen: g} }
+func deadlineTick(g uint64) event { return event{kind: eventTick, timer: sm.TimerDeadline, gen: g} }
+
+// handle is the mailbox handler.
+func (l *Lock) handle(ev event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if in, ok := l.input(ev); ok {
+		l.step(in, 0)
+	}
+}
+
+// input turns an event into the handle's input; l.mu is held. A stale alarm
+// tick gives false.
+func (l *Lock) input(ev event) (sm.Input, bool) {
+	now := l.m.clock.Now()
+	switch ev.kind {
+	case eventTick:
+		slot := l.slot(ev.timer)
+		if slot.alarm == nil || !slot.alarm.Current(ev.gen) {
+			return sm.Input{}, false
+		}
+		return sm.Input{Kind: sm.InputTimer, Timer: ev.timer, Seq: slot.seq, Now: now}, true
+	case eventDone:
+		l.noteSessionLocked(ev.op, ev.session)
+		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
+			Unfenced: ev.unfenced, Now: now}, true
+	case eventFence:
+		return sm.Input{Kind: sm.InputFenceDone, Op: ev.op, Err: ev.err, Now: now}, true
+	}
+	return sm.Input{}, false
+}
+
+// step applies in and executes its effects; l.mu is held. A command the
+// effects start for caller self is returned for the caller to run; commands
+// for anyone else start on their own goroutine.
+func (l *Lock) step(in sm.Input, self sm.CallerID) job {
+	buf := effectBuffers.Get().(*[]sm.Effect)
+	effects := l.h.Step(in, (*buf)[:0])
+	var mine job
+	for i := range effects {
+		if j := l.apply(&effects[i], self); j.op != 0 {
+			mine = j
+		}
+	}
+	if in.Kind == sm.InputCommandDone {
+		l.forgetOp(in.Op)
+	}
+	clear(effects)
+	*buf = effects[:0]
+	effectBuffers.Put(buf)
+	return mine
+}
+
+// apply executes one effect; l.mu is held.
+func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
+	switch e.Kind {
+	case sm.EffectSendAcquire:
+		return job{kind: e.Kind, op: e.Op, ttl: e.TTL}
+	case sm.EffectSendRenew, sm.EffectSendRelease:
+		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL}
+		switch {
+		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
+			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL})
+		case e.Caller == self:
+			return j
+		default:
+			go l.runJob(l.callerContext(e.Caller), j)
+		}
+	case sm.EffectCleanupDelete:
+		l.m.goBackground(l.cleanup)
+	case sm.EffectAbort:
+		l.abortOp(e.Op)
+	case sm.EffectFence:
+		l.fence(e.Op)
+	case sm.EffectCancelKeepAlive:
+		if l.keepAlive != nil {
+			l.keepAlive.cancel(e.Cause.Err(e.Err))
+			l.keepAlive = nil
+		}
+	case sm.EffectArmTimer:
+		l.arm(e.Timer, e.Seq, e.At)
+	case sm.EffectDisarmTimer:
+		if slot := l.slot(e.Timer); slot.alarm != nil {
+			slot.alarm.Stop()
+		}
+	case sm.EffectResolve:
+		l.resolve(e.Caller, e.Result)
+	}
+	return job{}
+}
+
+func (l *Lock) slot(t sm.Timer) *timerSlot {
+	if t == sm.TimerRenewal {
+		return &l.renewal
+	}
+	return &l.deadline
+}
+
+func (l *Lock) arm(t sm.Timer, seq uint32, at time.Duration) {
+	slot := l.slot(t)
+	if slot.alarm == nil {
+		tick := renewalTick
+		if t == sm.TimerDeadline {
+			tick = deadlineTick
+		}
+		slot.alarm = actor.NewAlarm(l.m.clock, l.mailbox, tick)
+	}
+	slot.seq = seq
+	slot.alarm.Arm(at - l.m.clock.Now())
+}
+
+// callerContext is the ctx of a waiting caller; l.mu is held.
+func (l *Lock) callerContext(id sm.CallerID) context.Context {
+	if i := l.waiterIndex(id); i >= 0 {
+		return l.waiters[i].ctx
+	}
+	return context.Background()
+}
+
+// runJob runs a command for a caller other than the current goroutine.
+func (l *Lock) runJob(ctx context.Context, j job) {
+	_ = l.mailbox.Deliver(l.execute(ctx, j))
+}
+
+// noteSession records, before the send, the session that will carry op, so
+// a fence can name it. It returns false when op was aborted meanwhile (the
+// lease deadline passed first): then the command must not be sent.
+func (l *Lock) noteSession(op sm.OpID, s *conn.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.noteSessionLocked(op, s)
+}
+
+func (l *Lock) noteSessionLocked(op sm.OpID, s *conn.Session) bool {
+	free := -1
+	for i := range l.ops {
+		switch l.ops[i].op {
+		case op:
+			if l.ops[i].aborted {
+				return false
+			}
+			if s != nil {
+				l.ops[i].session = s
+			}
+			return true
+		case 0:
+			free = i
+		}
+	}
+	if free >= 0 {
+		l.ops[free] = opSession{op: op, session: s}
+	}
+	return true
+}
+
+func (l *Lock) forgetOp(op sm.OpID) {
+	for i := range l.ops {
+		if l.ops[i].op == op {
+			l.ops[i] = opSession{}
+		}
+	}
+}
+
+// abortOp marks op so that, if it was not sent yet, it never is. A command
+// already sent is ended by the fence that always follows an abort.
+func (l *Lock) abortOp(op sm.OpID) {
+	l.noteSessionLocked(op, nil)
+	for i := range l.ops {
+		if l.ops[i].op == op {
+			l.ops[i].aborted = true
+		}
+	}
+}
+
+// fence kills the session that carried op, from another connection, and
+// reports the answer. A command that was never sent needs no fence.
+func (l *Lock) fence(op sm.OpID) {
+	var s *conn.Session
+	for i := range l.ops {
+		if l.ops[i].op == op {
+			s = l.ops[i].session
+		}
+	}
+	if s == nil {
+		_ = l.mailbox.Deliver(event{kind: eventFence, op: op})
+		return
+	}
+	l.m.goBackground(func() {
+		ctx, cancel := l.m.commandContext(context.Background())
+		defer cancel()
+		err := l.m.core.pool.Fence(ctx, s)
+		if err != nil {
+			l.m.core.logger.Warn("lease: fencing the connection of an interrupted lock command failed",
+				"key", l.key, "error", err)
+		}
+		_ = l.mailbox.Deliver(event{kind: eventFence, op: op, err: err})
+	})
+}
+
+// cleanup deletes the lock of an abandoned acquisition, bounded, in the
+// background.
+func (l *Lock) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if _, err := l.m.core.pool.Release(ctx, l.wireKey, l.token.wire()); err != nil {
+		l.m.core.logger.Debug("lease: cleanup of an abandoned acquisition failed", "key", l.key, "error", err)
+	}
+}
+
+// outcomeOf classifies a command's answer for the handle.
+func outcomeOf(ok bool, err error) sm.Outcome {
+	if err == nil {
+		if ok {
+			return sm.OutcomeOK
+		}
+		return sm.OutcomeMismatch
+	}
+	var permErr *PermissionError
+	switch {
+	case errors.As(err, &permErr):
+		return sm.OutcomeDefinite
+	case conn.ClassOf(err) == conn.Definite:
+		return sm.OutcomeDefinite
+	case conn.ClassOf(err) == conn.NotSubmitted:
+		return sm.OutcomeNotSubmitted
+	}
+	return sm.OutcomeUncertain
+}
+
+// sessionOf returns the session that carried a conn operation's last attempt.
+func sessionOf(res conn.Result, err error) *conn.Session {
+	var e *conn.Error
+	if errors.As(err, &e) && e.Session != nil {
+		return e.Session
+	}
+	return res.Session
+}
+
+// isRedirect reports a MOVED/ASK answer (the command did not run there).
+func isRedirect(err error) bool {
+	var e *conn.Error
+	return errors.As(err, &e) && e.Redirect != nil
+}
