@@ -73,7 +73,10 @@ func runRawLifecycle(t *testing.T, ctx context.Context, locks *Locks, key string
 		{"TryTake", true, func() (bool, error) { return locks.TryTake(ctx, key, me, time.Minute) }},
 		{"ResetExpiry", true, func() (bool, error) { return locks.ResetExpiry(ctx, key, me, time.Minute) }},
 		{"ResetExpiry again", true, func() (bool, error) { return locks.ResetExpiry(ctx, key, me, time.Minute) }},
-		{"OwnerToken", true, func() (bool, error) { owner, found, err := locks.OwnerToken(ctx, key); return found && owner == me, err }},
+		{"OwnerToken", true, func() (bool, error) {
+			owner, found, err := locks.OwnerToken(ctx, key)
+			return found && owner == me, err
+		}},
 		{"Release", true, func() (bool, error) { return locks.Release(ctx, key, me) }},
 		{"Release again", false, func() (bool, error) { return locks.Release(ctx, key, me) }},
 	}

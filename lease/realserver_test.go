@@ -22,6 +22,7 @@ type realServer struct {
 	admin   *respConn
 	monitor *respConn
 	log     []sim.Entry
+	all     []sim.Entry // never reset: checked for INFO/COMMAND at the end
 	syncSeq int
 }
 
@@ -108,7 +109,12 @@ func startRealServer(t *testing.T, addr, password string) *realServer {
 		r.Exec(cmd...)
 	}
 	r.ResetLog()
-	t.Cleanup(func() { admin.conn.Close(); monitor.conn.Close() })
+	t.Cleanup(func() {
+		r.syncMonitor()
+		assertNoDiscoveryCommands(t, r.all)
+		admin.conn.Close()
+		monitor.conn.Close()
+	})
 	return r
 }
 
@@ -162,31 +168,37 @@ func (r *realServer) syncMonitor() {
 		if err != nil {
 			return
 		}
-		args, fromScript := parseMonitorLine(line)
+		args, source := parseMonitorLine(line)
 		if len(args) == 2 && args[0] == "ECHO" && args[1] == marker {
 			return
 		}
-		if len(args) == 0 || fromScript || strings.HasPrefix(strings.ToUpper(args[0]), "ECHO") {
+		// Skip commands run inside scripts and the test's own admin commands.
+		if len(args) == 0 || source == "lua" || source == r.admin.conn.LocalAddr().String() {
 			continue
 		}
 		r.mu.Lock()
-		r.log = append(r.log, sim.Entry{Seq: int64(len(r.log) + 1), Args: args})
+		entry := sim.Entry{Seq: int64(len(r.all) + 1), Args: args}
+		r.log = append(r.log, entry)
+		r.all = append(r.all, entry)
 		r.mu.Unlock()
 	}
 }
 
-// parseMonitorLine parses `+1700000000.123 [0 127.0.0.1:5000] "SET" "k"`.
-func parseMonitorLine(line string) (args []string, fromScript bool) {
+// parseMonitorLine parses `+1700000000.123 [0 127.0.0.1:5000] "SET" "k"`
+// into the args and the source ("127.0.0.1:5000", or "lua" inside scripts).
+func parseMonitorLine(line string) (args []string, source string) {
 	open, close := strings.IndexByte(line, '['), strings.IndexByte(line, ']')
 	if open < 0 || close < open {
-		return nil, false
+		return nil, ""
 	}
-	fromScript = strings.HasSuffix(line[open:close], "lua")
+	if fields := strings.Fields(line[open+1 : close]); len(fields) == 2 {
+		source = fields[1]
+	}
 	rest := line[close+1:]
 	for {
 		start := strings.IndexByte(rest, '"')
 		if start < 0 {
-			return args, fromScript
+			return args, source
 		}
 		arg, n := unquoteRepr(rest[start+1:])
 		args = append(args, arg)
