@@ -14,6 +14,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -36,6 +37,24 @@ type core struct {
 	pool           *conn.Pool
 	logger         *slog.Logger
 	commandTimeout time.Duration
+
+	mu         sync.Mutex
+	closed     bool
+	closeHooks []func() // run once by Close, before the sessions close
+}
+
+// onClose registers fn to run once when Locks.Close is called, before the
+// sessions close (for the managed-lock part of the package: stop handles,
+// wait for background cleanups). If Close already ran, fn runs now.
+func (c *core) onClose(fn func()) {
+	c.mu.Lock()
+	if !c.closed {
+		c.closeHooks = append(c.closeHooks, fn)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	fn()
 }
 
 // New returns Locks on client. It sends nothing: sessions (one pinned socket
@@ -69,11 +88,22 @@ func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 // KeyPrefix returns this view's full key prefix.
 func (l *Locks) KeyPrefix() string { return l.prefix }
 
-// Close closes the pinned sessions of this Locks and all its views; later
-// calls fail with an error matching conn.ErrNotSubmitted. It blocks until
-// the sockets are closed, does not close the rueidis client and is
-// idempotent. Locks held on the server are not released: they expire.
-func (l *Locks) Close() { l.core.pool.Close() }
+// Close closes the pinned sessions of this Locks and all its views (after
+// the close hooks of the managed-lock part, which run once); later calls
+// fail with an error matching conn.ErrNotSubmitted. It blocks until the
+// sockets are closed, does not close the rueidis client and is idempotent.
+// Locks held on the server are not released: they expire.
+func (l *Locks) Close() {
+	c := l.core
+	c.mu.Lock()
+	hooks := c.closeHooks
+	c.closeHooks, c.closed = nil, true
+	c.mu.Unlock()
+	for _, fn := range hooks {
+		fn()
+	}
+	c.pool.Close()
+}
 
 // key returns the wire key for a user key.
 func (l *Locks) key(k string) string { return l.prefix + k }
