@@ -14,8 +14,7 @@
 //     CloseClient drive one node deterministically (no goroutines; time
 //     only from Config.Clock).
 //
-// Known gaps: DIGEST and SET/DELEX IFDEQ/IFDNE (Redis 8.4) are not
-// simulated; CLIENT TRACKING is accepted but never sends invalidations;
+// Known gaps: CLIENT TRACKING is accepted but never sends invalidations;
 // BLPOP and other commands the lock does not use are unknown commands.
 //
 // CONTRACT FILE: the exported names below are relied on by conn/, lease/ and

@@ -8,7 +8,7 @@ import (
 // setOptions is a parsed SET command.
 type setOptions struct {
 	nx, xx, get, keepTTL bool
-	ifeq, ifne           bool
+	cond                 string // "", "ifeq", "ifne", "ifdeq", "ifdne"
 	compare              string
 	expireArg            string // raw EX/PX/EXAT/PXAT argument
 	expireUnit           string // "ex", "px", "exat", "pxat"
@@ -21,9 +21,9 @@ func (s profileSpec) parseSet(args []string) (o setOptions, ok bool) {
 		opt := strings.ToLower(args[i])
 		hasNext := i+1 < len(args)
 		switch {
-		case opt == "nx" && !o.xx && (!o.ifeq || s.ifeqWithNXXX):
+		case opt == "nx" && !o.xx && (o.cond == "" || s.ifeqWithNXXX):
 			o.nx = true
-		case opt == "xx" && !o.nx && (!o.ifeq || s.ifeqWithNXXX):
+		case opt == "xx" && !o.nx && (o.cond == "" || s.ifeqWithNXXX):
 			o.xx = true
 		case opt == "get":
 			o.get = true
@@ -34,10 +34,10 @@ func (s profileSpec) parseSet(args []string) (o setOptions, ok bool) {
 			o.expireUnit, o.expireArg = opt, args[i+1]
 			i++
 		case opt == "ifeq" && s.ifeq && hasNext && s.ifeqAllowed(o):
-			o.ifeq, o.ifne, o.compare = true, false, args[i+1]
+			o.cond, o.compare = opt, args[i+1]
 			i++
-		case opt == "ifne" && s.ifeqWithNXXX && hasNext:
-			o.ifne, o.ifeq, o.compare = true, false, args[i+1]
+		case (opt == "ifne" || opt == "ifdeq" || opt == "ifdne") && s.ifeqWithNXXX && hasNext:
+			o.cond, o.compare = opt, args[i+1]
 			i++
 		default:
 			return o, false
@@ -51,7 +51,7 @@ func (s profileSpec) ifeqAllowed(o setOptions) bool {
 	if s.ifeqWithNXXX {
 		return true
 	}
-	return !o.nx && !o.xx && !o.ifeq
+	return !o.nx && !o.xx && o.cond == ""
 }
 
 // expireAt converts the expire option to unix milliseconds (0: none).
@@ -86,9 +86,12 @@ func (e *Engine) setCommand(c *client, args []string) reply {
 	if !ok {
 		return errR
 	}
+	if (o.cond == "ifdeq" || o.cond == "ifdne") && !validDigest(o.compare) {
+		return errDigestFormat
+	}
 	key := args[1]
 	cur := e.lookup(c, key)
-	if cur != nil && cur.isList && (o.get || o.ifeq || o.ifne) {
+	if cur != nil && cur.isList && (o.get || o.cond != "") {
 		return wrongType
 	}
 	if !setConditionHolds(o, cur) {
@@ -116,10 +119,37 @@ func setConditionHolds(o setOptions, cur *value) bool {
 	switch {
 	case o.nx && cur != nil, o.xx && cur == nil:
 		return false
-	case o.ifeq:
-		return cur != nil && cur.str == o.compare
-	case o.ifne:
-		return cur == nil || cur.str != o.compare
+	case o.cond == "":
+		return true
+	case cur == nil:
+		return o.cond == "ifne" || o.cond == "ifdne"
+	}
+	return conditionHolds(o.cond, o.compare, cur.str)
+}
+
+// conditionHolds evaluates IFEQ/IFNE/IFDEQ/IFDNE against a present value.
+func conditionHolds(cond, compare, current string) bool {
+	switch cond {
+	case "ifeq":
+		return current == compare
+	case "ifne":
+		return current != compare
+	case "ifdeq":
+		return strings.EqualFold(digest(current), compare)
+	}
+	return !strings.EqualFold(digest(current), compare)
+}
+
+var errDigestFormat = errReply("ERR must be exactly 16 hexadecimal characters")
+
+func validDigest(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
 	}
 	return true
 }

@@ -20,6 +20,8 @@ func stringCommands() map[string]*command {
 		"dbsize":   {arity: 1, run: (*Engine).dbsizeCommand},
 		"delex": {arity: -2, run: (*Engine).delexCommand, keys: firstKey,
 			has: func(s profileSpec) bool { return s.delex }},
+		"digest": {arity: 2, run: (*Engine).digestCommand, keys: firstKey,
+			has: func(s profileSpec) bool { return s.delex }},
 		"delifeq": {arity: 3, run: (*Engine).delifeqCommand, keys: firstKey,
 			has: func(s profileSpec) bool { return s.delifeq }},
 	}
@@ -208,20 +210,33 @@ func (e *Engine) delexCommand(c *client, args []string) reply {
 	if v.isList {
 		return errReply("ERR Key should be of string type if conditions are specified")
 	}
-	var match bool
-	switch strings.ToLower(args[2]) {
-	case "ifeq":
-		match = v.str == args[3]
-	case "ifne":
-		match = v.str != args[3]
+	cond := strings.ToLower(args[2])
+	switch cond {
+	case "ifeq", "ifne":
+	case "ifdeq", "ifdne":
+		if !validDigest(args[3]) {
+			return errDigestFormat
+		}
 	default:
 		return errReply("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
 	}
-	if !match {
+	if !conditionHolds(cond, args[3], v.str) {
 		return integer(0)
 	}
 	delete(e.dbs[c.db], key)
 	return integer(1)
+}
+
+// digestCommand is Redis 8.4's DIGEST key: XXH3-64 of a string value.
+func (e *Engine) digestCommand(c *client, args []string) reply {
+	v, wrong := e.stringValue(c, args[1])
+	switch {
+	case wrong:
+		return wrongType
+	case v == nil:
+		return null()
+	}
+	return bulk(digest(v.str))
 }
 
 // delifeqCommand is Valkey 9.0's DELIFEQ key value.

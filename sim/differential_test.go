@@ -20,7 +20,7 @@ func a(args ...string) diffStep               { return diffStep{"a", args} }
 const capScript = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
 
 // differentialScript follows the standalone rows of server-replies.md §5
-// (DIGEST/IFDEQ rows excluded: not simulated).
+// plus more edge cases.
 var differentialScript = []diffStep{
 	a("HELLO", "3"), a("HELLO", "2"),
 	a("SET", "k1", "v", "NX", "PX", "30000"), a("SET", "k1", "v", "NX", "PX", "30000"),
@@ -47,6 +47,9 @@ var differentialScript = []diffStep{
 	a("SET", "k4c", "v"), a("DELEX", "k4c", "IFNE", "v"), a("DELEX", "k4c", "IFNE", "other"),
 	a("SET", "k4e", "v"), a("DELEX", "k4e", "IFXX", "v"), a("DELEX", "k4e", "ifeq", "v"), a("DELEX", "klist"),
 	a("RPUSH", "klist", "a"),
+	a("SET", "k4d", "v"), a("DIGEST", "k4d"), a("DIGEST", "nokey"), a("DIGEST", "klist"),
+	a("DELEX", "k4d", "IFDEQ", "0000000000000000"), a("DELEX", "k4d", "IFDEQ", "xyz"),
+	a("SET", "k4d", "v", "IFDEQ", "f7042be43fb80714"), a("DELEX", "k4d", "IFDEQ", "f7042be43fb80714"),
 	a("SET", "k5", "v"), a("DELIFEQ", "k5", "wrong"), a("DELIFEQ", "k5", "v"), a("DELIFEQ", "k5", "v"),
 	a("DELIFEQ", "klist", "v"), a("DELIFEQ", "k5"),
 	a("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "1", "k6", "v"), a("EVALSHA", "abc", "1", "k6", "v"),

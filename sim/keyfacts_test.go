@@ -75,6 +75,10 @@ var keyFactSteps = []step{
 	{cmd("SET", "list", "v", "IFEQ", "v"), per(syntaxErr, wrongTyp, wrongTyp, wrongTyp)},
 	// 7: IFNE.
 	{cmd("SET", "g", "v9", "IFNE", "zzz"), per(syntaxErr, ok, syntaxErr, syntaxErr)},
+	{cmd("SET", "dg", "v"), all(ok)},
+	{cmd("DIGEST", "dg"), per(unk("DIGEST", "dg"), "$16\r\nf7042be43fb80714\r\n", unk("DIGEST", "dg"), unk("DIGEST", "dg"))},
+	{cmd("SET", "dg", "w", "IFDEQ", "f7042be43fb80714"), per(syntaxErr, ok, syntaxErr, syntaxErr)},
+	{cmd("DELEX", "dg", "IFDEQ", "xyz"), per(unk("DELEX", "dg", "IFDEQ", "xyz"), "-ERR must be exactly 16 hexadecimal characters\r\n", unk("DELEX", "dg", "IFDEQ", "xyz"), unk("DELEX", "dg", "IFDEQ", "xyz"))},
 	// 8: DELEX mismatch / match / missing.
 	{cmd("SET", "d", "v"), all(ok)},
 	{cmd("DELEX", "d", "IFEQ", "wrong"), per(unk("DELEX", "d", "IFEQ", "wrong"), ":0\r\n", unk("DELEX", "d", "IFEQ", "wrong"), unk("DELEX", "d", "IFEQ", "wrong"))},
