@@ -147,14 +147,16 @@ func (s *Server) Resume() {
 	}
 }
 
-// waitUnpaused blocks while paused; false means the server closed.
-func (s *Server) waitUnpaused() bool {
+// waitUnpaused blocks while paused, after flushing the replies already
+// produced; false means the server closed.
+func (s *Server) waitUnpaused(w *bufio.Writer) bool {
 	s.mu.Lock()
 	ch := s.resume
 	s.mu.Unlock()
 	if ch == nil {
 		return true
 	}
+	w.Flush()
 	select {
 	case <-ch:
 		return true
@@ -226,7 +228,7 @@ func (s *Server) serveConn(nc net.Conn) {
 // handle runs one command of connection id; false closes the connection.
 func (s *Server) handle(id int64, args []string, r *bufio.Reader, w *bufio.Writer) bool {
 	s.e.Record(id, args)
-	if !s.waitUnpaused() {
+	if !s.waitUnpaused(w) {
 		return false
 	}
 	if strings.EqualFold(args[0], "quit") {
