@@ -12,7 +12,10 @@ type armedFault struct {
 }
 
 // Inject arms a fault for commands arriving from now on; see Fault. Faults
-// are checked in injection order and at most one fires per command.
+// are checked in injection order and at most one fires per command. While
+// a DelayReply holds a reply, later commands of the same connection wait
+// behind it (replies stay in order); other connections are unaffected.
+// Safe for concurrent use; does not block.
 func (s *Server) Inject(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
