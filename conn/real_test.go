@@ -2,6 +2,9 @@ package conn
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/respire-go/respire/capstore"
@@ -15,7 +18,28 @@ func realRedis70Pool(t *testing.T) *Pool {
 	if addr == "" {
 		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
 	}
+	lockRealServer(t, addr)
 	return newPool(t, newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")))
+}
+
+// lockRealServer serialises use of the shared real server across test
+// binaries (go test runs packages in parallel): an exclusive flock on a file
+// named after the address, held until the test ends.
+func lockRealServer(t *testing.T, addr string) {
+	t.Helper()
+	name := filepath.Join(os.TempDir(), "respire-real-"+strings.NewReplacer(":", "_", "/", "_").Replace(addr)+".lock")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("lock file: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("flock: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }
 
 func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {

@@ -200,6 +200,7 @@ func forEachServer(t *testing.T, fn func(t *testing.T, tg *target)) {
 	}
 	t.Run("real-redis-7.0", func(t *testing.T) {
 		addr, password := realRedis70(t)
+		lockRealServer(t, addr)
 		srv := startRealServer(t, addr, password)
 		fn(t, &target{profile: sim.Redis70, srv: srv, password: password, real: true})
 	})
