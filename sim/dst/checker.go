@@ -2,6 +2,7 @@ package dst
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,22 +184,38 @@ func (k *checker) checkHandle(w *World, h *handle, owner keyState, margin time.D
 	p := h.proc
 	local := p.local(w.now)
 	if b.Held && local < b.ExpiresLocal-margin && (!owner.found || owner.token != h.token) {
-		k.fail(w, 1, "%s (%s) believes it holds %s for %s more, but the server's owner is %s",
-			h.name, b.State, h.key, b.ExpiresLocal-local, w.ownerName(owner))
+		k.fail(w, 1, "%s (%s) believes it holds %s for %s more, but the server's owner is %s%s",
+			h.name, b.State, h.key, b.ExpiresLocal-local, w.ownerName(owner), inFlight(h))
 		return
 	}
 	end, known := k.expiry[h.token]
 	if b.KeepAliveLive && known && w.now > end+margin && !p.paused && !w.overdue(p) {
-		k.fail(w, 4, "%s's keep-alive context is live %s after its server-side lease ended",
-			h.name, w.now-end)
+		k.fail(w, 4, "%s's keep-alive context is live %s after its server-side lease ended (%s, %d timer(s) armed%s)",
+			h.name, w.now-end, b.State, len(h.timers), inFlight(h))
 	}
+}
+
+// inFlight describes h's unfinished writes, for violation messages.
+func inFlight(h *handle) string {
+	ids := make([]int64, 0, len(h.ops))
+	for id := range h.ops {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s := ""
+	for _, id := range ids {
+		if op := h.ops[id]; !op.done && op.written && op.kind != OpVerify {
+			s += fmt.Sprintf("; %s %s (ttl %s) in flight", op.kind, opLabel(op.id), op.ttl)
+		}
+	}
+	return s
 }
 
 // overdue reports whether p has an event it has not yet had the chance to
 // run (it was paused): its timers catch up first.
 func (w *World) overdue(p *process) bool {
 	for _, ev := range w.events {
-		if ev.proc == p && !ev.cancelled && ev.due < w.now {
+		if ev.proc == p && !ev.cancelled && ev.due <= w.now {
 			return true
 		}
 	}
