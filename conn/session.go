@@ -135,7 +135,11 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 	}
 	if err := result.NonRedisError(); err != nil {
 		s.pool.retire(s)
-		return Reply{}, nil, &Error{Class: classifyTransport(err), Op: op, Addr: s.node, Session: s, Err: err}
+		class := classifyTransport(err)
+		if class == NotSubmitted {
+			err = errors.Join(ErrSessionRetired, err) // closing socket: a fresh session may send it
+		}
+		return Reply{}, nil, &Error{Class: class, Op: op, Addr: s.node, Session: s, Err: err}
 	}
 	reply, redisErr := toReply(result)
 	return reply, redisErr, nil
