@@ -189,3 +189,20 @@ func TestDialFailureIsNotSubmitted(t *testing.T) {
 		t.Fatalf("Release with the server gone = %v; want not submitted", err)
 	}
 }
+
+// READONLY proves the node is no longer the primary: the error is definite
+// and the session is retired, so the next call opens a fresh one.
+func TestReadOnlyReplyRetiresTheSession(t *testing.T) {
+	srv := startSim(t, sim.Redis84)
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+	mustSet(t, srv, "k", "tok")
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Error: "READONLY You can't write against a read only replica."})
+	res, err := p.Release(ctxT(t), "k", "tok")
+	if !errors.Is(err, ErrServerReply) || res.Owned || res.Session == nil || !res.Session.Retired() {
+		t.Fatalf("Release = %+v, %v; want a definite READONLY error on a retired session", res, err)
+	}
+	again := mustRelease(t, p, "k", "tok")
+	if again.Session == res.Session {
+		t.Fatal("the retired session was reused")
+	}
+}
