@@ -115,3 +115,34 @@ func TestAskRedirectSendsAskingBeforeEveryStep(t *testing.T) {
 		t.Fatalf("key still on the importing node: %q", got)
 	}
 }
+
+// A cluster node replaced by another version is discovered afresh, while the
+// other node's session keeps what it learned.
+func TestClusterFailoverToAnotherVersionStartsFresh(t *testing.T) {
+	c := startCluster(t, sim.Valkey90, sim.Valkey90)
+	p := newPool(t, newClient(t, c.Addrs(), "", simPassword))
+	key0, key1 := keyOnNode(t, c, 0), keyOnNode(t, c, 1)
+	clusterSet(t, c, 0, key0, "tok")
+	clusterSet(t, c, 1, key1, "tok")
+	old0 := mustRelease(t, p, key0, "tok").Session
+	kept1 := mustRelease(t, p, key1, "tok").Session
+	if err := c.Failover(0, sim.Redis70); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, old0)
+	c.Node(0).ResetLog()
+	c.Node(1).ResetLog()
+	clusterSet(t, c, 0, key0, "tok")
+	clusterSet(t, c, 1, key1, "tok")
+	fresh0 := mustRelease(t, p, key0, "tok").Session
+	same1 := mustRelease(t, p, key1, "tok").Session
+	if fresh0 == old0 || same1 != kept1 {
+		t.Fatalf("sessions: node 0 reused %v, node 1 kept %v", fresh0 == old0, same1 == kept1)
+	}
+	if got := lockCommands(c.Node(0).Log(), 0); !slices.Equal(got, []string{"DELEX", "DELIFEQ", "EVALSHA", "EVAL"}) {
+		t.Fatalf("failed-over node saw %v; want fresh discovery down to Lua", got)
+	}
+	if got := lockCommands(c.Node(1).Log(), 0); !slices.Equal(got, []string{"DELIFEQ"}) {
+		t.Fatalf("untouched node saw %v; want [DELIFEQ]", got)
+	}
+}
