@@ -67,20 +67,33 @@ func (h *Handle) State() State { return h.state }
 // Duration returns the acquired duration, or the one of the latest successful reset (H1).
 func (h *Handle) Duration() time.Duration { return h.duration }
 
-// RemainingEstimate is Duration − (now − send timestamp of the last confirmed
-// acquire/extension), clamped at 0; 0 whenever the state is not Held (H2). It is a local
-// estimate, not an ownership check.
+// RemainingEstimate is the time left until the lease deadline (see LeaseDeadline), clamped
+// at 0; 0 whenever the state is not Held (H2). It is a local estimate, not an ownership
+// check.
 func (h *Handle) RemainingEstimate(now time.Duration) time.Duration {
 	if h.state != Held {
 		return 0
 	}
-	return max(0, h.duration-(now-h.confirmedAt))
+	return max(0, h.deadline()-now)
 }
 
-// LeaseDeadline returns the local monotonic time at which the lease estimate runs out
-// (last confirmed send timestamp + Duration), and false when the state is not Held.
+// LeaseDeadline returns the local monotonic time at which the lease estimate runs out, and
+// false when the state is not Held. It is the last confirmed send timestamp + Duration,
+// or earlier while a renewal with a shorter TTL is in flight: the server may already have
+// applied that renewal, so its deadline (send timestamp + its TTL) counts until it settles.
 func (h *Handle) LeaseDeadline() (time.Duration, bool) {
-	return h.confirmedAt + h.duration, h.state == Held
+	return h.deadline(), h.state == Held
+}
+
+// deadline is the earliest time the server-side lease may expire: the confirmed deadline,
+// or the deadline of a renewal in flight if that is earlier (a shortening reset that may
+// have applied already).
+func (h *Handle) deadline() time.Duration {
+	d := h.confirmedAt + h.duration
+	if h.renewOp != 0 && (h.state == Held || h.state == Releasing) {
+		d = min(d, h.renewSentAt+h.renewTTL)
+	}
+	return d
 }
 
 // IsReleased reports whether the handle no longer counts as holding the lock: the state is

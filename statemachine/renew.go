@@ -64,6 +64,10 @@ func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
 	h.renewCaller = caller
 	h.renewByKeep = caller == 0
 	h.emit(Effect{Kind: EffectSendRenew, Op: h.renewOp, TTL: ttl, Caller: caller})
+	if h.keepAlive == keepAliveRunning && now+ttl < h.confirmedAt+h.duration {
+		// A shortening renewal may apply before its reply: watch its deadline now (K5).
+		h.armTimer(TimerDeadline, h.deadline())
+	}
 }
 
 // stepRenewDone handles the completion of the renewal in flight.
@@ -132,14 +136,14 @@ func (h *Handle) scheduleKeepAlive(now time.Duration) {
 		return
 	}
 	if h.state == Releasing {
-		h.armTimer(TimerDeadline, h.confirmedAt+h.duration)
+		h.armTimer(TimerDeadline, h.deadline())
 		return
 	}
 	if h.state != Held {
 		return
 	}
 	h.armTimer(TimerRenewal, now+RenewalDelay(h.duration, h.RemainingEstimate(now)))
-	h.armTimer(TimerDeadline, h.confirmedAt+h.duration)
+	h.armTimer(TimerDeadline, h.deadline())
 }
 
 // stepKeepAliveStop stops the keep-alive (K10). With wait, the caller is answered when no
