@@ -13,8 +13,8 @@ const maxRedirects = 5
 
 // Pool keeps one current Session per node of a rueidis client and runs lock
 // operations on them, following cluster redirects. It is safe for
-// concurrent use. Create it with NewPool and Close it when done; it never
-// closes the rueidis client it was given.
+// concurrent use. Create it with NewPool (the zero value is not usable) and
+// Close it when done; it never closes the rueidis client it was given.
 type Pool struct {
 	client  rueidis.Client
 	cluster bool

@@ -39,7 +39,7 @@ func (l *Locks) ResetExpiry(ctx context.Context, key string, token Token, ttl ti
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Extend(ctx, l.key(key), token.wire(), ms)
-	l.logUncertain(ctx, "ResetExpiry", key, err)
+	l.logFailure(ctx, "ResetExpiry", key, err)
 	return res.Owned, err
 }
 
@@ -57,7 +57,7 @@ func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, err
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Release(ctx, l.key(key), token.wire())
-	l.logUncertain(ctx, "Release", key, err)
+	l.logFailure(ctx, "Release", key, err)
 	return res.Owned, err
 }
 
@@ -96,7 +96,7 @@ func validate(op, key string, token Token, ttl time.Duration, needTTL bool) (int
 	return ms, nil
 }
 
-func (l *Locks) logUncertain(ctx context.Context, op, key string, err error) {
+func (l *Locks) logFailure(ctx context.Context, op, key string, err error) {
 	if err != nil {
 		l.core.logger.DebugContext(ctx, "lease: raw operation failed", "op", op, "key", key, "error", err)
 	}
