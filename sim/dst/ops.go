@@ -3,7 +3,6 @@ package dst
 import (
 	"time"
 
-	"github.com/respire-go/respire/capstore"
 	"github.com/respire-go/respire/conn"
 )
 
@@ -62,6 +61,8 @@ func (w *World) startOp(h *handle, e Effect) {
 			op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
 		case OpRelease:
 			op.protocol = conn.NewRelease(h.key, h.token, caps)
+		case OpVerify:
+			op.protocol = conn.NewOwnerQuery(h.key)
 		}
 		if !w.ensureIdentity(op.sess, op) {
 			return
@@ -116,11 +117,8 @@ func (w *World) sendStep(op *opRun) {
 // command is the op's current command; the mutation hook may rewrite it.
 func (w *World) command(op *opRun) conn.Command {
 	h := op.h
-	switch op.kind {
-	case OpAcquire:
+	if op.kind == OpAcquire {
 		return conn.AcquireCommand(h.key, h.token, millis(op.ttl))
-	case OpVerify:
-		return conn.OwnerCommand(h.key)
 	}
 	cmd := op.protocol.Command()
 	if w.opt.Mutation == MutationRenewWithoutCompare && op.kind == OpExtend {
@@ -188,23 +186,22 @@ func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
 	}
 	op.replied = true
 	op.confirmed = w.check.confirming(req.cmd, r)
-	switch op.kind {
-	case OpAcquire:
+	if op.kind == OpAcquire {
 		ok, err := conn.AcquireResult(r)
 		w.finish(op, definite(ok, err))
-	case OpVerify:
-		token, found, err := conn.OwnerResult(r)
-		w.finish(op, definite(found && token == op.h.token, err))
+		return
+	}
+	out := op.protocol.Interpret(r)
+	op.sess.caps.Add(out.Learned)
+	if out.Learned != 0 {
+		w.trace.logf(w, op.h.proc, op.h.name, "session learned %s", out.Learned)
+	}
+	switch {
+	case !out.Done:
+		w.sendStep(op)
+	case op.kind == OpVerify:
+		w.finish(op, definite(out.Owned && out.Value == op.h.token, out.Err))
 	default:
-		out := op.protocol.Interpret(r)
-		op.sess.caps.Add(out.Learned)
-		if out.Learned != 0 {
-			w.trace.logf(w, op.h.proc, op.h.name, "session learned %s", capstore.Set(out.Learned))
-		}
-		if !out.Done {
-			w.sendStep(op)
-			return
-		}
 		w.finish(op, definite(out.Owned, out.Err))
 	}
 }
