@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
@@ -19,12 +22,15 @@ const cleanupTimeout = 5 * time.Second
 // per-session fencing permission, the renewal batchers and the background
 // work Close waits for. It is safe for concurrent use.
 type managed struct {
-	core  *core
-	clock actor.Clock
+	core    *core
+	clock   actor.Clock
+	cluster bool
+
+	standalone atomic.Pointer[conn.Session] // the current session, standalone mode only
+	fencing    sync.Map                     // *conn.Session → fenceVerdict
 
 	mu       sync.Mutex
-	fencing  map[*conn.Session]error // nil: may fence; *PermissionError: denied
-	renewers map[string]*renewer     // per node address
+	renewers map[string]*renewer // per node address
 
 	unfencedWarning sync.Once
 	background      sync.WaitGroup
@@ -41,7 +47,7 @@ func (l *Locks) managed() *managed {
 	m, _ := managedByCore.LoadOrStore(l.core, &managed{
 		core:     l.core,
 		clock:    actor.RealClock(),
-		fencing:  map[*conn.Session]error{},
+		cluster:  l.core.client.Mode() == rueidis.ClientModeCluster,
 		renewers: map[string]*renewer{},
 	})
 	return m.(*managed)
@@ -62,26 +68,40 @@ func (l *Locks) closeManaged() {
 // (not cached) when the probe could not be answered. It blocks only the
 // first time per session.
 func (m *managed) mayFence(ctx context.Context, s *conn.Session) error {
-	m.mu.Lock()
-	err, known := m.fencing[s]
-	m.mu.Unlock()
-	if known {
-		return err
+	if v, known := m.fencing.Load(s); known {
+		return v.(fenceVerdict).err
 	}
-	err = m.probe(ctx, s)
+	err := m.probe(ctx, s)
 	var permErr *PermissionError
 	if err != nil && !errors.As(err, &permErr) {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for old := range m.fencing {
-		if old.Retired() {
-			delete(m.fencing, old)
+	m.fencing.Range(func(old, _ any) bool {
+		if old.(*conn.Session).Retired() {
+			m.fencing.Delete(old)
+		}
+		return true
+	})
+	m.fencing.Store(s, fenceVerdict{err: err})
+	return err
+}
+
+// fenceVerdict is the cached answer of mayFence for one session.
+type fenceVerdict struct{ err error }
+
+// sessionFor returns the session for wireKey: in standalone mode the cached
+// current session while it is not retired, otherwise the pool's routing.
+func (m *managed) sessionFor(ctx context.Context, wireKey string) (*conn.Session, error) {
+	if !m.cluster {
+		if s := m.standalone.Load(); s != nil && !s.Retired() {
+			return s, nil
 		}
 	}
-	m.fencing[s] = err
-	return err
+	s, err := m.core.pool.SessionForKey(ctx, wireKey)
+	if err == nil && !m.cluster {
+		m.standalone.Store(s)
+	}
+	return s, err
 }
 
 func (m *managed) probe(ctx context.Context, s *conn.Session) error {
@@ -106,7 +126,7 @@ func (m *managed) probe(ctx context.Context, s *conn.Session) error {
 // may run there (identity and CLIENT KILL). It blocks for the routing and,
 // once per session, the probe.
 func (m *managed) renewalSession(ctx context.Context, wireKey string) (*conn.Session, error) {
-	s, err := m.core.pool.SessionForKey(ctx, wireKey)
+	s, err := m.sessionFor(ctx, wireKey)
 	if err != nil {
 		return nil, err
 	}

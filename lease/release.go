@@ -66,7 +66,7 @@ func callerError(ctx context.Context, err error) error {
 func (l *Lock) execute(ctx context.Context, j job) event {
 	ctx, cancel := l.m.commandContext(ctx)
 	defer cancel()
-	s, err := l.m.core.pool.SessionForKey(ctx, l.wireKey)
+	s, err := l.m.sessionFor(ctx, l.wireKey)
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: err}
 	}
