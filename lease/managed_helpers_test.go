@@ -71,3 +71,34 @@ func waitDone(t *testing.T, ctx context.Context) {
 		t.Fatal("context not cancelled within 10s")
 	}
 }
+
+// eventually polls cond (bounded) for state that settles asynchronously.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// isRenewal matches SET key … IFEQ … (the native renewal).
+func isRenewal(key string) func(sim.Entry) bool {
+	return func(e sim.Entry) bool {
+		return len(e.Args) >= 5 && strings.EqualFold(e.Args[0], "SET") && e.Args[1] == key && strings.EqualFold(e.Args[3], "IFEQ")
+	}
+}
+
+func hasIFEQ(args []string) bool { return len(args) >= 4 && strings.EqualFold(args[3], "IFEQ") }
+
+// seqOf returns the Seq of the first entry matching, or 0.
+func seqOf(log []sim.Entry, match func(sim.Entry) bool) int64 {
+	for _, e := range log {
+		if match(e) {
+			return e.Seq
+		}
+	}
+	return 0
+}

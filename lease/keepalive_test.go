@@ -1,0 +1,209 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
+)
+
+// acquireWithClock returns a lock of ttl on a Redis 8.4 sim, with the managed
+// runtime on a manual clock.
+func acquireWithClock(t *testing.T, ttl time.Duration, opts ...AcquireOption) (*sim.Server, *actor.ManualClock, *Lock) {
+	t.Helper()
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	lock, err := locks.Acquire(ctxT(t), "k", ttl, opts...)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	t.Cleanup(func() { _ = lock.Close() })
+	return srv, clock, lock
+}
+
+func TestKeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	srv.ResetLog()
+	clock.Advance(5*time.Second - time.Millisecond)
+	if n := count(srv.Log(), "SET"); n != 0 {
+		t.Fatalf("renewed before half the lease: %v", srv.Log())
+	}
+	clock.Advance(time.Millisecond)
+	e := waitLog(t, srv, isRenewal("k"))
+	if e.Args[len(e.Args)-1] != "10000" {
+		t.Fatalf("renewal %q; want PX 10000", e.Args)
+	}
+	eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+	if ctx := lock.KeepAliveContext(); ctx.Err() != nil {
+		t.Fatalf("keep-alive ended: %v", context.Cause(ctx))
+	}
+}
+
+func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	lock, err := locks.Acquire(ctx, "k", time.Minute, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := lock.KeepAliveContext().Err(); err != nil {
+		t.Fatalf("keep-alive cancelled with the acquisition ctx: %v", err)
+	}
+	if _, err := lock.KeepAlive(ctxT(t)); !errors.Is(err, ErrKeepAliveActive) {
+		t.Fatalf("second KeepAlive = %v; want ErrKeepAliveActive", err)
+	}
+	if err := lock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+		t.Fatalf("after Close the keep-alive cause is %v; want ErrKeepAliveStopped (stopped before the release)", cause)
+	}
+	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
+		t.Fatalf("Close did not release: EXISTS = %q", got)
+	}
+}
+
+func TestKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	clock.Advance(5 * time.Second)
+	renewal := waitLog(t, srv, isRenewal("k"))
+	ka := lock.KeepAliveContext()
+	clock.Advance(5*time.Second - time.Millisecond)
+	if ka.Err() != nil {
+		t.Fatalf("keep-alive cancelled before the deadline: %v", context.Cause(ka))
+	}
+	clock.Advance(time.Millisecond) // acquisition send time + Duration: the server's lease cannot end earlier
+	waitDone(t, ka)
+	if cause := context.Cause(ka); !errors.Is(cause, ErrOwnershipLost) {
+		t.Fatalf("cause = %v; want ErrOwnershipLost", cause)
+	}
+	kill := waitLog(t, srv, isKill)
+	if kill.Seq < renewal.Seq || kill.ClientID == renewal.ClientID {
+		t.Fatalf("fence %v (seq %d, client %d) must follow the renewal (seq %d) from another connection (%d)",
+			kill.Args, kill.Seq, kill.ClientID, renewal.Seq, renewal.ClientID)
+	}
+	eventually(t, "Lost", func() bool { return lock.State() == StateLost })
+	if out, err := lock.Release(ctxT(t)); out != NotOwned || err != nil {
+		t.Fatalf("Release after loss = %v, %v; want NotOwned", out, err)
+	}
+}
+
+func TestKeepAliveCausesAreDistinct(t *testing.T) {
+	t.Run("renewal false is ownership lost", func(t *testing.T) {
+		srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+		srv.Exec("SET", "k", "someone-else")
+		clock.Advance(5 * time.Second)
+		waitDone(t, lock.KeepAliveContext())
+		cause := context.Cause(lock.KeepAliveContext())
+		var failure *RenewalFailureError
+		if !errors.Is(cause, ErrOwnershipLost) || errors.As(cause, &failure) {
+			t.Fatalf("cause = %v; want plain ErrOwnershipLost", cause)
+		}
+	})
+	t.Run("renewal error is a renewal failure", func(t *testing.T) {
+		srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+		srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Match: hasIFEQ, Error: "ERR arbitrary server failure"})
+		clock.Advance(5 * time.Second)
+		waitDone(t, lock.KeepAliveContext())
+		var failure *RenewalFailureError
+		cause := context.Cause(lock.KeepAliveContext())
+		if !errors.As(cause, &failure) || !errors.Is(cause, ErrOwnershipLost) || failure.Unwrap() == nil {
+			t.Fatalf("cause = %v; want *RenewalFailureError wrapping the server error", cause)
+		}
+		if lock.State() != StateLost {
+			t.Fatalf("state %v; want Lost", lock.State())
+		}
+	})
+	t.Run("release", func(t *testing.T) {
+		_, _, lock := acquireWithClock(t, 10*time.Second)
+		ka, err := lock.KeepAlive(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := lock.Release(ctxT(t)); out != Released || err != nil {
+			t.Fatalf("Release = %v, %v", out, err)
+		}
+		if !errors.Is(ka.Err(), ErrReleased) || ka.OwnershipLost() {
+			t.Fatalf("after release: Err %v, OwnershipLost %v; want ErrReleased, false", ka.Err(), ka.OwnershipLost())
+		}
+	})
+	t.Run("stop", func(t *testing.T) {
+		_, _, lock := acquireWithClock(t, 10*time.Second)
+		ka, err := lock.KeepAlive(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ka.Err() != nil {
+			t.Fatalf("running keep-alive has Err %v", ka.Err())
+		}
+		ka.Stop()
+		ka.Stop()
+		if !errors.Is(ka.Err(), ErrKeepAliveStopped) || ka.OwnershipLost() || lock.State() != StateHeld {
+			t.Fatalf("after Stop: Err %v, lost %v, state %v", ka.Err(), ka.OwnershipLost(), lock.State())
+		}
+		again, err := lock.KeepAlive(ctxT(t))
+		if err != nil {
+			t.Fatalf("KeepAlive after Stop = %v; want a new one", err)
+		}
+		ka.Stop() // the old one must not stop the new one
+		if again.Err() != nil {
+			t.Fatalf("stopping the old keep-alive stopped the new one: %v", again.Err())
+		}
+	})
+}
+
+func TestKeepAliveStopWaitsForTheRenewalInFlightAndDoesNotRelease(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second)
+	ka, err := lock.KeepAlive(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	clock.Advance(5 * time.Second)
+	waitLog(t, srv, isRenewal("k"))
+	stopped := make(chan struct{})
+	go func() { ka.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while the renewal was in flight")
+	case <-time.After(50 * time.Millisecond): // a negative check: Stop must still be waiting
+	}
+	close(gate)
+	<-stopped
+	if lock.State() != StateHeld || lock.RemainingEstimate() != 10*time.Second {
+		t.Fatalf("after Stop: state %v, remaining %v; want Held with the renewal applied", lock.State(), lock.RemainingEstimate())
+	}
+	if got := srv.Exec("EXISTS", "k"); got != ":1\r\n" {
+		t.Fatalf("Stop released the lock: EXISTS = %q", got)
+	}
+}
+
+func TestKeepAliveStopsWhenItsContextEnds(t *testing.T) {
+	_, _, lock := acquireWithClock(t, 10*time.Second)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	ka, err := lock.KeepAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	waitDone(t, ka.Context())
+	if !errors.Is(ka.Err(), ErrKeepAliveStopped) {
+		t.Fatalf("cause %v; want ErrKeepAliveStopped", ka.Err())
+	}
+	eventually(t, "slot freed", func() bool {
+		k, err := lock.KeepAlive(ctxT(t))
+		if err == nil {
+			k.Stop()
+		}
+		return err == nil
+	})
+}
