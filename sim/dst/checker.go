@@ -42,6 +42,7 @@ type checker struct {
 }
 
 type fenceKey struct {
+	node       int
 	generation int
 	clientID   int64
 }
@@ -96,6 +97,9 @@ func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 	if r.Kind != conn.ReplyError {
 		return false
 	}
+	if _, redirect := conn.ParseRedirect(r.Text); redirect {
+		return true // MOVED/ASK: the command did not run; re-sending on the target is no replay
+	}
 	name := strings.ToUpper(cmd.Args[0])
 	low := strings.ToLower(r.Text)
 	switch {
@@ -113,23 +117,23 @@ func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 
 // beforeExec reads the key the command touches (invariants 2 and 5).
 func (k *checker) beforeExec(w *World, c *connection, r *request) keyState {
-	if k.fenced[fenceKey{c.generation, c.clientID}] {
+	if k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
 		k.fail(w, 5, "%s ran on fenced connection id=%d after its CLIENT KILL reply", r.cmd.Args[0], c.clientID)
 	}
 	if r.op == nil || r.op.kind == OpVerify {
 		return keyState{}
 	}
-	return w.node.state(w, r.op.h.key)
+	return c.node.state(w, r.op.h.key)
 }
 
 // afterExec: invariant 2, and the server-side lease end of the owner.
-func (k *checker) afterExec(w *World, _ *connection, r *request, before keyState) {
+func (k *checker) afterExec(w *World, c *connection, r *request, before keyState) {
 	op := r.op
 	if op == nil || op.kind == OpVerify {
 		return
 	}
-	w.node.refresh(w, op.h.key)
-	after := w.node.state(w, op.h.key)
+	c.node.refresh(w, op.h.key)
+	after := c.node.state(w, op.h.key)
 	if after.found && after.pttl > 0 {
 		k.expiry[after.token] = w.now + time.Duration(after.pttl)*time.Millisecond
 	}
@@ -146,7 +150,7 @@ func (k *checker) afterExec(w *World, _ *connection, r *request, before keyState
 }
 
 func (k *checker) onFenced(_ *World, c *connection) {
-	k.fenced[fenceKey{c.generation, c.clientID}] = true
+	k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] = true
 }
 
 // onFailover: lease ends carry over (the keyspace is copied).
@@ -169,7 +173,7 @@ func (w *World) ownerName(s keyState) string {
 func (k *checker) afterStep(w *World) {
 	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
 	for _, key := range w.keys {
-		owner := w.node.state(w, key)
+		owner := w.owner[key].state(w, key)
 		for _, h := range w.handles {
 			if h.key != key || w.done {
 				continue

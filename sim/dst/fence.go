@@ -22,14 +22,14 @@ func (w *World) fence(h *handle, opID int64) {
 		return
 	case w.opt.Mutation == MutationSkipFence:
 		// the broken variant claims the fence was answered without sending it
-		if op.carrier.generation == w.node.generation {
+		if op.carrier.generation == op.carrier.node.generation {
 			w.check.onFenced(w, op.carrier)
 		}
 		report(OpResult{Class: Definite})
 		return
 	}
 	victim := op.carrier
-	c := w.liveConn(p, &p.control, "control")
+	c := w.liveConn(p, &p.control, victim.node, "control")
 	cmd := conn.FenceCommand(op.clientID, op.addr)
 	w.trace.logf(w, p, h.name, "fence id=%d of op %s", op.clientID, opLabel(opID))
 	w.write(c, &request{cmd: cmd,
@@ -39,7 +39,7 @@ func (w *World) fence(h *handle, opID int64) {
 				report(OpResult{Class: Definite, Err: r.Text})
 				return
 			}
-			if victim.generation == w.node.generation {
+			if victim.generation == victim.node.generation {
 				w.check.onFenced(w, victim)
 			}
 			w.reapKilled()
@@ -52,7 +52,7 @@ func (w *World) fence(h *handle, opID int64) {
 // killed (the process sees EOF).
 func (w *World) reapKilled() {
 	for _, c := range w.conns {
-		if !c.closed && c.generation == w.node.generation && w.node.engine.Killed(c.clientID) {
+		if !c.closed && c.generation == c.node.generation && c.node.engine.Killed(c.clientID) {
 			w.closeConn(c)
 		}
 	}

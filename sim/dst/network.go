@@ -13,12 +13,14 @@ import (
 type connection struct {
 	id         int64
 	proc       *process
+	node       *node // the server it is connected to
 	generation int   // node generation it was opened to
 	clientID   int64 // the server's CLIENT ID for it
 	addr       string
 	role       string // "session", "mux" or "control"
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
+	retired    bool       // no new commands; closed once the written ones are answered
 	inFlight   []*request // written, not yet answered (order of writing)
 	toServer   []*request // written, not yet arrived (FIFO)
 	toClient   []answer   // executed, reply travelling back (FIFO)
@@ -42,14 +44,19 @@ type request struct {
 	settled bool
 }
 
-// open connects p to the current node.
-func (w *World) open(p *process, role string) *connection {
-	c := &connection{id: w.id(), proc: p, generation: w.node.generation, role: role}
+// open connects p to node n.
+func (w *World) open(p *process, n *node, role string) *connection {
+	c := &connection{id: w.id(), proc: p, node: n, generation: n.generation, role: role}
 	c.addr = "10.0.0." + strconv.Itoa(p.index+1) + ":" + strconv.FormatInt(40000+c.id, 10)
-	c.clientID = w.node.engine.NewClient(c.addr)
+	c.clientID = n.engine.NewClient(c.addr)
 	w.conns = append(w.conns, c)
-	w.trace.logf(w, p, "", "connect %s id=%d", role, c.clientID)
+	w.trace.logf(w, p, "", "connect %s to %s id=%d", role, n.name, c.clientID)
 	return c
+}
+
+// stale reports whether c can no longer be used by its process.
+func (c *connection) stale() bool {
+	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
 }
 
 // write sends r on c: it arrives at the server after a latency drawn now,
@@ -70,12 +77,13 @@ func (w *World) write(c *connection, r *request) {
 // arrive is the server side of a command: faults, execution, the reply's
 // trip back. While the node is paused the arrival is retried later.
 func (w *World) arrive(c *connection) {
-	if c.closed || c.generation != w.node.generation || len(c.toServer) == 0 {
+	n := c.node
+	if c.closed || c.generation != n.generation || len(c.toServer) == 0 {
 		return
 	}
-	if w.node.paused {
-		c.lastArrive = max(c.lastArrive, w.node.resumeAt)
-		w.schedule(nil, w.node.resumeAt, func() { w.arrive(c) })
+	if n.paused {
+		c.lastArrive = max(c.lastArrive, n.resumeAt)
+		w.schedule(nil, n.resumeAt, func() { w.arrive(c) })
 		return
 	}
 	r := c.toServer[0]
@@ -85,7 +93,7 @@ func (w *World) arrive(c *connection) {
 		w.closeConn(c)
 		return
 	}
-	reply, ok := w.node.exec(w, c, r)
+	reply, ok := n.exec(w, c, r)
 	if !ok {
 		w.closeConn(c)
 		return
@@ -125,6 +133,9 @@ func (w *World) deliver(c *connection) {
 	r.settled = true
 	w.check.onReply(w, r, reply)
 	r.onReply(reply)
+	if c.retired && len(c.inFlight) == 0 {
+		w.closeConn(c)
+	}
 }
 
 func (w *World) removeInFlight(c *connection, r *request) {
@@ -143,8 +154,8 @@ func (w *World) closeConn(c *connection) {
 		return
 	}
 	c.closed = true
-	if c.generation == w.node.generation {
-		w.node.engine.CloseClient(c.clientID)
+	if c.generation == c.node.generation {
+		c.node.engine.CloseClient(c.clientID)
 	}
 	lost := c.inFlight
 	c.inFlight, c.toServer, c.toClient = nil, nil, nil

@@ -13,6 +13,9 @@ import (
 // connection dropped) and bumps the generation; the keyspace is copied,
 // as a fully replicated replica would have it.
 type node struct {
+	index      int
+	name       string // "n1"
+	addr       string // what MOVED replies name
 	engine     *sim.Engine
 	profile    sim.Profile
 	generation int
@@ -23,8 +26,12 @@ type node struct {
 }
 
 func newNode(w *World, profile sim.Profile, keys []string) *node {
-	return &node{engine: sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
+	i := len(w.nodes)
+	n := &node{index: i, name: "n" + strconv.Itoa(i+1), addr: "10.0.1." + strconv.Itoa(i+1) + ":6379",
+		engine:  sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
 		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{}}
+	w.nodes = append(w.nodes, n)
+	return n
 }
 
 // exec runs r's command for c on the engine, with the checker watching
@@ -33,6 +40,10 @@ func newNode(w *World, profile sim.Profile, keys []string) *node {
 func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
 	if n.engine.Killed(c.clientID) {
 		return conn.Reply{}, false
+	}
+	if moved, ok := n.moved(w, r.cmd); ok {
+		w.trace.logf(w, c.proc, "", "%s answered %s with %s", n.name, r.cmd.Args[0], moved.Text)
+		return moved, true
 	}
 	before := w.check.beforeExec(w, c, r)
 	args := make([][]byte, len(r.cmd.Args))
@@ -44,7 +55,9 @@ func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
 		return conn.Reply{}, false
 	}
 	reply := parseReply(out)
-	w.trace.logf(w, c.proc, "", "server ran %s on id=%d -> %s", w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
+	if w.trace.enabled {
+		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
+	}
 	w.check.afterExec(w, c, r, before)
 	return reply, true
 }
@@ -110,9 +123,9 @@ func (n *node) failover(w *World, profile sim.Profile) {
 	old := n.engine
 	n.engine, n.profile = next, profile
 	n.generation++
-	w.trace.logf(w, nil, "", "fault: failover to %s (generation %d)", profile, n.generation)
+	w.trace.logf(w, nil, "", "fault: %s fails over to %s (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {
-		if !c.closed && c.generation == n.generation-1 {
+		if !c.closed && c.node == n && c.generation == n.generation-1 {
 			old.CloseClient(c.clientID)
 			w.closeConn(c)
 		}
@@ -121,6 +134,49 @@ func (n *node) failover(w *World, profile sim.Profile) {
 		n.refresh(w, k)
 	}
 	w.check.onFailover(w)
+}
+
+// moved answers a keyed command for a key whose slot n no longer owns
+// with the cluster's MOVED reply (the command does not run). The slot map
+// is the World's; only one owner change per schedule is modelled.
+func (n *node) moved(w *World, cmd conn.Command) (conn.Reply, bool) {
+	if cmd.Key < 0 || cmd.Key >= len(cmd.Args) {
+		return conn.Reply{}, false
+	}
+	key := cmd.Args[cmd.Key]
+	owner := w.owner[key]
+	if owner == nil || owner == n {
+		return conn.Reply{}, false
+	}
+	return conn.Reply{Kind: conn.ReplyError,
+		Text: "MOVED " + strconv.Itoa(sim.Slot(key)) + " " + owner.addr}, true
+}
+
+// moveSlot gives key's slot to node to: the key is copied with its TTL and
+// deleted from the old owner, which then answers MOVED.
+func (w *World) moveSlot(key string, to *node) {
+	from := w.owner[key]
+	v, found, pttl := from.owner(key)
+	if found && pttl >= 0 {
+		to.engine.AdminExec("SET", key, v, "PX", strconv.FormatInt(max(pttl, 1), 10))
+	} else if found {
+		to.engine.AdminExec("SET", key, v)
+	}
+	from.engine.AdminExec("DEL", key)
+	w.owner[key] = to
+	from.refresh(w, key)
+	to.refresh(w, key)
+	w.trace.logf(w, nil, "", "fault: slot %d (%s) moves %s -> %s (%s)", sim.Slot(key), key, from.name, to.name, to.profile)
+}
+
+// nodeByAddr finds the node a MOVED reply names.
+func (w *World) nodeByAddr(addr string) *node {
+	for _, n := range w.nodes {
+		if n.addr == addr {
+			return n
+		}
+	}
+	return nil
 }
 
 // denyACL makes the default user lose one permission the lock uses.

@@ -49,26 +49,52 @@ func (w *World) startOp(h *handle, e Effect) {
 	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced,
 		afterUncertainWrite: h.uncertainWrite, afterUncertainSet: h.uncertainSet}
 	h.ops[op.id] = op
-	p := h.proc
-	if op.kind == OpAcquire {
-		op.carrier = w.liveConn(p, &p.mux, "mux")
-	} else {
-		op.sess = w.liveSession(p)
-		op.carrier = op.sess.conn
-		caps := op.sess.caps.Load()
-		switch op.kind {
-		case OpExtend:
-			op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
-		case OpRelease:
-			op.protocol = conn.NewRelease(h.key, h.token, caps)
-		case OpVerify:
-			op.protocol = conn.NewOwnerQuery(h.key)
-		}
-		if !w.ensureIdentity(op.sess, op) {
-			return
-		}
+	if w.bind(op, w.routeFor(h.proc, h.key)) {
+		w.writeOp(op)
 	}
-	w.writeOp(op)
+}
+
+// bind points op at node n: acquisitions use the multiplexed connection,
+// everything else a session (a fresh Operation from that session's
+// capabilities, after its identity handshake). It reports whether op may
+// be written now; otherwise it waits for the handshake.
+func (w *World) bind(op *opRun, n *node) bool {
+	h, p := op.h, op.h.proc
+	if op.kind == OpAcquire {
+		op.carrier = w.liveConn(p, &p.mux, n, "mux")
+		return true
+	}
+	op.sess = w.liveSession(p, n)
+	op.carrier = op.sess.conn
+	caps := op.sess.caps.Load()
+	switch op.kind {
+	case OpExtend:
+		op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
+	case OpRelease:
+		op.protocol = conn.NewRelease(h.key, h.token, caps)
+	case OpVerify:
+		op.protocol = conn.NewOwnerQuery(h.key)
+	}
+	return w.ensureIdentity(op.sess, op)
+}
+
+// redirect follows a MOVED reply the way conn's pool does: the command
+// did not run; correct the slot map, retire the session that got it and
+// run the op again on the target's session.
+func (w *World) redirect(op *opRun, rd conn.Redirect) {
+	target := w.nodeByAddr(rd.Addr)
+	if target == nil {
+		w.finish(op, OpResult{Class: Definite, Err: "MOVED to an unknown node " + rd.Addr})
+		return
+	}
+	op.h.proc.route[op.h.key] = target
+	w.trace.logf(w, op.h.proc, op.h.name, "%s %s redirected to %s", op.kind, opLabel(op.id), target.name)
+	if op.sess != nil {
+		w.retire(op.sess)
+	}
+	if w.bind(op, target) {
+		w.writeOp(op)
+	}
 }
 
 // writeOp writes op's first command, possibly after a wait for capacity
@@ -144,8 +170,6 @@ func (w *World) armDeadline(op *opRun) {
 		w.trace.logf(w, p, op.h.name, "%s timed out after the write", op.kind)
 		if op.sess != nil {
 			w.retire(op.sess)
-		} else {
-			w.abandon(op.carrier)
 		}
 		w.finish(op, OpResult{Class: Uncertain, Err: "command timeout"})
 	})
@@ -187,6 +211,10 @@ func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
 	op.replied = true
 	op.confirmed = w.check.confirming(req.cmd, r)
 	if op.kind == OpAcquire {
+		if rd, moved := conn.ParseRedirect(r.Text); r.Kind == conn.ReplyError && moved {
+			w.redirect(op, rd) // rueidis' cluster client follows MOVED for SET NX itself
+			return
+		}
 		ok, err := conn.AcquireResult(r)
 		w.finish(op, definite(ok, err))
 		return
@@ -199,6 +227,8 @@ func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
 	switch {
 	case !out.Done:
 		w.sendStep(op)
+	case out.Redirect != nil && !out.Redirect.Ask:
+		w.redirect(op, *out.Redirect)
 	case op.kind == OpVerify:
 		w.finish(op, definite(out.Owned && out.Value == op.h.token, out.Err))
 	default:

@@ -37,7 +37,7 @@ type Options struct {
 	DelayReplyPercent     int // reply delayed beyond the command deadline
 	PauseNodePercent      int // the server stops processing for a while (per step)
 	FailoverPercent       int // replaced by a server of another profile (per step)
-	MoveSlotPercent       int // reserved: cluster slot move (not modelled, see Report)
+	MoveSlotPercent       int // the key's slot moves to a new node, which answers MOVED (once per schedule)
 	DenyACLPercent        int // ACL change denying CLIENT or DELEX/DELIFEQ (per step)
 	CancelPercent         int // a user cancels a pending call (per cancellable point)
 	PauseProcessPercent   int // GC-style pause of a process longer than its lease (per step)
@@ -89,6 +89,7 @@ func Swarm(seed uint64) Options {
 	o.DelayReplyPercent = pick(10)
 	o.PauseNodePercent = pick(2)
 	o.FailoverPercent = pick(2)
+	o.MoveSlotPercent = pick(3)
 	o.DenyACLPercent = pick(2)
 	o.CancelPercent = pick(30)
 	o.PauseProcessPercent = pick(2)

@@ -20,9 +20,10 @@ type process struct {
 	offset   time.Duration
 	paused   bool
 
-	session *session
-	mux     *connection
-	control *connection
+	sessions []*session       // per node index
+	mux      []*connection    // per node index: the multiplexed client's connection (acquisitions)
+	control  []*connection    // per node index: where fences are sent
+	route    map[string]*node // the process's slot map: key -> node (corrected by MOVED)
 
 	current map[string]*handle // the handle the user works with, per key
 	calls   []*userCall        // pending user calls (cancellable)
@@ -48,7 +49,8 @@ const (
 )
 
 func newProcess(w *World, index int) *process {
-	p := &process{index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{}}
+	p := &process{index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{},
+		route: map[string]*node{}}
 	if w.opt.DriftPPM > 0 {
 		p.driftPPM = w.rng.Int64N(2*w.opt.DriftPPM+1) - w.opt.DriftPPM
 	}
@@ -56,30 +58,49 @@ func newProcess(w *World, index int) *process {
 	return p
 }
 
-// liveSession returns p's session, opening a new one if it was retired.
-func (w *World) liveSession(p *process) *session {
-	if p.session == nil || p.session.conn.closed || p.session.conn.abandoned ||
-		p.session.conn.generation != w.node.generation {
-		p.session = &session{conn: w.open(p, "session")}
+// routeFor is the node p believes owns key.
+func (w *World) routeFor(p *process, key string) *node {
+	if n := p.route[key]; n != nil {
+		return n
 	}
-	return p.session
+	return w.nodes[0]
 }
 
-// liveConn returns a usable connection in *slot, reopening it when needed.
-func (w *World) liveConn(p *process, slot **connection, role string) *connection {
-	c := *slot
-	if c == nil || c.closed || c.abandoned || c.generation != w.node.generation {
-		c = w.open(p, role)
-		*slot = c
+// liveSession returns p's session to n, opening a new one if it was retired.
+func (w *World) liveSession(p *process, n *node) *session {
+	for len(p.sessions) <= n.index {
+		p.sessions = append(p.sessions, nil)
 	}
-	return c
+	if s := p.sessions[n.index]; s == nil || s.conn.stale() {
+		p.sessions[n.index] = &session{conn: w.open(p, n, "session")}
+	}
+	return p.sessions[n.index]
 }
 
-// retire abandons p's session: the process stops using it and will open a
-// new one. Commands already written may still run at the server (the
-// socket is closed from our side only); that is what the fence is for.
+// liveConn returns a usable connection to n from conns (mux or control),
+// reopening it when needed.
+func (w *World) liveConn(p *process, conns *[]*connection, n *node, role string) *connection {
+	for len(*conns) <= n.index {
+		*conns = append(*conns, nil)
+	}
+	if c := (*conns)[n.index]; c.stale() {
+		(*conns)[n.index] = w.open(p, n, role)
+	}
+	return (*conns)[n.index]
+}
+
+// retire retires s as conn's pool does: no new command goes to it, the
+// replies of commands already written are still read, then the socket is
+// closed. The process opens a new session (fresh capabilities) next time.
 func (w *World) retire(s *session) {
-	w.abandon(s.conn)
+	c := s.conn
+	if c.closed || c.retired {
+		return
+	}
+	c.retired = true
+	if len(c.inFlight) == 0 {
+		w.closeConn(c)
+	}
 }
 
 // ensureIdentity makes op wait until s's opening handshake (CLIENT ID and

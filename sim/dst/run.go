@@ -98,7 +98,11 @@ func newWorld(opt Options, newCore CoreFactory) *World {
 	for i := range opt.Keys {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
 	}
-	w.node = newNode(w, opt.Profile, w.keys)
+	w.owner = map[string]*node{}
+	first := newNode(w, opt.Profile, w.keys)
+	for _, k := range w.keys {
+		w.owner[k] = first
+	}
 	w.trace.logf(w, nil, "", "seed %d: %d processes, keys %v, %s, drift ±%dppm, mutation %d",
 		opt.Seed, opt.Processes, w.keys, opt.Profile, opt.DriftPPM, opt.Mutation)
 	for i := range opt.Processes {

@@ -129,14 +129,19 @@ func (w *World) chaos() {
 		return
 	}
 	defer w.schedule(nil, w.now+w.between(time.Millisecond, 10*time.Millisecond), w.chaos)
+	n := w.nodes[w.rng.IntN(len(w.nodes))]
 	switch {
-	case !w.node.paused && w.shouldPauseNode():
-		w.pauseNode(w.between(time.Millisecond, w.opt.LeaseMax/2))
+	case !n.paused && w.shouldPauseNode():
+		w.pauseNode(n, w.between(time.Millisecond, w.opt.LeaseMax/2))
 	case w.shouldFailover():
-		w.node.failover(w, w.otherProfile())
+		n.failover(w, w.otherProfile(n.profile))
+	case !w.moved && w.shouldMoveSlot():
+		w.moved = true
+		key := w.keys[w.rng.IntN(len(w.keys))]
+		w.moveSlot(key, newNode(w, w.otherProfile(""), w.keys))
 	case w.shouldDenyACL():
 		perms := []string{"client", "delex", "delifeq", "evalsha"}
-		w.node.denyACL(w, perms[w.rng.IntN(len(perms))])
+		n.denyACL(w, perms[w.rng.IntN(len(perms))])
 	case w.shouldPauseProcess():
 		p := w.procs[w.rng.IntN(len(w.procs))]
 		if !p.paused {
@@ -145,21 +150,22 @@ func (w *World) chaos() {
 	}
 }
 
-func (w *World) otherProfile() sim.Profile {
+// otherProfile draws a profile other than not.
+func (w *World) otherProfile(not sim.Profile) sim.Profile {
 	for {
 		p := sim.Profiles[w.rng.IntN(len(sim.Profiles))]
-		if p != w.node.profile {
+		if p != not {
 			return p
 		}
 	}
 }
 
-func (w *World) pauseNode(d time.Duration) {
-	w.node.paused, w.node.resumeAt = true, w.now+d
-	w.trace.logf(w, nil, "", "fault: node paused for %s", d)
+func (w *World) pauseNode(n *node, d time.Duration) {
+	n.paused, n.resumeAt = true, w.now+d
+	w.trace.logf(w, nil, "", "fault: %s paused for %s", n.name, d)
 	w.schedule(nil, w.now+d, func() {
-		w.node.paused = false
-		w.trace.logf(w, nil, "", "node resumed")
+		n.paused = false
+		w.trace.logf(w, nil, "", "%s resumed", n.name)
 	})
 }
 

@@ -23,8 +23,10 @@ type event struct {
 type World struct {
 	opt     Options
 	rng     *rand.Rand
-	now     time.Duration // true virtual time since epoch
-	node    *node
+	now     time.Duration    // true virtual time since epoch
+	nodes   []*node          // nodes[0] is the first owner of every key
+	owner   map[string]*node // the cluster's slot map (key -> owning node)
+	moved   bool             // the one slot move of this schedule happened
 	procs   []*process
 	handles []*handle
 	events  []*event
@@ -131,6 +133,7 @@ func (w *World) shouldDelayReplyPastDeadline() bool {
 }
 func (w *World) shouldPauseNode() bool    { return w.chance(w.opt.PauseNodePercent) }
 func (w *World) shouldFailover() bool     { return w.chance(w.opt.FailoverPercent) }
+func (w *World) shouldMoveSlot() bool     { return w.chance(w.opt.MoveSlotPercent) }
 func (w *World) shouldDenyACL() bool      { return w.chance(w.opt.DenyACLPercent) }
 func (w *World) shouldCancel() bool       { return w.chance(w.opt.CancelPercent) }
 func (w *World) shouldPauseProcess() bool { return w.chance(w.opt.PauseProcessPercent) }
