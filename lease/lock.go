@@ -181,7 +181,8 @@ func (l *Lock) collect(id sm.CallerID) (sm.Result, bool) {
 // its answer. A command the step starts for this caller runs right here,
 // on the caller's goroutine, governed by ctx. When ctx ends while the caller
 // waits for others (a joined release, a queued reset), the caller stops
-// waiting and the handle goes on.
+// waiting and the handle goes on; a caller whose own command ran waits for
+// its fence, if any.
 func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	if ctx.Err() != nil {
 		return sm.Result{}, context.Cause(ctx)
@@ -190,7 +191,11 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	in.Caller = l.newCaller(ctx)
 	in.Now = l.m.clock.Now()
 	job := l.step(in, in.Caller)
+	waitCtx := ctx
 	for job.op != 0 {
+		// A caller whose own command may have reached the server waits for
+		// the fence that settles it, whatever its ctx says.
+		waitCtx = context.Background()
 		l.mu.Unlock()
 		done := l.execute(ctx, job)
 		l.mu.Lock()
@@ -206,7 +211,7 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	reply := actor.NewReply[sm.Result]()
 	l.waiters[l.waiterIndex(in.Caller)].reply = reply
 	l.mu.Unlock()
-	res, err := reply.Wait(ctx, nil)
+	res, err := reply.Wait(waitCtx, nil)
 	if err != nil {
 		l.abandon(in.Caller)
 	}

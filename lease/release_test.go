@@ -1,0 +1,233 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
+)
+
+func TestConcurrentReleasesShareOneDelete(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	outcomes := make(chan ReleaseOutcome, 3)
+	starter := func() {
+		out, err := lock.Release(ctx)
+		if err != nil {
+			t.Errorf("Release = %v", err)
+		}
+		outcomes <- out
+	}
+	go starter()
+	waitLog(t, srv, isCommand("DELEX"))
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); starter() }()
+	}
+	eventually(t, "joiners parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return len(lock.waiters) == 3 })
+	close(gate)
+	wg.Wait()
+	for range 3 {
+		if out := <-outcomes; out != Released {
+			t.Fatalf("a releaser got %v; want Released (shared delete)", out)
+		}
+	}
+	if n := count(srv.Log(), "DELEX"); n != 1 {
+		t.Fatalf("server saw %d DELEX; want exactly 1", n)
+	}
+}
+
+func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	starterDone := make(chan ReleaseOutcome, 1)
+	go func() { out, _ := lock.Release(ctx); starterDone <- out }()
+	waitLog(t, srv, isCommand("DELEX"))
+	joinCtx, cancelJoin := context.WithCancel(ctx)
+	joinerErr := make(chan error, 1)
+	go func() { _, err := lock.Release(joinCtx); joinerErr <- err }()
+	eventually(t, "joiner parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return len(lock.waiters) == 2 })
+	cancelJoin()
+	if err := <-joinerErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("joiner = %v; want context.Canceled", err)
+	}
+	select {
+	case out := <-starterDone:
+		t.Fatalf("starter finished (%v) before its delete was answered", out)
+	default:
+	}
+	close(gate)
+	if out := <-starterDone; out != Released {
+		t.Fatalf("starter = %v; want Released", out)
+	}
+}
+
+func TestReleaseCancelledBeforeTheSendLeavesTheLockHeldAndRetryable(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := lock.Release(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release(cancelled) = %v; want context.Canceled", err)
+	}
+	if lock.State() != StateHeld {
+		t.Fatalf("state %v; want Held", lock.State())
+	}
+	if out, err := lock.Release(ctx); out != Released || err != nil {
+		t.Fatalf("retry = %v, %v; want Released", out, err)
+	}
+	if n := count(srv.Log(), "DELEX"); n != 1 {
+		t.Fatalf("%d DELEX; want 1", n)
+	}
+}
+
+func TestReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	releaseCtx, cancel := context.WithCancel(ctx)
+	released := make(chan error, 1)
+	go func() { _, err := lock.Release(releaseCtx); released <- err }()
+	del := waitLog(t, srv, isCommand("DELEX"))
+	cancel()
+	if err := <-released; !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) {
+		t.Fatalf("Release = %v; want the cancellation, classified uncertain", err)
+	}
+	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrOwnershipLost) {
+		t.Fatalf("keep-alive cause %v; want ErrOwnershipLost", cause)
+	}
+	kill := seqOf(srv.Log(), isKill)
+	if kill == 0 || kill < del.Seq {
+		t.Fatalf("no CLIENT KILL … ADDR after the DELEX (seq %d): %v", del.Seq, srv.Log())
+	}
+	if lock.State() != StateLost {
+		t.Fatalf("state %v; want Lost", lock.State())
+	}
+	if out, err := lock.Release(ctx); out != NotOwned || err != nil {
+		t.Fatalf("later Release = %v, %v; want NotOwned", out, err)
+	}
+	if err := lock.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+}
+
+func TestReleaseServerErrorKeepsTheLockHeldAndRetryable(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Error: "NOPERM release denied", Times: 3})
+	for round := range 2 {
+		if _, err := lock.Release(ctx); !errors.Is(err, conn.ErrServerReply) {
+			t.Fatalf("round %d: Release = %v; want the server error", round, err)
+		}
+		if lock.State() != StateHeld {
+			t.Fatalf("round %d: state %v; want Held", round, lock.State())
+		}
+	}
+	if err := lock.Close(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("Close = %v; want the server error to surface", err)
+	}
+	if out, err := lock.Release(ctx); out != Released || err != nil {
+		t.Fatalf("Release after the fault = %v, %v", out, err)
+	}
+}
+
+func TestCloseSwallowsConnectionErrors(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	lock, err := locks.Acquire(ctxT(t), "k", time.Minute, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "DELEX"})
+	if err := lock.Close(); err != nil {
+		t.Fatalf("Close = %v; want connection loss swallowed", err)
+	}
+	if lock.State() != StateLost {
+		t.Fatalf("state %v; want Lost (the delete's outcome is unknown)", lock.State())
+	}
+	other, err := locks.Acquire(ctxT(t), "other", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks.Close()
+	if err := other.Close(); err != nil {
+		t.Fatalf("Close after Locks.Close = %v; want swallowed", err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warnings counts WARN records.
+type warnings struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	n   int
+}
+
+func (w *warnings) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.Contains(p, []byte("level=WARN")) {
+		w.n++
+	}
+	return w.buf.Write(p)
+}
+
+func TestReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	srv.SetUser("locker", "lockerpw", "set", "get", "delex")
+	w := &warnings{}
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true),
+		WithLogger(slog.New(slog.NewTextHandler(w, nil))))
+	t.Cleanup(locks.closeManaged)
+	ctx := ctxT(t)
+	for _, key := range []string{"a", "b"} {
+		lock, err := locks.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := lock.Release(ctx); out != Released || err != nil {
+			t.Fatalf("Release(%s) = %v, %v; want Released unfenced", key, out, err)
+		}
+	}
+	if n := count(srv.Log(), "DELEX"); n != 2 {
+		t.Fatalf("%d DELEX; want 2", n)
+	}
+	if w.n != 1 || strings.Contains(w.buf.String(), "redacted") {
+		t.Fatalf("%d warnings; want exactly 1:\n%s", w.n, w.buf.String())
+	}
+}
