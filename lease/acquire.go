@@ -158,7 +158,9 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	lock.mu.Unlock()
 
 	cmdCtx, cancel := m.commandContext(ctx)
+	cmdCtx, interruptCancel := interruptible(cmdCtx)
 	acquired, err := m.core.pool.Acquire(cmdCtx, lock.wireKey, lock.token.wire(), ms)
+	interruptCancel()
 	cancel()
 	outcome := outcomeOf(acquired, err)
 
@@ -177,9 +179,26 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 		if lock.owned != nil {
 			lock.owned.cancel(res.Err)
 		}
-		return nil, callerError(ctx, res.Err)
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx) // the caller gave up (A9); cleanup runs in the background
+		}
+		return nil, res.Err
 	}
 	return nil, nil
+}
+
+// interruptible returns a context that ends when ctx does but has no
+// deadline of its own. rueidis waits for a reply on an idle multiplexed
+// connection with a socket deadline when the ctx has one, and then does not
+// notice a cancellation before that deadline; without a deadline it queues
+// the command and honours cancellation at once.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx, func() {}
+	}
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return inner, func() { stop(); cancel(context.Canceled) }
 }
 
 // sleepContext waits d on clock, or until ctx ends (returning its cause).

@@ -1,0 +1,128 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
+)
+
+func isAcquire(e sim.Entry) bool {
+	return len(e.Args) == 6 && strings.EqualFold(e.Args[0], "SET") && strings.EqualFold(e.Args[3], "NX")
+}
+
+func acquireTokens(log []sim.Entry) []string {
+	var tokens []string
+	for _, e := range log {
+		if isAcquire(e) {
+			tokens = append(tokens, e.Args[2])
+		}
+	}
+	return tokens
+}
+
+func TestCancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Gate: gate})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	result := make(chan error, 1)
+	go func() {
+		attempt, err := locks.TryAcquire(ctx, "k", time.Minute)
+		if attempt.Acquired() {
+			t.Error("a handle was returned after the caller gave up")
+		}
+		result <- err
+	}()
+	set := waitLog(t, srv, isAcquire)
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) { // returned while the SET reply is still held
+		t.Fatalf("TryAcquire = %v; want context.Canceled", err)
+	}
+	cleanup := waitLog(t, srv, isCommand("DELEX", "k"))
+	if cleanup.Args[3] != set.Args[2] {
+		t.Fatal("the cleanup delete does not carry the acquisition's token")
+	}
+	close(gate)
+	locks.managed().background.Wait() // the cleanup has its answer
+	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
+		t.Fatalf("orphan lock left behind: EXISTS = %q", got)
+	}
+}
+
+// contended returns a sim where "k" is held by another owner, and Locks on a
+// manual clock.
+func contended(t *testing.T) (*sim.Server, *Locks, *actor.ManualClock) {
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	srv.Exec("SET", "k", "other", "PX", "60000")
+	return srv, locks, clock
+}
+
+func TestWaitingAcquisitionCutsTheLastSleepToTheBudgetAndTriesOnceMore(t *testing.T) {
+	srv, locks, clock := contended(t)
+	result := make(chan Attempt, 1)
+	go func() {
+		a, err := locks.TryAcquire(ctxT(t), "k", time.Minute, WithWait(500*time.Millisecond), WithRetryEvery(5*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		result <- a
+	}()
+	eventually(t, "polling sleep", func() bool { return clock.Pending() == 1 })
+	clock.Advance(500 * time.Millisecond)
+	if a := <-result; a.Acquired() {
+		t.Fatal("acquired a lock held by another owner")
+	}
+	tokens := acquireTokens(srv.Log())
+	if len(tokens) != 2 || tokens[0] == tokens[1] {
+		t.Fatalf("SET tokens %d (distinct: %v); want 2 fresh ones", len(tokens), len(tokens) == 2 && tokens[0] != tokens[1])
+	}
+}
+
+func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
+	srv, locks, clock := contended(t)
+	result := make(chan error, 1)
+	var lock *Lock
+	go func() {
+		var err error
+		lock, err = locks.Acquire(ctxT(t), "k", time.Minute, WithWait(time.Second), WithRetryEvery(100*time.Millisecond))
+		result <- err
+	}()
+	eventually(t, "polling sleep", func() bool { return clock.Pending() == 1 })
+	srv.Exec("DEL", "k")
+	clock.Advance(100 * time.Millisecond)
+	if err := <-result; err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	defer lock.Close()
+	if n := len(acquireTokens(srv.Log())); n != 2 {
+		t.Fatalf("%d SETs; want 2", n)
+	}
+}
+
+func TestCancelInterruptsThePollingSleep(t *testing.T) {
+	srv, locks, clock := contended(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	result := make(chan error, 1)
+	go func() {
+		_, err := locks.Acquire(ctx, "k", time.Minute, WithWait(time.Hour))
+		result <- err
+	}()
+	eventually(t, "polling sleep", func() bool { return clock.Pending() == 1 })
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire = %v; want context.Canceled", err)
+	}
+	if n := len(acquireTokens(srv.Log())); n != 1 {
+		t.Fatalf("%d SETs; want 1", n)
+	}
+	if clock.Pending() != 0 {
+		t.Fatal("the polling timer was not stopped")
+	}
+}

@@ -1,0 +1,143 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestResetExpiryAppliesTheDurationFromNow(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second)
+	clock.Advance(3 * time.Second)
+	if ok, err := lock.ResetExpiry(ctxT(t), 20*time.Second); !ok || err != nil {
+		t.Fatalf("ResetExpiry = %v, %v", ok, err)
+	}
+	if lock.Duration() != 20*time.Second || lock.RemainingEstimate() != 20*time.Second {
+		t.Fatalf("Duration %v, remaining %v; want 20s, 20s", lock.Duration(), lock.RemainingEstimate())
+	}
+	var pttl int64
+	if _, err := fmtSscanInt(srv.Exec("PTTL", "k"), &pttl); err != nil || pttl <= 10000 || pttl > 20000 {
+		t.Fatalf("server PTTL %d; want the new 20s lease", pttl)
+	}
+}
+
+func TestResetExpiryFalseLosesTheLockAndLaterResetsSendNothing(t *testing.T) {
+	srv, _, lock := acquireWithClock(t, 10*time.Second)
+	ka, err := lock.KeepAlive(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec("SET", "k", "someone-else")
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); ok || err != nil {
+		t.Fatalf("ResetExpiry = %v, %v; want false", ok, err)
+	}
+	if lock.State() != StateLost || lock.Duration() != 10*time.Second || !ka.OwnershipLost() {
+		t.Fatalf("state %v, duration %v, keep-alive lost %v", lock.State(), lock.Duration(), ka.OwnershipLost())
+	}
+	before := len(srv.Log())
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); ok || err != nil {
+		t.Fatalf("second ResetExpiry = %v, %v; want false", ok, err)
+	}
+	if len(srv.Log()) != before {
+		t.Fatalf("a reset of a lost lock sent %v", srv.Log()[before:])
+	}
+}
+
+func TestUncertainResetCancelsKeepAliveThenFencesAfterTheRenewal(t *testing.T) {
+	srv, _, lock := acquireWithClock(t, 10*time.Second)
+	ka, err := lock.KeepAlive(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	result := make(chan error, 1)
+	go func() { _, err := lock.ResetExpiry(ctx, time.Minute); result <- err }()
+	renewal := waitLog(t, srv, isRenewal("k"))
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ResetExpiry = %v; want context.Canceled", err)
+	}
+	if !ka.OwnershipLost() || lock.State() != StateLost {
+		t.Fatalf("keep-alive lost %v, state %v", ka.OwnershipLost(), lock.State())
+	}
+	if kill := seqOf(srv.Log(), isKill); kill < renewal.Seq || kill == 0 {
+		t.Fatalf("fence (seq %d) must follow the renewal (seq %d)", kill, renewal.Seq)
+	}
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); ok || err != nil {
+		t.Fatalf("later reset = %v, %v; want false", ok, err)
+	}
+}
+
+func TestVerifyStillHeldAsksThePrimaryAndChangesNoState(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.WithKeyPrefix("tenant:").Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if held, err := lock.VerifyStillHeld(ctx); !held || err != nil {
+		t.Fatalf("VerifyStillHeld = %v, %v; want true", held, err)
+	}
+	if seqOf(srv.Log(), isCommand("GET", "tenant:k")) == 0 {
+		t.Fatal("VerifyStillHeld did not GET the prefixed key")
+	}
+	srv.Exec("SET", "tenant:k", "someone-else")
+	if held, err := lock.VerifyStillHeld(ctx); held || err != nil {
+		t.Fatalf("VerifyStillHeld = %v, %v; want false", held, err)
+	}
+	if lock.State() != StateHeld {
+		t.Fatalf("state %v; VerifyStillHeld must not change it", lock.State())
+	}
+}
+
+func TestManagedRenewalWithoutClientPermissionNamesTheMissingPermission(t *testing.T) {
+	cases := []struct {
+		missing string
+		allowed []string
+	}{
+		{"CLIENT KILL", []string{"set", "get", "delex", "client|id", "client|info"}},
+		{"CLIENT ID", []string{"set", "get", "delex"}},
+	}
+	for _, c := range cases {
+		t.Run(c.missing, func(t *testing.T) {
+			srv := startSim(t, sim.Config{Profile: sim.Redis84})
+			srv.SetUser("locker", "lockerpw", c.allowed...)
+			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true))
+			t.Cleanup(locks.closeManaged)
+			ctx := ctxT(t)
+			lock, err := locks.Acquire(ctx, "k", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Close()
+			check := func(what string, err error) {
+				t.Helper()
+				var permErr *PermissionError
+				if !errors.Is(err, ErrFencingNotPermitted) || !errors.As(err, &permErr) ||
+					permErr.Command != c.missing || !strings.Contains(err.Error(), c.missing) {
+					t.Fatalf("%s = %v; want a *PermissionError naming %s", what, err, c.missing)
+				}
+			}
+			_, err = lock.KeepAlive(ctx)
+			check("KeepAlive", err)
+			_, err = lock.ResetExpiry(ctx, time.Minute)
+			check("ResetExpiry", err)
+			_, err = locks.Acquire(ctx, "k2", time.Minute, WithKeepAlive())
+			check("Acquire(WithKeepAlive)", err)
+			if seqOf(srv.Log(), isCommand("SET", "k2")) != 0 {
+				t.Fatal("Acquire(WithKeepAlive) sent the SET although keep-alive cannot run")
+			}
+			if ok, err := locks.ResetExpiry(ctx, "k", lock.Token(), time.Minute); !ok || err != nil {
+				t.Fatalf("raw ResetExpiry = %v, %v; want true (no CLIENT permission needed)", ok, err)
+			}
+		})
+	}
+}
