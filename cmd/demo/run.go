@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/respire-go/respire/sim"
+)
+
+// run plays the story on every simulated profile, oldest first, and prints
+// it to w, ending with a table of the commands each server version used.
+// It blocks until done and closes every server, client and lock it opened.
+func run(ctx context.Context, w io.Writer) error {
+	p := &printer{w: w}
+	p.line("respire-go demo: lease locks on simulated servers (package sim, in process).")
+	p.line("Two workers, each with its own rueidis client, share the lock %q.", lockKey)
+	p.line("Each server's expiry clock is manual: the demo moves it to make leases expire.")
+	var reports []report
+	for _, profile := range sim.Profiles {
+		r, err := playProfile(ctx, p, profile)
+		if err != nil {
+			return fmt.Errorf("%s: %w", profile, err)
+		}
+		reports = append(reports, r)
+	}
+	printTable(p, reports)
+	return p.err
+}
+
+// playProfile runs the five scenes on one server of profile, then prints
+// the lock commands the server received.
+func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, error) {
+	p.line("")
+	p.line("━━ %s (sim profile %s) ━━", profileTitles[profile], profile)
+	s, err := openStage(ctx, p, profile)
+	if err != nil {
+		return report{}, err
+	}
+	defer s.close()
+	if err := s.play(ctx); err != nil {
+		return report{}, err
+	}
+	p.line("  wire: the lock commands %s received (connection set-up omitted, tokens redacted)", profileTitles[profile])
+	log := s.srv.Log()
+	printWire(p, log, connNames(log))
+	return s.report, nil
+}
+
+// play runs the scenes in order; each leaves the key free or held as the
+// next expects.
+func (s *stage) play(ctx context.Context) error {
+	held, err := s.acquired(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.renewed(ctx, held); err != nil {
+		held.Close()
+		return err
+	}
+	taken, err := s.contended(ctx, held)
+	if err != nil {
+		held.Close()
+		return err
+	}
+	if err := s.lost(ctx, taken); err != nil {
+		taken.Close()
+		return err
+	}
+	return s.released(ctx)
+}
+
+// printTable prints, per profile, the commands of the first and of later
+// extensions and releases.
+func printTable(p *printer, reports []report) {
+	const row = "  %-11s %-28s %-10s %-34s %s"
+	p.line("")
+	p.line("Commands per server version (first use on a connection, then later uses on it):")
+	p.line(row, "server", "extension, first", "later", "release, first", "later")
+	for _, r := range reports {
+		p.line(row, profileTitles[r.profile], r.extendFirst, r.extendLater, r.releaseFirst, r.releaseLater)
+	}
+}
