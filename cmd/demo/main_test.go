@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// section returns the part of the demo's output about one profile.
+func section(t *testing.T, out string, profile sim.Profile) string {
+	t.Helper()
+	start := strings.Index(out, "(sim profile "+string(profile)+")")
+	if start < 0 {
+		t.Fatalf("no section for %s in:\n%s", profile, out)
+	}
+	rest := out[start:]
+	if end := strings.Index(rest[1:], "━━ "); end >= 0 {
+		return rest[:end+1]
+	}
+	return rest
+}
+
+// TestDemoRunsAndShowsEachProfilesCommands: the demo finishes, tells every
+// scene on every profile, and shows the release ladder each server version
+// needs, with tokens redacted.
+func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	var buf bytes.Buffer
+	if err := run(ctx, &buf); err != nil {
+		t.Fatalf("run: %v\n%s", err, buf.String())
+	}
+	out := buf.String()
+	wantWire := map[sim.Profile][]string{
+		sim.Redis70: {"EVAL <release script> 1 locks:report <token>", "EVAL <extend script>"},
+		sim.Redis84: {"DELEX locks:report IFEQ <token>", "SET locks:report <token> IFEQ <token> PX 60000"},
+		sim.Valkey81: {"DELIFEQ locks:report <token>", "EVAL <release script> 1 locks:report <token>",
+			"SET locks:report <token> IFEQ <token> PX 60000"},
+		sim.Valkey90: {"DELIFEQ locks:report <token>", "SET locks:report <token> IFEQ <token> PX 60000"},
+	}
+	scenes := []string{
+		"acquired   worker-a Acquire",
+		"renewed    worker-a ResetExpiry(1m) → true, server PTTL 60000 ms",
+		"renewed in the background, server PTTL 400 ms",
+		"contended  worker-b TryAcquire → Acquired() = false",
+		"worker-b Acquire returned after the release → state Held",
+		"worker-b ResetExpiry(30s) → false, state Lost",
+		"worker-b Release → NotOwned (0 commands sent)",
+		"context.Cause = ErrOwnershipLost",
+		"then Release → Released",
+		"Release again → AlreadyReleased (0 commands sent)",
+	}
+	for _, profile := range sim.Profiles {
+		part := section(t, out, profile)
+		for _, want := range append(scenes, wantWire[profile]...) {
+			if !strings.Contains(part, want) {
+				t.Errorf("%s section lacks %q:\n%s", profile, want, part)
+			}
+		}
+	}
+	for _, row := range []string{
+		"Redis 7.0   SET IFEQ → EVALSHA → EVAL    EVALSHA    DELEX → DELIFEQ → EVALSHA → EVAL   EVALSHA",
+		"Redis 8.4   SET IFEQ                     SET IFEQ   DELEX                              DELEX",
+		"Valkey 8.1  SET IFEQ                     SET IFEQ   DELEX → DELIFEQ → EVALSHA → EVAL   EVALSHA",
+		"Valkey 9.0  SET IFEQ                     SET IFEQ   DELEX → DELIFEQ                    DELIFEQ",
+	} {
+		if !strings.Contains(out, row) {
+			t.Errorf("summary lacks %q:\n%s", row, out)
+		}
+	}
+	if tokenPattern.MatchString(out) || strings.Contains(out, "e9f69f2b") {
+		t.Errorf("output shows a token or script digest:\n%s", out)
+	}
+}
+
+// TestRedactHidesTokensAndNamesConnections: tokens, scripts and fencing
+// targets are rendered by name.
+func TestRedactHidesTokensAndNamesConnections(t *testing.T) {
+	names := map[int64]string{7: "worker-a session"}
+	got := redact([]string{"CLIENT", "KILL", "ID", "7", "ADDR", "127.0.0.1:5555"}, names)
+	if want := "CLIENT KILL ID <id of worker-a session> ADDR <addr>"; got != want {
+		t.Errorf("redact(fence) = %q, want %q", got, want)
+	}
+	tok := strings.Repeat("ab", 16)
+	got = redact([]string{"SET", "k", tok, "IFEQ", tok, "PX", "100"}, names)
+	if want := "SET k <token> IFEQ <token> PX 100"; got != want {
+		t.Errorf("redact(extend) = %q, want %q", got, want)
+	}
+}
+
+// TestDemoStopsWhenItsContextEnds: an expired budget fails the demo
+// instead of hanging it.
+func TestDemoStopsWhenItsContextEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if err := run(ctx, &bytes.Buffer{}); err == nil {
+		t.Fatal("run succeeded with an expired context")
+	}
+}
