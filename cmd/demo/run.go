@@ -67,7 +67,10 @@ func (s *stage) play(ctx context.Context) error {
 		taken.Close()
 		return err
 	}
-	return s.released(ctx)
+	if err := s.released(ctx); err != nil {
+		return err
+	}
+	return s.fenced(ctx)
 }
 
 // printTable prints, per profile, the commands of the first and of later
