@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -16,6 +17,9 @@ func run(ctx context.Context, w io.Writer) error {
 	p.line("respire-go demo: lease locks on simulated servers (package sim, in process).")
 	p.line("Two workers, each with its own rueidis client, share the lock %q.", lockKey)
 	p.line("Each server's expiry clock is manual: the demo moves it to make leases expire.")
+	p.line("Under each scene (│): the commands the server received during it, connection")
+	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
+	p.line("library pins for renewals and releases, \"worker-a\" the rueidis client's own.")
 	var reports []report
 	for _, profile := range sim.Profiles {
 		r, err := playProfile(ctx, p, profile)
@@ -28,8 +32,8 @@ func run(ctx context.Context, w io.Writer) error {
 	return p.err
 }
 
-// playProfile runs the five scenes on one server of profile, then prints
-// the lock commands the server received.
+// playProfile runs the scenes on one server of profile; each scene is
+// followed by the lock commands the server received during it.
 func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, error) {
 	p.line("")
 	p.line("━━ %s (sim profile %s) ━━", profileTitles[profile], profile)
@@ -41,36 +45,35 @@ func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, 
 	if err := s.play(ctx); err != nil {
 		return report{}, err
 	}
-	p.line("  wire: the lock commands %s received (connection set-up omitted, tokens redacted)", profileTitles[profile])
-	log := s.srv.Log()
-	printWire(p, log, connNames(log))
 	return s.report, nil
 }
 
 // play runs the scenes in order; each leaves the key free or held as the
 // next expects.
 func (s *stage) play(ctx context.Context) error {
-	held, err := s.acquired(ctx)
-	if err != nil {
-		return err
+	var held, taken *lease.Lock
+	scenes := []func() error{
+		func() (err error) { held, err = s.acquired(ctx); return err },
+		func() error { return s.renewed(ctx, held) },
+		func() (err error) { taken, err = s.contended(ctx, held); return err },
+		func() error { return s.lost(ctx, taken) },
+		func() error { return s.released(ctx) },
+		func() error { return s.fenced(ctx) },
 	}
-	if err := s.renewed(ctx, held); err != nil {
-		held.Close()
-		return err
+	for _, scene := range scenes {
+		mark := s.mark()
+		if err := scene(); err != nil {
+			for _, lock := range []*lease.Lock{held, taken} {
+				if lock != nil {
+					lock.Close()
+				}
+			}
+			return err
+		}
+		log := s.srv.Log()
+		printWire(s.p, s.since(mark), connNames(log))
 	}
-	taken, err := s.contended(ctx, held)
-	if err != nil {
-		held.Close()
-		return err
-	}
-	if err := s.lost(ctx, taken); err != nil {
-		taken.Close()
-		return err
-	}
-	if err := s.released(ctx); err != nil {
-		return err
-	}
-	return s.fenced(ctx)
+	return nil
 }
 
 // printTable prints, per profile, the commands of the first and of later

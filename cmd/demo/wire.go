@@ -165,7 +165,7 @@ func printWire(p *printer, entries []sim.Entry, names map[int64]string) {
 		if count > 1 {
 			last += fmt.Sprintf("   (×%d)", count)
 		}
-		p.line("    %s", last)
+		p.line("             │ %s", last)
 	}
 	for _, e := range entries {
 		if handshake(e.Args) {
