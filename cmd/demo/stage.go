@@ -177,8 +177,8 @@ func (s *stage) pttl() string {
 	return reply + " ms"
 }
 
-// say prints one line of a scene; the scene's name is printed on its first
-// line only.
+// say prints one line of a scene under the scene's name; scenes pass the
+// name on their first line only and "" after it.
 func (s *stage) say(scene, format string, args ...any) {
 	s.p.line("  %-10s %s", scene, fmt.Sprintf(format, args...))
 }
