@@ -38,6 +38,7 @@ func (v Violation) String() string {
 type checker struct {
 	violations []Violation
 	expiry     map[string]time.Duration // token -> true time its server lease ends (last seen)
+	owners     []keyState               // scratch: each key's owner this step
 	fenced     map[fenceKey]bool
 }
 
@@ -169,22 +170,42 @@ func (w *World) ownerName(s keyState) string {
 	return "unknown"
 }
 
-// afterStep checks invariants 1 and 4 against every handle's belief.
+// afterStep checks invariants 1 and 4 against the belief of every handle
+// that may still hold or keep alive a lease. A handle whose acquisition
+// call was answered and whose core reached a terminal state without a live
+// keep-alive context can never hold again and is no longer checked.
 func (k *checker) afterStep(w *World) {
 	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
+	owners := k.owners[:0]
 	for _, key := range w.keys {
-		owner := w.owner[key].state(w, key)
-		for _, h := range w.handles {
-			if h.key != key || w.done {
-				continue
-			}
-			k.checkHandle(w, h, owner, margin)
+		owners = append(owners, w.owner[key].state(w, key))
+	}
+	k.owners = owners
+	live := w.live[:0]
+	for _, h := range w.live {
+		b := h.core.Belief()
+		if h.outcome != "" && !b.Held && !b.KeepAliveLive && terminal(b.State) {
+			continue
+		}
+		live = append(live, h)
+		if !w.done {
+			k.checkHandle(w, h, b, owners[h.keyIndex], margin)
 		}
 	}
+	clear(w.live[len(live):])
+	w.live = live
 }
 
-func (k *checker) checkHandle(w *World, h *handle, owner keyState, margin time.Duration) {
-	b := h.core.Belief()
+// terminal reports whether a core state never leads back to holding.
+func terminal(state string) bool {
+	switch state {
+	case "Released", "Lost", "NotAcquired", "Abandoned":
+		return true
+	}
+	return false
+}
+
+func (k *checker) checkHandle(w *World, h *handle, b Belief, owner keyState, margin time.Duration) {
 	p := h.proc
 	local := p.local(w.now)
 	if b.Held && local < b.ExpiresLocal-margin && (!owner.found || owner.token != h.token) {

@@ -18,14 +18,15 @@ type HandleInfo struct {
 // handle is the runtime's side of one lock handle: the core plus the timers,
 // operations and user calls the runtime executes for it.
 type handle struct {
-	id     int64
-	name   string
-	proc   *process
-	key    string
-	token  string
-	core   Core
-	timers map[int64]*event
-	ops    map[int64]*opRun
+	id       int64
+	name     string
+	proc     *process
+	key      string
+	keyIndex int
+	token    string
+	core     Core
+	timers   map[int64]*event
+	ops      map[int64]*opRun
 
 	acquiredAt time.Duration // true time of the successful acquire (-1 if never)
 	waitBudget time.Duration // liveness: the acquirer's wait budget
@@ -43,16 +44,18 @@ type userCall struct {
 }
 
 // newHandle builds a handle with a fresh token for key.
-func (w *World) newHandle(p *process, key string) *handle {
+func (w *World) newHandle(p *process, keyIndex int) *handle {
 	p.tokens++
 	id := w.id()
-	h := &handle{id: id, name: "h" + strconv.FormatInt(id, 10), proc: p, key: key,
+	key := w.keys[keyIndex]
+	h := &handle{id: id, name: "h" + strconv.FormatInt(id, 10), proc: p, key: key, keyIndex: keyIndex,
 		timers: map[int64]*event{}, ops: map[int64]*opRun{}, acquiredAt: -1}
 	h.token = p.name + "-" + strconv.Itoa(p.tokens) + "-" + strconv.FormatUint(w.rng.Uint64(), 36)
 	w.trace.nameToken(h.token, h.name)
 	h.core = w.newCore(HandleInfo{ID: id, Name: h.name, Key: key, Token: h.token,
 		Random: rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))})
 	w.handles = append(w.handles, h)
+	w.live = append(w.live, h)
 	return h
 }
 

@@ -22,13 +22,14 @@ func (w *World) think(p *process) {
 		w.input(c.h, Input{Kind: InCancel, Call: c.id})
 		return
 	}
-	key := w.keys[w.rng.IntN(len(w.keys))]
+	keyIndex := w.rng.IntN(len(w.keys))
+	key := w.keys[keyIndex]
 	h := p.current[key]
 	switch {
 	case h != nil && h.outcome == "":
 		// still acquiring: the user waits
 	case h == nil || w.finished(h):
-		w.acquire(p, key)
+		w.acquire(p, keyIndex)
 	default:
 		w.userAction(h)
 	}
@@ -76,8 +77,9 @@ func (w *World) hasCall(h *handle) bool {
 }
 
 // acquire starts a new handle's acquisition.
-func (w *World) acquire(p *process, key string) {
-	h := w.newHandle(p, key)
+func (w *World) acquire(p *process, keyIndex int) {
+	key := w.keys[keyIndex]
+	h := w.newHandle(p, keyIndex)
 	p.current[key] = h
 	in := Input{Kind: InAcquire, Key: key, Token: h.token,
 		Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax), Retry: 5 * time.Millisecond}

@@ -29,6 +29,7 @@ type World struct {
 	moved   bool             // the one slot move of this schedule happened
 	procs   []*process
 	handles []*handle
+	live    []*handle // handles the checker still watches
 	events  []*event
 	conns   []*connection
 	keys    []string
