@@ -49,7 +49,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	scenes := []string{
 		"acquired   worker-a Acquire",
 		"renewed    worker-a ResetExpiry(1m) → true, server PTTL 60000 ms",
-		"renewed in the background, server PTTL 400 ms",
+		"renewed in the background, server PTTL 1000 ms",
 		"contended  worker-b TryAcquire → Acquired() = false",
 		"worker-b Acquire returned after the release → state Held",
 		"worker-b ResetExpiry(30s) → false, state Lost",

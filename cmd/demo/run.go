@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
 
-// run plays the story on every simulated profile, oldest first, and prints
-// it to w, ending with a table of the commands each server version used.
-// It blocks until done and closes every server, client and lock it opened.
+// run plays the story on every simulated profile (each on its own server,
+// concurrently) and prints it to w, oldest profile first, ending with a
+// table of the commands each server version used. It blocks until done and
+// closes every server, client and lock it opened.
 func run(ctx context.Context, w io.Writer) error {
 	p := &printer{w: w}
 	p.line("respire-go demo: lease locks on simulated servers (package sim, in process).")
@@ -20,13 +24,25 @@ func run(ctx context.Context, w io.Writer) error {
 	p.line("Under each scene (│): the commands the server received during it, connection")
 	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
 	p.line("library pins for renewals and releases, \"worker-a\" the rueidis client's own.")
-	var reports []report
-	for _, profile := range sim.Profiles {
-		r, err := playProfile(ctx, p, profile)
-		if err != nil {
-			return fmt.Errorf("%s: %w", profile, err)
+	reports := make([]report, len(sim.Profiles))
+	stories := make([]bytes.Buffer, len(sim.Profiles))
+	errs := make([]error, len(sim.Profiles))
+	var wg sync.WaitGroup
+	for i, profile := range sim.Profiles { // each on its own server, told in order below
+		wg.Go(func() {
+			story := &printer{w: &stories[i]}
+			reports[i], errs[i] = playProfile(ctx, story, profile)
+			errs[i] = errors.Join(errs[i], story.err)
+		})
+	}
+	wg.Wait()
+	for i, profile := range sim.Profiles {
+		if errs[i] != nil {
+			return fmt.Errorf("%s: %w", profile, errs[i])
 		}
-		reports = append(reports, r)
+		if p.err == nil {
+			_, p.err = stories[i].WriteTo(w)
+		}
 	}
 	printTable(p, reports)
 	return p.err

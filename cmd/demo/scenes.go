@@ -13,7 +13,7 @@ import (
 // keep-alive renews at about half the lease, in real time.
 const (
 	longLease  = 30 * time.Second
-	shortLease = 400 * time.Millisecond
+	shortLease = time.Second
 )
 
 // acquired: worker-a takes the lock.
