@@ -27,22 +27,25 @@ type Options struct {
 	// Network latency per direction is drawn from [LatencyMin, LatencyMax];
 	// defaults 100µs-3ms.
 	LatencyMin, LatencyMax time.Duration
-	// Liveness makes every user acquisition wait (polling) and every holder
-	// release within HoldMax; with faults off the checker then asserts each
-	// waiting acquirer eventually acquires (invariant 7).
+	// Liveness makes every user acquisition wait (polling, with a budget long
+	// enough for every other process to hold once) and every holder release
+	// about LeaseMin/2 after acquiring; with faults off the checker then
+	// asserts that each waiting acquirer acquires (invariant 7).
 	Liveness bool
 
-	DropBeforeExecPercent int // connection lost before the server executes a command
-	DropAfterExecPercent  int // connection lost after execution, reply never arrives
-	DelayReplyPercent     int // reply delayed beyond the command deadline
-	PauseNodePercent      int // the server stops processing for a while (per step)
-	FailoverPercent       int // replaced by a server of another profile (per step)
-	MoveSlotPercent       int // the key's slot moves to a new node, which answers MOVED (once per schedule)
-	DenyACLPercent        int // ACL change denying CLIENT or DELEX/DELIFEQ (per step)
-	CancelPercent         int // a user cancels a pending call (per cancellable point)
-	PauseProcessPercent   int // GC-style pause of a process longer than its lease (per step)
-	DelayWritePercent     int // a command waits for in-flight capacity before the write
-	ProtectedWritePercent int // share of user actions that are protected writes
+	// Fault rates. "Per tick" faults are drawn by the chaos loop every
+	// 1-10ms of virtual time; the others at each command or user decision.
+	DropBeforeExecPercent int // per command: connection lost before the server runs it
+	DropAfterExecPercent  int // per command: the server runs it, then the connection is lost
+	DelayReplyPercent     int // per command: the reply arrives after the command deadline
+	PauseNodePercent      int // per tick: a node stops processing for up to LeaseMax/2
+	FailoverPercent       int // per tick: a node is replaced by one of another profile
+	MoveSlotPercent       int // per tick: a key's slot moves to a new node (once per schedule)
+	DenyACLPercent        int // per tick: ACL denies CLIENT, DELEX, DELIFEQ or EVALSHA on a node
+	CancelPercent         int // per user decision: a pending call is cancelled
+	PauseProcessPercent   int // per tick: a process freezes (GC-style) for 1-2 × LeaseMax
+	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
+	// Mutation breaks the runtime on purpose (tests of the checker only).
 	Mutation              Mutation
 	Transcript            bool // keep the readable transcript (Result.Transcript)
 }
@@ -94,7 +97,6 @@ func Swarm(seed uint64) Options {
 	o.CancelPercent = pick(30)
 	o.PauseProcessPercent = pick(2)
 	o.DelayWritePercent = pick(30)
-	o.ProtectedWritePercent = 20
 	return o
 }
 
@@ -123,8 +125,5 @@ func (o Options) withDefaults() Options {
 	def(&o.CommandTimeout, 30*time.Millisecond)
 	def(&o.LatencyMin, 100*time.Microsecond)
 	def(&o.LatencyMax, 3*time.Millisecond)
-	if o.ProtectedWritePercent == 0 {
-		o.ProtectedWritePercent = 20
-	}
 	return o
 }
