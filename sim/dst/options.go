@@ -46,8 +46,8 @@ type Options struct {
 	PauseProcessPercent   int // per tick: a process freezes (GC-style) for 1-2 × LeaseMax
 	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
 	// Mutation breaks the runtime on purpose (tests of the checker only).
-	Mutation              Mutation
-	Transcript            bool // keep the readable transcript (Result.Transcript)
+	Mutation   Mutation
+	Transcript bool // keep the readable transcript (Result.Transcript)
 }
 
 // Mutation deliberately breaks the runtime's protocol step, to prove the
