@@ -1,17 +1,51 @@
 // Package dst is respire-go's deterministic simulation runtime: it runs the
-// real lock-handle core (statemachine/) and conn/'s pure protocol decisions
-// for several simulated client processes against the in-process simulated
-// server (sim.Engine), all in one goroutine.
+// real lock-handle core (statemachine.Handle, with statemachine.Poll for
+// waiting acquisitions) and conn's pure protocol (conn.Operation: the
+// SET IFEQ → EVALSHA → EVAL and DELEX → DELIFEQ → EVALSHA → EVAL ladders,
+// capability memory in capstore, redirects) for several simulated client
+// processes against in-process simulated servers (sim.Engine), all in one
+// goroutine.
+//
+// # One seed, one schedule
 //
 // One seed → one PRNG → one virtual clock → one transcript. A seeded
-// scheduler picks which pending event happens next: a command arriving at
-// the server, a reply arriving at a client, a timer firing, a user call or a
-// user cancellation. Every random choice goes through a named shouldX
-// predicate of the World, so a schedule is a pure function of its seed and
-// Options: the same seed gives a byte-identical transcript. Invariants are
-// checked after every event; a failing run reports its seed and the one
-// command that replays it.
+// scheduler picks which pending event happens next among those that are
+// due: a command arriving at a server, a reply arriving at a client, a
+// timer firing, a user call (acquire with or without waiting, reset,
+// keep-alive start/stop, release, close, verify) or a user cancellation.
+// Each connection stays FIFO; connections interleave freely. Each process
+// reads its own monotonic clock running at 1±Options.DriftPPM. Every random
+// choice goes through a named shouldX predicate of the World, so a schedule
+// is a pure function of its Options: the same seed gives a byte-identical
+// transcript. Swarm derives varied Options (which faults, how often, which
+// server profile) from the seed alone.
+//
+// # Faults
+//
+// Connection loss before or after the server runs a command, replies late
+// beyond the command deadline, node pauses, failover to a server of another
+// profile (capabilities change, scripts flushed, connections dropped), one
+// cluster slot move per schedule (the old owner answers MOVED; ASK is not
+// modelled), ACL changes denying CLIENT, DELEX, DELIFEQ or EVALSHA,
+// cancellation at every point where a call can be cancelled (before the
+// write, while waiting for the session handshake, after the write, while
+// polling), writes delayed while waiting for in-flight capacity, and
+// GC-style process pauses longer than the lease.
+//
+// # Invariants
+//
+// Checked after every event (see checker.go): (1) a handle that believes it
+// holds a key, less the drift bound, is the server's owner; (2) a command of
+// a handle that is not the owner never extends, deletes or creates the key;
+// (3) no uncertain write is replayed and a fallback follows only the exact
+// confirming reply; (4) a live keep-alive context is cancelled before the
+// server-side lease can have expired; (5) a fenced connection runs nothing
+// after its CLIENT KILL reply; (7) in fault-free liveness schedules every
+// waiting acquirer acquires within its budget. (6), fencing-token order, is
+// not covered: there is no coordination package yet. A panic of the core or
+// the runtime is reported as invariant 0. A failing run reports its seed and
+// the command that replays it (ReplayCommand).
 //
 // Nothing in this package is safe for concurrent use: a World belongs to one
-// goroutine. Independent Worlds may run in parallel (cmd/simcampaign does).
+// goroutine. Independent runs may go in parallel (cmd/simcampaign does).
 package dst
