@@ -124,6 +124,12 @@ func (m *machineCore) cancel(in Input) {
 			Effect{Kind: EffResolve, Call: in.Call, Outcome: "error", Err: statemachine.ErrCallerCancelled.Error()})
 		return
 	}
+	for op, call := range m.verifies {
+		if call == in.Call {
+			m.out = append(m.out, Effect{Kind: EffCancelOp, Op: op}) // answered when the op ends
+			return
+		}
+	}
 	if m.handle == nil {
 		return
 	}
