@@ -47,29 +47,35 @@ func (e *Engine) helloCommand(c *client, args []string) reply {
 		}
 		proto = int(v)
 	}
+	// Like helloCommand in Redis/Valkey: options are parsed (and a SETNAME validated)
+	// first, then AUTH runs, then the NOAUTH check.
+	user, password, auth := "", "", false
 	name, setName := "", false
 	for i := 2; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch opt := strings.ToLower(args[i]); {
 		case opt == "auth" && more >= 2:
-			if r := e.authenticate(c, args[i+1], args[i+2]); isError(r) {
-				return r
-			}
+			user, password, auth = args[i+1], args[i+2], true
 			i += 2
 		case opt == "setname" && more >= 1:
+			if r := validClientName(args[i+1]); isError(r) {
+				return r
+			}
 			name, setName = args[i+1], true
 			i++
 		default:
 			return errorf("ERR Syntax error in HELLO option '%s'", args[i])
 		}
 	}
+	if auth {
+		if r := e.authenticate(c, user, password); isError(r) {
+			return r
+		}
+	}
 	if !c.authed {
 		return e.spec.helloNoAuth()
 	}
 	if setName {
-		if r := validClientName(name); isError(r) {
-			return r
-		}
 		c.name = name
 	}
 	c.proto = proto
