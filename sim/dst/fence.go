@@ -22,13 +22,13 @@ func (w *World) fence(h *handle, opID int64) {
 		return
 	case w.opt.Mutation == MutationSkipFence:
 		// the broken variant claims the fence was answered without sending it
-		if op.carrier.generation == op.carrier.node.generation {
-			w.check.onFenced(w, op.carrier)
+		if op.wrote.generation == op.wrote.node.generation {
+			w.check.onFenced(w, op.wrote)
 		}
 		report(OpResult{Class: Definite})
 		return
 	}
-	victim := op.carrier
+	victim := op.wrote // the connection that carried the last written command
 	c := w.liveConn(p, &p.control, victim.node, "control")
 	cmd := conn.FenceCommand(op.clientID, op.addr)
 	w.trace.logf(w, p, h.name, "fence id=%d of op %s", op.clientID, opLabel(opID))

@@ -18,8 +18,9 @@ type opRun struct {
 	fenced    bool
 	sess      *session // extend, release, verify
 	carrier   *connection
-	clientID  int64  // identity of the connection that carried the last command
-	addr      string // its addr= (CLIENT INFO)
+	wrote     *connection // the connection that carried the last written command
+	clientID  int64       // its identity: CLIENT ID ...
+	addr      string      // ... and addr= (CLIENT INFO)
 	protocol  *conn.Operation
 	written   bool
 	done      bool
@@ -88,6 +89,11 @@ func (w *World) redirect(op *opRun, rd conn.Redirect) {
 		return
 	}
 	op.h.proc.route[op.h.key] = target
+	op.written = false // MOVED proves the command did not run: a cancel from here on is "not submitted"
+	if op.deadline != nil {
+		op.deadline.cancelled = true
+		op.deadline = nil
+	}
 	w.trace.logf(w, op.h.proc, op.h.name, "%s %s redirected to %s", op.kind, opLabel(op.id), target.name)
 	if op.sess != nil {
 		w.retire(op.sess)
@@ -133,7 +139,7 @@ func (w *World) sendStep(op *opRun) {
 	w.write(c, req) // the checker sees the op as it was before this command
 	op.written, op.replied, op.confirmed = true, false, false
 	op.sent++
-	op.clientID = c.clientID
+	op.wrote, op.clientID = c, c.clientID
 	if op.sess != nil {
 		op.clientID, op.addr = op.sess.id, op.sess.addr
 	}
