@@ -184,13 +184,19 @@ func (h *Handle) armTimer(t Timer, at time.Duration) {
 }
 
 func (h *Handle) disarmTimers() {
-	if h.renewalSeq != 0 {
-		h.renewalSeq = 0
-		h.emit(Effect{Kind: EffectDisarmTimer, Timer: TimerRenewal})
+	h.disarmTimer(TimerRenewal)
+	h.disarmTimer(TimerDeadline)
+}
+
+// disarmTimer disarms timer t if it is armed.
+func (h *Handle) disarmTimer(t Timer) {
+	seq := &h.renewalSeq
+	if t == TimerDeadline {
+		seq = &h.deadlineSeq
 	}
-	if h.deadlineSeq != 0 {
-		h.deadlineSeq = 0
-		h.emit(Effect{Kind: EffectDisarmTimer, Timer: TimerDeadline})
+	if *seq != 0 {
+		*seq = 0
+		h.emit(Effect{Kind: EffectDisarmTimer, Timer: t})
 	}
 }
 

@@ -188,12 +188,15 @@ func TestK10StopWaitsForInFlightRenewalAndDoesNotRelease(t *testing.T) {
 	op := find(t, eff, EffectSendRenew).Op
 	c := d.newCaller()
 	eff = d.step(Input{Kind: InputKeepAliveStop, Caller: c})
-	if resolved(eff, c) || has(eff, EffectCancelKeepAlive) {
+	if resolved(eff, c) {
 		t.Fatalf("stop completed with a renewal in flight: %+v", eff)
 	}
+	if find(t, eff, EffectCancelKeepAlive).Cause != CauseStopped {
+		t.Fatalf("the keep-alive context must end when Stop is called: %+v", eff)
+	}
 	eff = d.done(op, OutcomeOK, nil)
-	if !resultOf(t, eff, c).OK || find(t, eff, EffectCancelKeepAlive).Cause != CauseStopped {
-		t.Fatalf("effects %+v", eff)
+	if !resultOf(t, eff, c).OK || has(eff, EffectCancelKeepAlive) {
+		t.Fatalf("effects %+v; want the stop answered and no second cancel", eff)
 	}
 	if has(eff, EffectSendRelease) || d.h.State() != Held || d.h.KeepAliveActive() {
 		t.Fatalf("stop released or left the slot busy: %+v", eff)
@@ -223,5 +226,29 @@ func TestStaleTimerFireIsIgnored(t *testing.T) {
 	eff = d.step(Input{Kind: InputTimer, Timer: TimerRenewal, Seq: old.Seq})
 	if len(eff) != 0 {
 		t.Fatalf("stale fire produced %+v", eff)
+	}
+}
+
+// Found by the deterministic simulator (sim/dst, seed 8): a keep-alive stopped while its
+// renewal hangs must not leave a live context (or a Stop that never returns) behind; the
+// deadline watch stays armed until the renewal settles, then aborts and fences it (K5).
+func TestK10StopWithAHungRenewalStillAbortsAndFencesItAtTheLeaseDeadline(t *testing.T) {
+	d := acquired(t, time.Second, true)
+	armed := d.last
+	eff := d.fire(TimerRenewal, armed)
+	op := find(t, eff, EffectSendRenew).Op
+	c := d.newCaller()
+	d.step(Input{Kind: InputKeepAliveStop, Caller: c})
+	eff = d.fire(TimerDeadline, armed)
+	if d.h.State() != Uncertain || !has(eff, EffectAbort) || find(t, eff, EffectFence).Op != op {
+		t.Fatalf("at the lease deadline: state %s, effects %+v; want Uncertain, abort and fence of op %d", d.h.State(), eff, op)
+	}
+	if has(eff, EffectCancelKeepAlive) {
+		t.Fatalf("the keep-alive context was cancelled twice: %+v", eff)
+	}
+	d.done(op, OutcomeUncertain, errTimeout)
+	eff = d.step(Input{Kind: InputFenceDone, Op: op})
+	if !resultOf(t, eff, c).OK || d.h.State() != Lost || d.h.KeepAliveActive() {
+		t.Fatalf("after the fence: state %s, effects %+v; want the stop answered, Lost, slot free", d.h.State(), eff)
 	}
 }

@@ -151,8 +151,17 @@ func (h *Handle) scheduleKeepAlive(now time.Duration) {
 func (h *Handle) stepKeepAliveStop(in Input, wait bool) {
 	h.stay(EventKeepAliveStop)
 	if h.keepAlive == keepAliveRunning {
-		h.disarmTimers()
 		h.keepAlive = keepAliveStopping
+		h.disarmTimer(TimerRenewal)
+		if !(h.renewOp != 0 && h.renewByKeep) {
+			h.disarmTimer(TimerDeadline)
+		} // else the deadline watch stays until the renewal in flight settles (K5)
+		if !h.keepAliveEnded {
+			// The context ends now, not when the renewal in flight settles: the work it
+			// protects must not outlive a lease nobody renews any more (invariant 4).
+			h.keepAliveEnded = true
+			h.emit(Effect{Kind: EffectCancelKeepAlive, Cause: CauseStopped})
+		}
 	}
 	if wait {
 		h.waiters = append(h.waiters, waiter{caller: in.Caller, kind: waitStop})
