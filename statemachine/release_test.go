@@ -223,6 +223,9 @@ func TestQueuedResetIsRefusedWhenReleaseSucceedsWhileRenewalInFlight(t *testing.
 		t.Fatal("queued reset succeeded while releasing")
 	}
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
+	if find(t, eff, EffectCancelKeepAlive).Cause != CauseReleased {
+		t.Fatalf("release effects %+v; want the keep-alive ended with cause released", eff)
+	}
 	d.step(Input{Kind: InputCallerCancelled, Caller: c}) // late cancel: ignored
 	eff = d.done(renewOp, OutcomeOK, nil)
 	if d.h.State() != Released || has(eff, EffectSendRenew) {
