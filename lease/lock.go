@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/respire-go/respire/actor"
@@ -46,6 +47,10 @@ type Lock struct {
 	wireKey string
 	token   Token
 	mailbox *actor.Mailbox[event]
+
+	// leaseDeadline is the handle's LeaseDeadline while Held, 0 otherwise,
+	// published after every step so estimates are read without l.mu.
+	leaseDeadline atomic.Int64
 
 	mu        sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
 	h         sm.Handle
@@ -104,9 +109,11 @@ func (l *Lock) State() State {
 // outlive this estimate. It is an estimate, not an ownership check (see
 // VerifyStillHeld). It does not block.
 func (l *Lock) RemainingEstimate() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.h.RemainingEstimate(l.m.clock.Now())
+	deadline := time.Duration(l.leaseDeadline.Load())
+	if deadline == 0 {
+		return 0
+	}
+	return max(0, deadline-l.m.clock.Now())
 }
 
 // ExpiresAtEstimate is the wall-clock time now plus RemainingEstimate. It

@@ -17,18 +17,26 @@ type renewal struct {
 	ttl  time.Duration
 }
 
+// Bounds of a renewer: a batch carries at most maxRenewalBatch renewals and
+// at most maxRenewalSenders batches are on the wire at once, so one large
+// batch never holds up renewals that fall due behind it.
+const (
+	maxRenewalBatch   = 512
+	maxRenewalSenders = 4
+)
+
 // renewer pipelines the keep-alive renewals of one node: renewals that fall
-// due while a batch is on the wire are sent together in the next one, with
+// due while batches are on the wire are sent together in the next one, with
 // one DoMulti on the node's session, and each completion is delivered to its
-// lock's mailbox. It runs a goroutine only while renewals are pending. It is
-// safe for concurrent use.
+// lock's mailbox. Its sender goroutines run only while renewals are pending.
+// It is safe for concurrent use.
 type renewer struct {
 	m    *managed
 	node string
 
 	mu      sync.Mutex
 	queue   []renewal
-	running bool
+	senders int
 }
 
 func (m *managed) renewerFor(node string) *renewer {
@@ -46,8 +54,10 @@ func (m *managed) renewerFor(node string) *renewer {
 func (r *renewer) enqueue(rn renewal) {
 	r.mu.Lock()
 	r.queue = append(r.queue, rn)
-	start := !r.running
-	r.running = true
+	start := r.senders < maxRenewalSenders
+	if start {
+		r.senders++
+	}
 	r.mu.Unlock()
 	if start {
 		go r.drain()
@@ -56,17 +66,28 @@ func (r *renewer) enqueue(rn renewal) {
 
 func (r *renewer) drain() {
 	for {
-		r.mu.Lock()
-		batch := r.queue
-		r.queue = nil
-		if len(batch) == 0 {
-			r.running = false
-			r.mu.Unlock()
+		batch := r.take()
+		if batch == nil {
 			return
 		}
-		r.mu.Unlock()
 		r.send(batch)
 	}
+}
+
+// take removes the next batch, or retires this sender when none is pending.
+func (r *renewer) take() []renewal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.queue) == 0 {
+		r.senders--
+		r.queue = nil
+		return nil
+	}
+	n := min(len(r.queue), maxRenewalBatch)
+	batch := make([]renewal, n)
+	copy(batch, r.queue)
+	r.queue = append(r.queue[:0], r.queue[n:]...)
+	return batch
 }
 
 // send renews one batch on the node's session, after checking (once per
@@ -104,7 +125,10 @@ func (r *renewer) send(batch []renewal) {
 	}
 }
 
-// deliverDone reports a completion to the lock's mailbox.
+// deliverDone steps the lock with a renewal's completion right on the
+// sender goroutine (under the lock's mutex, like its mailbox handler does):
+// a completion needs no goroutine of its own, which matters when thousands
+// of renewals complete together.
 func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error, s *conn.Session) {
-	_ = l.mailbox.Deliver(event{kind: eventDone, op: op, outcome: outcome, err: err, session: s})
+	l.handle(event{kind: eventDone, op: op, outcome: outcome, err: err, session: s})
 }

@@ -105,6 +105,11 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if in.Kind == sm.InputCommandDone {
 		l.forgetOp(in.Op)
 	}
+	if deadline, held := l.h.LeaseDeadline(); held {
+		l.leaseDeadline.Store(int64(max(deadline, 1)))
+	} else {
+		l.leaseDeadline.Store(0)
+	}
 	clear(effects)
 	*buf = effects[:0]
 	effectBuffers.Put(buf)
