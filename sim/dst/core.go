@@ -121,7 +121,8 @@ type Effect struct {
 	Op      int64
 	OpKind  OpKind
 	TTL     time.Duration
-	Fenced  bool // EffSend: the op may be fenced, so the session needs an identity
+	Fenced  bool   // EffSend: the op may be fenced, so the session needs an identity
+	Token   string // EffSend of an acquisition: the owner token of this try ("" = keep the handle's)
 	Timer   int64
 	At      time.Duration
 	Call    int64

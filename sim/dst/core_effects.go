@@ -20,7 +20,7 @@ func (m *machineCore) translate(e statemachine.Effect, now time.Duration) {
 	switch e.Kind {
 	case statemachine.EffectSendAcquire:
 		m.opCaller[e.Op] = e.Caller
-		m.out = append(m.out, Effect{Kind: EffSend, Op: m.opID(e.Op), OpKind: OpAcquire, TTL: e.TTL})
+		m.out = append(m.out, Effect{Kind: EffSend, Op: m.opID(e.Op), OpKind: OpAcquire, TTL: e.TTL, Token: m.token})
 	case statemachine.EffectSendRenew:
 		m.opCaller[e.Op] = e.Caller
 		m.out = append(m.out, Effect{Kind: EffSend, Op: m.opID(e.Op), OpKind: OpExtend, TTL: e.TTL, Fenced: true})

@@ -2,6 +2,7 @@ package dst
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/respire-go/respire/statemachine"
@@ -22,7 +23,8 @@ const timerRetry = 100
 type machineCore struct {
 	info       HandleInfo
 	handle     *statemachine.Handle
-	attempt    int64 // 1-based attempt number; op ids are attempt<<32 | OpID
+	attempt    int64  // 1-based attempt number; op ids are attempt<<32 | OpID
+	token      string // the current attempt's owner token
 	poll       statemachine.Poll
 	acquireBy  statemachine.CallerID
 	ttl        time.Duration
@@ -80,8 +82,14 @@ func (m *machineCore) Step(in Input) []Effect {
 	return m.out
 }
 
+// startAttempt makes one acquisition try with a fresh Handle and, after
+// the first, a fresh token (as lease's waiting acquisition does).
 func (m *machineCore) startAttempt(now time.Duration) {
 	m.attempt++
+	m.token = m.info.Token
+	if m.attempt > 1 {
+		m.token = m.info.Name + "-try" + strconv.FormatInt(m.attempt, 10) + "-" + strconv.FormatUint(m.info.Random.Uint64(), 36)
+	}
 	m.handle = &statemachine.Handle{}
 	m.step(statemachine.Input{Kind: statemachine.InputAcquire, Now: now, TTL: m.ttl,
 		KeepAlive: m.keepAlive, Caller: m.acquireBy})

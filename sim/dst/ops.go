@@ -50,6 +50,10 @@ func (w *World) startOp(h *handle, e Effect) {
 	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced,
 		afterUncertainWrite: h.uncertainWrite, afterUncertainSet: h.uncertainSet}
 	h.ops[op.id] = op
+	if e.Token != "" && e.Token != h.token {
+		h.token = e.Token // a new acquisition try with a fresh token
+		w.trace.nameToken(h.token, h.name)
+	}
 	if w.bind(op, w.routeFor(h.proc, h.key)) {
 		w.writeOp(op)
 	}
