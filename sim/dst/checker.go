@@ -178,7 +178,7 @@ func (k *checker) afterStep(w *World) {
 	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
 	owners := k.owners[:0]
 	for _, key := range w.keys {
-		owners = append(owners, w.owner[key].state(w, key))
+		owners = append(owners, w.keyState(key))
 	}
 	k.owners = owners
 	live := w.live[:0]

@@ -25,8 +25,10 @@
 // Connection loss before or after the server runs a command, replies late
 // beyond the command deadline, node pauses, failover to a server of another
 // profile (capabilities change, scripts flushed, connections dropped), one
-// cluster slot move per schedule (the old owner answers MOVED; ASK is not
-// modelled), ACL changes denying CLIENT, DELEX, DELIFEQ or EVALSHA,
+// cluster slot owner change per schedule to a new node of another profile
+// (either at once, the old owner then answering MOVED, or as a migration:
+// ASK for keys the source no longer has, the target accepting them only
+// right after ASKING, then MOVED), ACL changes denying CLIENT, DELEX, DELIFEQ or EVALSHA,
 // cancellation at every point where a call can be cancelled (before the
 // write, while waiting for the session handshake, after the write, while
 // polling), writes delayed while waiting for in-flight capacity, and

@@ -21,6 +21,7 @@ type connection struct {
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
 	retired    bool       // no new commands; closed once the written ones are answered
+	asking     bool       // server side: the last command was ASKING
 	inFlight   []*request // written, not yet answered (order of writing)
 	toServer   []*request // written, not yet arrived (FIFO)
 	toClient   []answer   // executed, reply travelling back (FIFO)

@@ -41,7 +41,7 @@ func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
 	if n.engine.Killed(c.clientID) {
 		return conn.Reply{}, false
 	}
-	if moved, ok := n.moved(w, r.cmd); ok {
+	if moved, ok := n.moved(w, c, r.cmd); ok {
 		w.trace.logf(w, c.proc, "", "%s answered %s with %s", n.name, r.cmd.Args[0], moved.Text)
 		return moved, true
 	}
@@ -136,20 +136,57 @@ func (n *node) failover(w *World, profile sim.Profile) {
 	w.check.onFailover(w)
 }
 
-// moved answers a keyed command for a key whose slot n no longer owns
-// with the cluster's MOVED reply (the command does not run). The slot map
-// is the World's; only one owner change per schedule is modelled.
-func (n *node) moved(w *World, cmd conn.Command) (conn.Reply, bool) {
+// moved applies cluster routing to a command arriving at n, as a cluster
+// node does (server-replies.md fact 19): ASKING is noted for the next
+// command; a key whose slot n does not own gets MOVED; while the slot
+// migrates away from n, a key absent here gets ASK; the migration target
+// accepts the key only right after ASKING. A redirected command does not
+// run. The slot map is the World's; one owner change per schedule.
+func (n *node) moved(w *World, c *connection, cmd conn.Command) (conn.Reply, bool) {
+	if cmd.Args[0] == "ASKING" {
+		c.asking = true
+		return conn.Reply{Kind: conn.ReplyStatus, Text: "OK"}, true
+	}
+	asking := c.asking
+	c.asking = false
 	if cmd.Key < 0 || cmd.Key >= len(cmd.Args) {
 		return conn.Reply{}, false
 	}
 	key := cmd.Args[cmd.Key]
-	owner := w.owner[key]
-	if owner == nil || owner == n {
+	owner, slot := w.owner[key], strconv.Itoa(sim.Slot(key))
+	m := w.migrating[key]
+	switch {
+	case owner == n && m != nil && m.to != n && !n.state(w, key).found:
+		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + slot + " " + m.to.addr}, true
+	case owner == n, m != nil && m.to == n && asking:
 		return conn.Reply{}, false
 	}
-	return conn.Reply{Kind: conn.ReplyError,
-		Text: "MOVED " + strconv.Itoa(sim.Slot(key)) + " " + owner.addr}, true
+	return conn.Reply{Kind: conn.ReplyError, Text: "MOVED " + slot + " " + owner.addr}, true
+}
+
+// migration is a slot moving between two nodes (ASK phase).
+type migration struct{ from, to *node }
+
+// startMigration marks key's slot as migrating from its owner to to; it
+// finishes (the remaining key moves, MOVED from then on) after d.
+func (w *World) startMigration(key string, to *node, d time.Duration) {
+	from := w.owner[key]
+	w.migrating[key] = &migration{from: from, to: to}
+	w.trace.logf(w, nil, "", "fault: slot %d (%s) migrating %s -> %s (%s) for %s", sim.Slot(key), key, from.name, to.name, to.profile, d)
+	w.schedule(nil, w.now+d, func() {
+		delete(w.migrating, key)
+		w.moveSlot(key, to)
+	})
+}
+
+// keyState is the cluster's view of key: on the owner, or during a
+// migration on the target once the owner no longer has it.
+func (w *World) keyState(key string) keyState {
+	s := w.owner[key].state(w, key)
+	if m := w.migrating[key]; m != nil && !s.found {
+		return m.to.state(w, key)
+	}
+	return s
 }
 
 // moveSlot gives key's slot to node to: the key is copied with its TTL and

@@ -34,6 +34,7 @@ type opRun struct {
 	// the core decided this op after it had learned that an earlier write
 	// of the handle was uncertain (invariant 3)
 	afterUncertainWrite, afterUncertainSet bool
+	asking                                 bool // after ASK: every command goes after ASKING
 }
 
 // opLabel renders an op id as attempt.op for the transcript.
@@ -92,13 +93,16 @@ func (w *World) redirect(op *opRun, rd conn.Redirect) {
 		w.finish(op, OpResult{Class: Definite, Err: "MOVED to an unknown node " + rd.Addr})
 		return
 	}
-	op.h.proc.route[op.h.key] = target
+	if !rd.Ask {
+		op.h.proc.route[op.h.key] = target
+	}
+	op.asking = rd.Ask
 	op.written = false // MOVED proves the command did not run: a cancel from here on is "not submitted"
 	if op.deadline != nil {
 		op.deadline.cancelled = true
 		op.deadline = nil
 	}
-	w.trace.logf(w, op.h.proc, op.h.name, "%s %s redirected to %s", op.kind, opLabel(op.id), target.name)
+	w.trace.logf(w, op.h.proc, op.h.name, "%s %s redirected to %s (ask=%v)", op.kind, opLabel(op.id), target.name, rd.Ask)
 	if op.sess != nil {
 		w.retire(op.sess)
 	}
@@ -130,12 +134,12 @@ func (w *World) sendStep(op *opRun) {
 	}
 	c := op.carrier
 	if c.closed || c.abandoned {
-		if op.sent == 0 {
-			w.finish(op, OpResult{Class: NotSubmitted, Err: "connection closed before the write"})
-		} else {
-			w.finish(op, OpResult{Class: Uncertain, Err: "connection lost"})
-		}
+		// every earlier command of op got a reply proving it did not run
+		w.finish(op, OpResult{Class: NotSubmitted, Err: "connection closed before the write"})
 		return
+	}
+	if op.asking {
+		w.write(c, &request{cmd: conn.AskingCommand(), onReply: func(conn.Reply) {}, onLost: func() {}})
 	}
 	req := &request{cmd: w.command(op), op: op}
 	req.onReply = func(r conn.Reply) { w.opReply(op, req, r) }
@@ -237,7 +241,7 @@ func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
 	switch {
 	case !out.Done:
 		w.sendStep(op)
-	case out.Redirect != nil && !out.Redirect.Ask:
+	case out.Redirect != nil:
 		w.redirect(op, *out.Redirect)
 	case op.kind == OpVerify:
 		w.finish(op, definite(out.Owned && out.Value == op.h.token, out.Err))

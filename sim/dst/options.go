@@ -40,7 +40,7 @@ type Options struct {
 	DelayReplyPercent     int // per command: the reply arrives after the command deadline
 	PauseNodePercent      int // per tick: a node stops processing for up to LeaseMax/2
 	FailoverPercent       int // per tick: a node is replaced by one of another profile
-	MoveSlotPercent       int // per tick: a key's slot moves to a new node (once per schedule)
+	MoveSlotPercent       int // per tick: a key's slot moves (MOVED) or migrates (ASK) to a new node, once per schedule
 	DenyACLPercent        int // per tick: ACL denies CLIENT, DELEX, DELIFEQ or EVALSHA on a node
 	CancelPercent         int // per user decision: a pending call is cancelled
 	PauseProcessPercent   int // per tick: a process freezes (GC-style) for 1-2 × LeaseMax

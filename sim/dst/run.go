@@ -98,7 +98,7 @@ func newWorld(opt Options, newCore CoreFactory) *World {
 	for i := range opt.Keys {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
 	}
-	w.owner = map[string]*node{}
+	w.owner, w.migrating = map[string]*node{}, map[string]*migration{}
 	first := newNode(w, opt.Profile, w.keys)
 	for _, k := range w.keys {
 		w.owner[k] = first

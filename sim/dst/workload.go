@@ -139,8 +139,12 @@ func (w *World) chaos() {
 		n.failover(w, w.otherProfile(n.profile))
 	case !w.moved && w.shouldMoveSlot():
 		w.moved = true
-		key := w.keys[w.rng.IntN(len(w.keys))]
-		w.moveSlot(key, newNode(w, w.otherProfile(""), w.keys))
+		key, to := w.keys[w.rng.IntN(len(w.keys))], newNode(w, w.otherProfile(""), w.keys)
+		if w.rng.IntN(2) == 0 {
+			w.moveSlot(key, to)
+		} else {
+			w.startMigration(key, to, w.between(5*time.Millisecond, w.opt.LeaseMax))
+		}
 	case w.shouldDenyACL():
 		perms := []string{"client", "delex", "delifeq", "evalsha"}
 		n.denyACL(w, perms[w.rng.IntN(len(perms))])
