@@ -92,8 +92,8 @@ func (l *Locks) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 
 func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, opts []AcquireOption) (*Lock, error) {
 	var o acquireOptions
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 0 {
+		o = applyAcquireOptions(opts)
 	}
 	d, ms, err := validateAcquire(op, key, ttl, o)
 	if err != nil {
@@ -127,6 +127,16 @@ func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, 
 	}
 }
 
+// applyAcquireOptions is separate so that acquisitions without options do
+// not move their options to the heap.
+func applyAcquireOptions(opts []AcquireOption) acquireOptions {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 func validateAcquire(op, key string, ttl time.Duration, o acquireOptions) (time.Duration, int64, error) {
 	if key == "" {
 		return 0, 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
@@ -147,7 +157,6 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions) (time.
 // tryOnce makes one acquisition with a fresh token and handle.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool, node string) (*Lock, error) {
 	lock := &Lock{locks: l, m: m, key: key, wireKey: l.key(key), token: NewToken(), node: node}
-	lock.mailbox = actor.NewMailbox(1, lock.handle)
 	if keepAlive {
 		lock.owned = newKeepAlive(lock, context.WithoutCancel(ctx))
 		lock.keepAlive = lock.owned

@@ -46,7 +46,7 @@ type Lock struct {
 	key     string
 	wireKey string
 	token   Token
-	mailbox *actor.Mailbox[event]
+	mailbox *actor.Mailbox[event] // created on first need, under mu; never changed after
 
 	// leaseDeadline is the handle's LeaseDeadline while Held, 0 otherwise,
 	// published after every step so estimates are read without l.mu.
@@ -56,6 +56,7 @@ type Lock struct {
 	h         sm.Handle
 	callers   sm.CallerID // last CallerID handed out
 	waiters   []waiter
+	oneWaiter [1]waiter // backing store for the usual single waiter
 	ops       [2]opSession // session that carried each command in flight
 	renewal   timerSlot
 	deadline  timerSlot
@@ -139,6 +140,9 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 // newCaller registers a waiting caller; l.mu is held.
 func (l *Lock) newCaller(ctx context.Context) sm.CallerID {
 	l.callers++
+	if l.waiters == nil {
+		l.waiters = l.oneWaiter[:0]
+	}
 	l.waiters = append(l.waiters, waiter{id: l.callers, ctx: ctx})
 	return l.callers
 }
@@ -155,6 +159,7 @@ func (l *Lock) waiterIndex(id sm.CallerID) int {
 
 func (l *Lock) removeWaiter(i int) {
 	l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+	l.waiters[len(l.waiters) : len(l.waiters)+1][0] = waiter{} // drop the ctx and reply
 	if len(l.waiters) == 0 {
 		l.waiters = nil
 	}

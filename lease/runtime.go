@@ -129,7 +129,7 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 		case e.Caller == self:
 			return j
 		default:
-			go l.runJob(l.callerContext(e.Caller), j)
+			go l.runJob(l.mailboxLocked(), l.callerContext(e.Caller), j)
 		}
 	case sm.EffectCleanupDelete:
 		l.m.goBackground(l.cleanup)
@@ -168,7 +168,7 @@ func (l *Lock) arm(t sm.Timer, seq uint32, at time.Duration) {
 		if t == sm.TimerDeadline {
 			tick = deadlineTick
 		}
-		slot.alarm = actor.NewAlarm(l.m.clock, l.mailbox, tick)
+		slot.alarm = actor.NewAlarm(l.m.clock, l.mailboxLocked(), tick)
 	}
 	slot.seq = seq
 	slot.alarm.Arm(at - l.m.clock.Now())
@@ -183,8 +183,17 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 }
 
 // runJob runs a command for a caller other than the current goroutine.
-func (l *Lock) runJob(ctx context.Context, j job) {
-	_ = l.mailbox.Deliver(l.execute(ctx, j))
+func (l *Lock) runJob(mailbox *actor.Mailbox[event], ctx context.Context, j job) {
+	_ = mailbox.Deliver(l.execute(ctx, j))
+}
+
+// mailboxLocked returns the lock's mailbox, creating it on first need (a
+// lock that is only acquired and released never needs one); l.mu is held.
+func (l *Lock) mailboxLocked() *actor.Mailbox[event] {
+	if l.mailbox == nil {
+		l.mailbox = actor.NewMailbox(1, l.handle)
+	}
+	return l.mailbox
 }
 
 // noteSession records, before the send, the session that will carry op, so
@@ -246,8 +255,9 @@ func (l *Lock) fence(op sm.OpID) {
 			s = l.ops[i].session
 		}
 	}
+	mailbox := l.mailboxLocked()
 	if s == nil {
-		_ = l.mailbox.Deliver(event{kind: eventFence, op: op})
+		_ = mailbox.Deliver(event{kind: eventFence, op: op})
 		return
 	}
 	l.m.goBackground(func() {
@@ -258,7 +268,7 @@ func (l *Lock) fence(op sm.OpID) {
 			l.m.core.logger.Warn("lease: fencing the connection of an interrupted lock command failed",
 				"key", l.key, "error", err)
 		}
-		_ = l.mailbox.Deliver(event{kind: eventFence, op: op, err: err})
+		_ = mailbox.Deliver(event{kind: eventFence, op: op, err: err})
 	})
 }
 
@@ -294,6 +304,9 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 
 // sessionOf returns the session that carried a conn operation's last attempt.
 func sessionOf(res conn.Result, err error) *conn.Session {
+	if err == nil {
+		return res.Session
+	}
 	var e *conn.Error
 	if errors.As(err, &e) && e.Session != nil {
 		return e.Session
@@ -303,6 +316,9 @@ func sessionOf(res conn.Result, err error) *conn.Session {
 
 // isRedirect reports a MOVED/ASK answer (the command did not run there).
 func isRedirect(err error) bool {
+	if err == nil {
+		return false
+	}
 	var e *conn.Error
 	return errors.As(err, &e) && e.Redirect != nil
 }
