@@ -56,7 +56,7 @@ type Lock struct {
 	h         sm.Handle
 	callers   sm.CallerID // last CallerID handed out
 	waiters   []waiter
-	oneWaiter [1]waiter // backing store for the usual single waiter
+	oneWaiter [1]waiter    // backing store for the usual single waiter
 	ops       [2]opSession // session that carried each command in flight
 	renewal   timerSlot
 	deadline  timerSlot
