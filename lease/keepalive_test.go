@@ -91,6 +91,9 @@ func TestKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing
 			kill.Args, kill.Seq, kill.ClientID, renewal.Seq, renewal.ClientID)
 	}
 	eventually(t, "Lost", func() bool { return lock.State() == StateLost })
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers still armed on a lost lock", n)
+	}
 	if out, err := lock.Release(ctxT(t)); out != NotOwned || err != nil {
 		t.Fatalf("Release after loss = %v, %v; want NotOwned", out, err)
 	}

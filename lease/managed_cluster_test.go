@@ -1,0 +1,54 @@
+package lease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
+)
+
+// Managed locks on a mixed-version cluster: each lock renews and releases on
+// the session of the node its prefixed key lives on, with that node's
+// commands, and closing leaves no armed timer behind.
+func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.T) {
+	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
+	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false), WithKeyPrefix("app:"))
+	t.Cleanup(locks.closeManaged)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	ctx := ctxT(t)
+	held := make([]*Lock, len(profiles))
+	for i := range profiles {
+		key := keyForNode(t, c, "app:", i)
+		lock, err := locks.Acquire(ctx, key, 10*time.Second, WithKeepAlive())
+		if err != nil {
+			t.Fatalf("node %d: Acquire = %v", i, err)
+		}
+		held[i] = lock
+	}
+	clock.Advance(5 * time.Second)
+	for i, lock := range held {
+		eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+		if seqOf(c.Node(i).Log(), isCommand("SET", "app:"+lock.Key())) == 0 {
+			t.Fatalf("node %d saw no command for its lock", i)
+		}
+	}
+	for i, lock := range held {
+		if err := lock.Close(); err != nil {
+			t.Fatalf("node %d: Close = %v", i, err)
+		}
+		if got := c.Node(i).Exec("EXISTS", "app:"+lock.Key()); got != ":0\r\n" {
+			t.Fatalf("node %d: lock not released: %q", i, got)
+		}
+	}
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers still armed after Close", n)
+	}
+}
