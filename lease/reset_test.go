@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -139,5 +140,58 @@ func TestManagedRenewalWithoutClientPermissionNamesTheMissingPermission(t *testi
 				t.Fatalf("raw ResetExpiry = %v, %v; want true (no CLIENT permission needed)", ok, err)
 			}
 		})
+	}
+}
+
+func TestEstimatesCountFromBeforeTheSend(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Gate: gate})
+	result := make(chan *Lock, 1)
+	go func() {
+		lock, err := locks.Acquire(ctxT(t), "k", 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		result <- lock
+	}()
+	waitLog(t, srv, isAcquire)
+	clock.Advance(3 * time.Second) // the reply takes 3s
+	close(gate)
+	lock := <-result
+	defer lock.Close()
+	if got := lock.RemainingEstimate(); got != 7*time.Second {
+		t.Fatalf("RemainingEstimate = %v; want 7s (counted from before the SET was sent)", got)
+	}
+	clock.Advance(7 * time.Second)
+	if lock.RemainingEstimate() != 0 {
+		t.Fatalf("RemainingEstimate = %v after the lease; want 0", lock.RemainingEstimate())
+	}
+	before := len(srv.Log())
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); ok || err != nil {
+		t.Fatalf("ResetExpiry after local expiry = %v, %v; want false without sending", ok, err)
+	}
+	if len(srv.Log()) != before {
+		t.Fatalf("a reset after local expiry sent %v", srv.Log()[before:])
+	}
+}
+
+func TestResetTimedOutAfterTheSendIsFencedAndLost(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84, WithCommandTimeout(100*time.Millisecond))
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	if _, err := lock.ResetExpiry(ctx, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ResetExpiry = %v; want the command timeout", err)
+	}
+	if lock.State() != StateLost || seqOf(srv.Log(), isKill) == 0 {
+		t.Fatalf("state %v, fence sent %v; want Lost and fenced", lock.State(), seqOf(srv.Log(), isKill) != 0)
 	}
 }
