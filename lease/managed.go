@@ -44,17 +44,22 @@ func (l *Locks) managed() *managed {
 	if m, ok := managedByCore.Load(l.core); ok {
 		return m.(*managed)
 	}
-	m, _ := managedByCore.LoadOrStore(l.core, &managed{
+	fresh := &managed{
 		core:     l.core,
 		clock:    actor.RealClock(),
 		cluster:  l.core.client.Mode() == rueidis.ClientModeCluster,
 		renewers: map[string]*renewer{},
-	})
+	}
+	m, loaded := managedByCore.LoadOrStore(l.core, fresh)
+	if !loaded {
+		l.core.onClose(l.closeManaged)
+	}
 	return m.(*managed)
 }
 
-// closeManaged waits for the background cleanups of this Locks and forgets
-// its runtime. Sessions must be closed first so the cleanups end quickly.
+// closeManaged waits for the background work of this Locks (cleanup deletes
+// of abandoned acquisitions, fences; each bounded) and forgets its runtime.
+// Locks.Close runs it once, before the sessions close.
 func (l *Locks) closeManaged() {
 	if m, ok := managedByCore.LoadAndDelete(l.core); ok {
 		m.(*managed).background.Wait()

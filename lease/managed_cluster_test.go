@@ -20,7 +20,6 @@ func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.
 	}
 	t.Cleanup(func() { c.Close() })
 	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false), WithKeyPrefix("app:"))
-	t.Cleanup(locks.closeManaged)
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	ctx := ctxT(t)

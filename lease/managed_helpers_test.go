@@ -16,7 +16,6 @@ func managedSim(t *testing.T, profile sim.Profile, opts ...Option) (*sim.Server,
 	t.Helper()
 	srv := startSim(t, sim.Config{Profile: profile})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), opts...)
-	t.Cleanup(locks.closeManaged)
 	return srv, locks
 }
 

@@ -213,7 +213,6 @@ func TestReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks(t *testing
 	w := &warnings{}
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true),
 		WithLogger(slog.New(slog.NewTextHandler(w, nil))))
-	t.Cleanup(locks.closeManaged)
 	ctx := ctxT(t)
 	for _, key := range []string{"a", "b"} {
 		lock, err := locks.Acquire(ctx, key, time.Minute)

@@ -112,7 +112,6 @@ func TestManagedRenewalWithoutClientPermissionNamesTheMissingPermission(t *testi
 			srv := startSim(t, sim.Config{Profile: sim.Redis84})
 			srv.SetUser("locker", "lockerpw", c.allowed...)
 			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true))
-			t.Cleanup(locks.closeManaged)
 			ctx := ctxT(t)
 			lock, err := locks.Acquire(ctx, "k", time.Minute)
 			if err != nil {
