@@ -210,3 +210,30 @@ func TestKeepAliveStopsWhenItsContextEnds(t *testing.T) {
 		return err == nil
 	})
 }
+
+func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	clock.Advance(5 * time.Second)
+	renewal := waitLog(t, srv, isRenewal("k"))
+	closed := make(chan error, 1)
+	go func() { closed <- lock.Close() }()
+	eventually(t, "closer parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return len(lock.waiters) == 1 })
+	if seqOf(srv.Log(), isCommand("DELEX")) != 0 {
+		t.Fatal("released while the keep-alive's renewal was in flight")
+	}
+	close(gate)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if del := seqOf(srv.Log(), isCommand("DELEX")); del < renewal.Seq {
+		t.Fatalf("DELEX (seq %d) must follow the renewal (seq %d)", del, renewal.Seq)
+	}
+	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+		t.Fatalf("keep-alive cause %v; want ErrKeepAliveStopped", cause)
+	}
+	if lock.State() != StateReleased || clock.Pending() != 0 {
+		t.Fatalf("state %v, %d timers armed; want Released, 0", lock.State(), clock.Pending())
+	}
+}

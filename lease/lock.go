@@ -72,6 +72,7 @@ type waiter struct {
 	reply  actor.Reply[sm.Result]
 	result sm.Result
 	done   bool // resolved before the caller parked on reply
+	gone   bool // the caller stopped waiting; its answer is dropped
 }
 
 // opSession remembers which session carries a command, for the fence.
@@ -171,7 +172,7 @@ func (l *Lock) resolve(id sm.CallerID, r sm.Result) {
 	if i < 0 {
 		return
 	}
-	if l.waiters[i].reply.Send(r) {
+	if l.waiters[i].gone || l.waiters[i].reply.Send(r) {
 		l.removeWaiter(i)
 		return
 	}
@@ -239,6 +240,6 @@ func (l *Lock) abandon(id sm.CallerID) {
 	}
 	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m.clock.Now()}, 0)
 	if i := l.waiterIndex(id); i >= 0 {
-		l.waiters[i].reply = actor.Reply[sm.Result]{} // its command still runs; nobody waits
+		l.waiters[i].gone = true // its command still runs; nobody waits for the answer
 	}
 }
