@@ -237,3 +237,49 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 		t.Fatalf("state %v, %d timers armed; want Released, 0", lock.State(), clock.Pending())
 	}
 }
+
+// killSession kills, on the server, the session the lock's renewals use.
+func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
+	t.Helper()
+	s := lock.m.standalone.Load()
+	id, ok := s.Identity()
+	if !ok || !srv.KillClient(id.ID) {
+		t.Fatalf("cannot kill the session (identity %v)", ok)
+	}
+	eventually(t, "the socket is seen dead", s.Dead)
+}
+
+func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	killSession(t, srv, lock)
+	clock.Advance(5 * time.Second)
+	eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+	if err := lock.KeepAliveContext().Err(); err != nil {
+		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+	}
+}
+
+func TestKeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	full := []string{"set", "get", "delex", "client|id", "client|info", "client|kill"}
+	srv.SetUser("locker", "lockerpw", full...)
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	lock, err := locks.Acquire(ctxT(t), "k", 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetUser("locker", "lockerpw", full[:5]...) // CLIENT KILL revoked
+	killSession(t, srv, lock)
+	clock.Advance(5 * time.Second)
+	waitDone(t, lock.KeepAliveContext())
+	var permErr *PermissionError
+	cause := context.Cause(lock.KeepAliveContext())
+	if !errors.As(cause, &permErr) || permErr.Command != "CLIENT KILL" || !errors.Is(cause, ErrOwnershipLost) {
+		t.Fatalf("cause %v; want a renewal failure wrapping the CLIENT KILL permission error", cause)
+	}
+	if seqOf(srv.Log(), isRenewal("k")) != 0 {
+		t.Fatal("renewed on a session that could not be fenced")
+	}
+}

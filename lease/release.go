@@ -66,6 +66,17 @@ func callerError(ctx context.Context, err error) error {
 func (l *Lock) execute(ctx context.Context, j job) event {
 	ctx, cancel := l.m.commandContext(ctx)
 	defer cancel()
+	for attempt := 0; ; attempt++ {
+		ev := l.executeOnce(ctx, j)
+		if attempt > 0 || ev.outcome != sm.OutcomeNotSubmitted || !retiredBeforeSend(ev.err) {
+			return ev
+		}
+		// The session was found dead before the command was written: once
+		// more on a fresh session.
+	}
+}
+
+func (l *Lock) executeOnce(ctx context.Context, j job) event {
 	s, err := l.m.sessionFor(ctx, l.wireKey)
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: err}
@@ -95,8 +106,11 @@ func (l *Lock) execute(ctx context.Context, j job) event {
 
 func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 	ms, err := ttlMillis(j.ttl)
+	if err == nil {
+		err = l.m.mayFence(ctx, s) // managed renewal is fenced: never on a session that cannot be
+	}
 	if err != nil {
-		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeDefinite, err: err}
+		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
 	}
 	if !l.noteSession(j.op, s) {
 		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: ErrOwnershipLost}

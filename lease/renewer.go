@@ -91,22 +91,34 @@ func (r *renewer) take() []renewal {
 }
 
 // send renews one batch on the node's session, after checking (once per
-// session) that it may be fenced.
+// session) that it may be fenced. A session found dead before anything was
+// written is replaced once.
 func (r *renewer) send(batch []renewal) {
 	ctx, cancel := r.m.commandContext(context.Background())
 	defer cancel()
-	s, err := r.m.core.pool.SessionFor(ctx, r.node)
-	if err == nil {
-		err = r.m.mayFence(ctx, s)
-	}
-	if err != nil {
-		for _, rn := range batch {
-			rn.lock.deliverDone(rn.op, notSentOutcome(err), err, nil)
+	for attempt := 0; ; attempt++ {
+		s, err := r.m.core.pool.SessionFor(ctx, r.node)
+		if err == nil {
+			err = r.m.mayFence(ctx, s)
 		}
-		return
+		if err != nil {
+			for _, rn := range batch {
+				rn.lock.deliverDone(rn.op, notSentOutcome(err), err, nil)
+			}
+			return
+		}
+		if r.sendOn(ctx, s, batch, attempt == 0) {
+			return
+		}
 	}
+}
+
+// sendOn sends the batch on s and delivers every completion. When retry is
+// set and s turned out dead before anything was written, it delivers nothing
+// and returns false.
+func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, retry bool) bool {
 	requests := make([]conn.ExtendRequest, 0, len(batch))
-	sent := batch[:0]
+	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
 		ms, err := ttlMillis(rn.ttl)
 		if err != nil || !rn.lock.noteSession(rn.op, s) {
@@ -116,13 +128,27 @@ func (r *renewer) send(batch []renewal) {
 		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token.wire(), TTLMillis: ms})
 		sent = append(sent, rn)
 	}
-	for i, res := range s.ExtendMany(ctx, requests) {
+	if len(sent) == 0 {
+		return true
+	}
+	results := s.ExtendMany(ctx, requests)
+	if retry && retiredBeforeSend(results[0].Err) {
+		return false
+	}
+	for i, res := range results {
 		rn, err := sent[i], res.Err
 		if isRedirect(err) {
 			res.Result, err = r.m.core.pool.Extend(ctx, requests[i].Key, requests[i].Token, requests[i].TTLMillis)
 		}
 		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, sessionOf(res.Result, err))
 	}
+	return true
+}
+
+// retiredBeforeSend reports a session that was found dead or retired before
+// the command was handed to it: a fresh session may send it.
+func retiredBeforeSend(err error) bool {
+	return err != nil && conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrSessionRetired)
 }
 
 // deliverDone steps the lock with a renewal's completion right on the
