@@ -37,10 +37,11 @@ func TestSimulate(t *testing.T) {
 		n = min(n, 2000)
 	}
 	start := time.Now()
-	failed, steps := runSeeds(*firstSeedFlag, n, dst.MutationNone)
+	failed, stats := runSeeds(*firstSeedFlag, n, dst.MutationNone)
 	elapsed := time.Since(start)
-	t.Logf("%d schedules (%d scheduler steps) in %s: %.0f schedules/s on %d cores",
-		n, steps, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), runtime.GOMAXPROCS(0))
+	t.Logf("%d schedules in %s: %.0f schedules/s on %d cores",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), runtime.GOMAXPROCS(0))
+	t.Logf("exercised: %+v", stats)
 	if len(failed) == 0 {
 		return
 	}
@@ -63,9 +64,8 @@ func replay(t *testing.T, seed uint64) {
 
 // runSeeds plays n schedules from first on GOMAXPROCS goroutines and
 // returns the failing seeds in increasing order.
-func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, steps int64) {
+func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, stats dst.Stats) {
 	var next atomic.Int64
-	var totalSteps atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -74,18 +74,18 @@ func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, step
 				opt := dst.Swarm(first + uint64(i))
 				opt.Mutation = mutation
 				r := dst.Run(opt, nil)
-				totalSteps.Add(int64(r.Steps))
+				mu.Lock()
+				stats.Add(r.Stats)
 				if r.Failed() {
-					mu.Lock()
 					failed = append(failed, r.Seed)
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
 	slices.Sort(failed)
-	return failed, totalSteps.Load()
+	return failed, stats
 }
 
 func head(seeds []uint64, n int) []uint64 { return seeds[:min(n, len(seeds))] }

@@ -55,6 +55,7 @@ type campaign struct {
 	next, done, steps atomic.Int64
 	mu                sync.Mutex
 	failed            []uint64
+	stats             dst.Stats
 }
 
 // run plays the schedules and returns the failing seeds in increasing order.
@@ -73,6 +74,7 @@ func (c *campaign) run(every time.Duration) []uint64 {
 	close(stop)
 	progress.Wait()
 	c.line(start)
+	fmt.Fprintf(c.out, "exercised: %+v\n", c.stats)
 	slices.Sort(c.failed)
 	if len(c.failed) > 0 {
 		fmt.Fprintf(c.out, "failing seeds: %v\n", c.failed[:min(len(c.failed), 50)])
@@ -87,12 +89,13 @@ func (c *campaign) work() {
 		r := dst.Run(opt, nil)
 		c.steps.Add(int64(r.Steps))
 		c.done.Add(1)
+		c.mu.Lock()
+		c.stats.Add(r.Stats)
 		if r.Failed() {
-			c.mu.Lock()
 			c.failed = append(c.failed, r.Seed)
 			fmt.Fprintf(c.out, "VIOLATION seed %d: %s\n  replay: %s\n", r.Seed, r.Violations[0], dst.ReplayCommand(r.Seed))
-			c.mu.Unlock()
 		}
+		c.mu.Unlock()
 	}
 }
 

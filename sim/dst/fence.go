@@ -42,6 +42,7 @@ func (w *World) fence(h *handle, opID int64) {
 			if victim.generation == victim.node.generation {
 				w.check.onFenced(w, victim)
 			}
+			w.stats.Fences++
 			w.reapKilled()
 			w.abandon(victim)
 			report(OpResult{Class: Definite})

@@ -129,10 +129,14 @@ func (w *World) resolve(h *handle, e Effect) {
 			h.outcome = e.Outcome
 			if e.Outcome == "acquired" {
 				h.acquiredAt = w.now
+				w.stats.Acquired++
 			}
 			w.check.onAcquireResolved(w, h, e)
 		}
 		break
+	}
+	if e.Outcome == "Released" {
+		w.stats.Released++
 	}
 	w.trace.logf(w, p, h.name, "-> resolve call %d: %s %s", e.Call, e.Outcome, e.Err)
 }

@@ -54,6 +54,7 @@ func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
 	if out == nil {
 		return conn.Reply{}, false
 	}
+	w.stats.Commands++
 	reply := parseReply(out)
 	if w.trace.enabled {
 		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
@@ -123,6 +124,7 @@ func (n *node) failover(w *World, profile sim.Profile) {
 	old := n.engine
 	n.engine, n.profile = next, profile
 	n.generation++
+	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {
 		if !c.closed && c.node == n && c.generation == n.generation-1 {
@@ -172,6 +174,7 @@ type migration struct{ from, to *node }
 func (w *World) startMigration(key string, to *node, d time.Duration) {
 	from := w.owner[key]
 	w.migrating[key] = &migration{from: from, to: to}
+	w.stats.SlotMoves++
 	w.trace.logf(w, nil, "", "fault: slot %d (%s) migrating %s -> %s (%s) for %s", sim.Slot(key), key, from.name, to.name, to.profile, d)
 	w.schedule(nil, w.now+d, func() {
 		delete(w.migrating, key)
@@ -200,6 +203,9 @@ func (w *World) moveSlot(key string, to *node) {
 		to.engine.AdminExec("SET", key, v)
 	}
 	from.engine.AdminExec("DEL", key)
+	if w.owner[key] != to && w.migrating[key] == nil {
+		w.stats.SlotMoves++
+	}
 	w.owner[key] = to
 	from.refresh(w, key)
 	to.refresh(w, key)
@@ -218,6 +224,7 @@ func (w *World) nodeByAddr(addr string) *node {
 
 // denyACL makes the default user lose one permission the lock uses.
 func (n *node) denyACL(w *World, perm string) {
+	w.stats.ACLDenials++
 	reply := n.engine.AdminExec("ACL", "SETUSER", "default", "-"+perm)
 	w.trace.logf(w, nil, "", "fault: ACL denies %s (%s)", perm, trimCRLF(reply))
 }

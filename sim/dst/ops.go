@@ -97,6 +97,7 @@ func (w *World) redirect(op *opRun, rd conn.Redirect) {
 		op.h.proc.route[op.h.key] = target
 	}
 	op.asking = rd.Ask
+	w.stats.Redirects++
 	op.written = false // MOVED proves the command did not run: a cancel from here on is "not submitted"
 	if op.deadline != nil {
 		op.deadline.cancelled = true
@@ -240,6 +241,7 @@ func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
 	}
 	switch {
 	case !out.Done:
+		w.stats.Fallbacks++
 		w.sendStep(op)
 	case out.Redirect != nil:
 		w.redirect(op, *out.Redirect)
@@ -298,6 +300,12 @@ func (w *World) finish(op *opRun, res OpResult) {
 	}
 	res.NoIdentity = res.NoIdentity || op.noIdent
 	op.uncertain = res.Class == Uncertain
+	switch res.Class {
+	case Uncertain:
+		w.stats.Uncertain++
+	case NotSubmitted:
+		w.stats.NotSubmitted++
+	}
 	h := op.h
 	w.trace.logf(w, h.proc, h.name, "%s %s ends %s owned=%v %s", op.kind, opLabel(op.id), res.Class, res.Owned, res.Err)
 	w.schedule(h.proc, w.now, func() {

@@ -20,6 +20,7 @@ type Result struct {
 	Steps       int           // scheduler steps taken
 	VirtualTime time.Duration // virtual time at the end
 	Handles     int           // handles created
+	Stats       Stats         // what happened
 	Violations  []Violation   // empty when every invariant held
 	Transcript  string        // when Options.Transcript
 	PanicStack  string        // the Go stack of a panic (invariant 0), not part of the transcript
@@ -64,7 +65,7 @@ func Run(opt Options, newCore CoreFactory) Result {
 	w := newWorld(opt.withDefaults(), newCore)
 	stack := w.loop()
 	return Result{Seed: opt.Seed, Options: opt, Steps: w.steps, VirtualTime: w.now,
-		Handles: len(w.handles), Violations: w.check.violations, Transcript: w.trace.String(),
+		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}
 }
 

@@ -19,6 +19,7 @@ func (w *World) think(p *process) {
 	defer w.schedule(p, w.now+w.between(time.Millisecond, 20*time.Millisecond), func() { w.think(p) })
 	if len(p.calls) > 0 && w.shouldCancel() {
 		c := p.calls[w.rng.IntN(len(p.calls))]
+		w.stats.Cancellations++
 		w.input(c.h, Input{Kind: InCancel, Call: c.id})
 		return
 	}
@@ -168,6 +169,7 @@ func (w *World) otherProfile(not sim.Profile) sim.Profile {
 
 func (w *World) pauseNode(n *node, d time.Duration) {
 	n.paused, n.resumeAt = true, w.now+d
+	w.stats.NodePauses++
 	w.trace.logf(w, nil, "", "fault: %s paused for %s", n.name, d)
 	w.schedule(nil, w.now+d, func() {
 		n.paused = false
@@ -179,6 +181,7 @@ func (w *World) pauseNode(n *node, d time.Duration) {
 // its clock, the server's and everyone else's go on.
 func (w *World) pauseProcess(p *process, d time.Duration) {
 	p.paused = true
+	w.stats.ProcessPauses++
 	w.trace.logf(w, p, "", "fault: process paused for %s", d)
 	w.schedule(nil, w.now+d, func() {
 		p.paused = false

@@ -39,6 +39,7 @@ type World struct {
 	newCore   func(h HandleInfo) Core
 	nextID    int64
 	steps     int
+	stats     Stats
 	done      bool
 }
 

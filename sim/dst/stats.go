@@ -1,0 +1,38 @@
+package dst
+
+// Stats counts what happened in schedules, to show what a campaign
+// exercised. Add merges counts.
+type Stats struct {
+	Commands      int // commands the servers ran
+	Fallbacks     int // fallback commands sent after a confirming reply
+	Redirects     int // MOVED/ASK followed
+	Acquired      int // acquisition calls answered "acquired"
+	Released      int // releases answered Released
+	Uncertain     int // operations that ended uncertain
+	NotSubmitted  int // operations that ended not submitted
+	Fences        int // CLIENT KILL fences answered
+	Cancellations int // user cancellations
+	Failovers     int // node failovers
+	SlotMoves     int // slot moves and migrations
+	ACLDenials    int // ACL changes
+	NodePauses    int // node pauses
+	ProcessPauses int // process pauses
+}
+
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
+	s.Commands += o.Commands
+	s.Fallbacks += o.Fallbacks
+	s.Redirects += o.Redirects
+	s.Acquired += o.Acquired
+	s.Released += o.Released
+	s.Uncertain += o.Uncertain
+	s.NotSubmitted += o.NotSubmitted
+	s.Fences += o.Fences
+	s.Cancellations += o.Cancellations
+	s.Failovers += o.Failovers
+	s.SlotMoves += o.SlotMoves
+	s.ACLDenials += o.ACLDenials
+	s.NodePauses += o.NodePauses
+	s.ProcessPauses += o.ProcessPauses
+}
