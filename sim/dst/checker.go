@@ -175,7 +175,6 @@ func (w *World) ownerName(s keyState) string {
 // call was answered and whose core reached a terminal state without a live
 // keep-alive context can never hold again and is no longer checked.
 func (k *checker) afterStep(w *World) {
-	margin := time.Duration(int64(w.opt.LeaseMax)*2*w.opt.DriftPPM/1_000_000) + 2*time.Millisecond
 	owners := k.owners[:0]
 	for _, key := range w.keys {
 		owners = append(owners, w.keyState(key))
@@ -189,7 +188,7 @@ func (k *checker) afterStep(w *World) {
 		}
 		live = append(live, h)
 		if !w.done {
-			k.checkHandle(w, h, b, owners[h.keyIndex], margin)
+			k.checkHandle(w, h, b, owners[h.keyIndex])
 		}
 	}
 	clear(w.live[len(live):])
@@ -205,7 +204,16 @@ func terminal(state string) bool {
 	return false
 }
 
-func (k *checker) checkHandle(w *World, h *handle, b Belief, owner keyState, margin time.Duration) {
+// driftMargin is how much later than the truth a lease estimate of p may
+// end: a clock running slow by d ppm stretches a lease of at most LeaseMax
+// by d ppm of it (a fast clock errs on the safe side). One millisecond more
+// covers the servers' whole-millisecond TTLs.
+func (w *World) driftMargin(p *process) time.Duration {
+	return time.Duration(max(0, -p.driftPPM)*int64(w.opt.LeaseMax)/1_000_000) + time.Millisecond
+}
+
+func (k *checker) checkHandle(w *World, h *handle, b Belief, owner keyState) {
+	margin := w.driftMargin(h.proc)
 	p := h.proc
 	local := p.local(w.now)
 	if b.Held && local < b.ExpiresLocal-margin && (!owner.found || owner.token != h.token) {
