@@ -54,7 +54,7 @@ type keyState struct {
 	pttl  int64
 }
 
-func (k *checker) fail(w *World, invariant int, format string, args ...any) {
+func (k *checker) fail(w *world, invariant int, format string, args ...any) {
 	v := Violation{Invariant: invariant, At: w.now, Message: fmt.Sprintf(format, args...)}
 	k.violations = append(k.violations, v)
 	w.trace.logf(w, nil, "", "VIOLATION %s", v)
@@ -62,7 +62,7 @@ func (k *checker) fail(w *World, invariant int, format string, args ...any) {
 }
 
 // onSend: invariant 3 on the client side of the wire.
-func (k *checker) onSend(w *World, r *request) {
+func (k *checker) onSend(w *world, r *request) {
 	op := r.op
 	if op == nil {
 		return
@@ -81,9 +81,9 @@ func (k *checker) onSend(w *World, r *request) {
 	}
 }
 
-func (k *checker) onReply(*World, *request, conn.Reply) {}
+func (k *checker) onReply(*world, *request, conn.Reply) {}
 
-func (k *checker) onUncertain(_ *World, op *opRun) {
+func (k *checker) onUncertain(_ *world, op *opRun) {
 	switch op.kind {
 	case OpExtend, OpRelease:
 		op.h.uncertainWrite = true
@@ -117,7 +117,7 @@ func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 }
 
 // beforeExec reads the key the command touches (invariants 2 and 5).
-func (k *checker) beforeExec(w *World, c *connection, r *request) keyState {
+func (k *checker) beforeExec(w *world, c *connection, r *request) keyState {
 	if k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
 		k.fail(w, 5, "%s ran on fenced connection id=%d after its CLIENT KILL reply", r.cmd.Args[0], c.clientID)
 	}
@@ -128,7 +128,7 @@ func (k *checker) beforeExec(w *World, c *connection, r *request) keyState {
 }
 
 // afterExec: invariant 2, and the server-side lease end of the owner.
-func (k *checker) afterExec(w *World, c *connection, r *request, before keyState) {
+func (k *checker) afterExec(w *world, c *connection, r *request, before keyState) {
 	op := r.op
 	if op == nil || op.kind == OpVerify {
 		return
@@ -150,15 +150,15 @@ func (k *checker) afterExec(w *World, c *connection, r *request, before keyState
 	}
 }
 
-func (k *checker) onFenced(_ *World, c *connection) {
+func (k *checker) onFenced(_ *world, c *connection) {
 	k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] = true
 }
 
 // onFailover: lease ends carry over (the keyspace is copied).
-func (k *checker) onFailover(*World) {}
+func (k *checker) onFailover(*world) {}
 
 // ownerName names the handle owning a key state, for messages.
-func (w *World) ownerName(s keyState) string {
+func (w *world) ownerName(s keyState) string {
 	if !s.found {
 		return "none"
 	}
@@ -174,7 +174,7 @@ func (w *World) ownerName(s keyState) string {
 // that may still hold or keep alive a lease. A handle whose acquisition
 // call was answered and whose core reached a terminal state without a live
 // keep-alive context can never hold again and is no longer checked.
-func (k *checker) afterStep(w *World) {
+func (k *checker) afterStep(w *world) {
 	owners := k.owners[:0]
 	for _, key := range w.keys {
 		owners = append(owners, w.keyState(key))
@@ -208,11 +208,11 @@ func terminal(state string) bool {
 // end: a clock running slow by d ppm stretches a lease of at most LeaseMax
 // by d ppm of it (a fast clock errs on the safe side). One millisecond more
 // covers the servers' whole-millisecond TTLs.
-func (w *World) driftMargin(p *process) time.Duration {
+func (w *world) driftMargin(p *process) time.Duration {
 	return time.Duration(max(0, -p.driftPPM)*int64(w.opt.LeaseMax)/1_000_000) + time.Millisecond
 }
 
-func (k *checker) checkHandle(w *World, h *handle, b Belief, owner keyState) {
+func (k *checker) checkHandle(w *world, h *handle, b Belief, owner keyState) {
 	margin := w.driftMargin(h.proc)
 	p := h.proc
 	local := p.local(w.now)
@@ -246,7 +246,7 @@ func inFlight(h *handle) string {
 
 // overdue reports whether p has an event it has not yet had the chance to
 // run (it was paused): its timers catch up first.
-func (w *World) overdue(p *process) bool {
+func (w *world) overdue(p *process) bool {
 	for _, ev := range w.events {
 		if ev.proc == p && !ev.cancelled && ev.due <= w.now {
 			return true
@@ -256,7 +256,7 @@ func (w *World) overdue(p *process) bool {
 }
 
 // onAcquireResolved: invariant 7 in liveness schedules.
-func (k *checker) onAcquireResolved(w *World, h *handle, e Effect) {
+func (k *checker) onAcquireResolved(w *world, h *handle, e Effect) {
 	if w.opt.Liveness && e.Outcome != "acquired" {
 		k.fail(w, 7, "%s gave up acquiring %s (%s %s) in a fault-free schedule, budget %s",
 			h.name, h.key, e.Outcome, e.Err, h.waitBudget)

@@ -8,7 +8,7 @@ import "time"
 // it Inputs carrying the handle's own monotonic time and executes the Effects
 // it returns.
 
-// Core is one lock handle's pure logic. Step is called only by the World's
+// Core is one lock handle's pure logic. Step is called only by the runtime's
 // goroutine, one input at a time.
 type Core interface {
 	// Step applies one input and returns the effects to execute, in order.

@@ -15,7 +15,7 @@
 // keep-alive start/stop, release, close, verify) or a user cancellation.
 // Each connection stays FIFO; connections interleave freely. Each process
 // reads its own monotonic clock running at 1±Options.DriftPPM. Every random
-// choice goes through a named shouldX predicate of the World, so a schedule
+// choice goes through a named shouldX predicate of the runtime, so a schedule
 // is a pure function of its Options: the same seed gives a byte-identical
 // transcript. Swarm derives varied Options (which faults, how often, which
 // server profile) from the seed alone.
@@ -48,6 +48,6 @@
 // the runtime is reported as invariant 0. A failing run reports its seed and
 // the command that replays it (ReplayCommand).
 //
-// Nothing in this package is safe for concurrent use: a World belongs to one
+// Nothing in this package is safe for concurrent use: a run belongs to one
 // goroutine. Independent runs may go in parallel (cmd/simcampaign does).
 package dst

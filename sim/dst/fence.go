@@ -6,7 +6,7 @@ import "github.com/respire-go/respire/conn"
 // connection that carried op's last command, sent on the process's control
 // connection. Once it answers, nothing still queued on the killed
 // connection can run (checked by invariant 5).
-func (w *World) fence(h *handle, opID int64) {
+func (w *world) fence(h *handle, opID int64) {
 	op := h.ops[opID]
 	p := h.proc
 	report := func(res OpResult) {
@@ -51,7 +51,7 @@ func (w *World) fence(h *handle, opID int64) {
 
 // reapKilled closes, on the client side, every connection the server
 // killed (the process sees EOF).
-func (w *World) reapKilled() {
+func (w *world) reapKilled() {
 	for _, c := range w.conns {
 		if !c.closed && c.generation == c.node.generation && c.node.engine.Killed(c.clientID) {
 			w.closeConn(c)
@@ -63,7 +63,7 @@ func (w *World) reapKilled() {
 // its replies (each unanswered request is lost), but commands already
 // written still reach the server and run; the server drops the connection
 // once they have.
-func (w *World) abandon(c *connection) {
+func (w *world) abandon(c *connection) {
 	if c.closed || c.abandoned {
 		return
 	}

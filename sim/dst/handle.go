@@ -44,7 +44,7 @@ type userCall struct {
 }
 
 // newHandle builds a handle with a fresh token for key.
-func (w *World) newHandle(p *process, keyIndex int) *handle {
+func (w *world) newHandle(p *process, keyIndex int) *handle {
 	p.tokens++
 	id := w.id()
 	key := w.keys[keyIndex]
@@ -60,7 +60,7 @@ func (w *World) newHandle(p *process, keyIndex int) *handle {
 }
 
 // call starts a user call on h.
-func (w *World) call(h *handle, in Input) *userCall {
+func (w *world) call(h *handle, in Input) *userCall {
 	c := &userCall{id: w.id(), h: h, kind: in.Kind}
 	in.Call = c.id
 	h.proc.calls = append(h.proc.calls, c)
@@ -70,7 +70,7 @@ func (w *World) call(h *handle, in Input) *userCall {
 
 // input steps h's core with in (stamped with the process's clock) and
 // executes the effects in order.
-func (w *World) input(h *handle, in Input) {
+func (w *world) input(h *handle, in Input) {
 	p := h.proc
 	in.Now = p.local(w.now)
 	if w.trace.enabled {
@@ -83,7 +83,7 @@ func (w *World) input(h *handle, in Input) {
 }
 
 // apply executes one effect.
-func (w *World) apply(h *handle, e Effect) {
+func (w *world) apply(h *handle, e Effect) {
 	p := h.proc
 	switch e.Kind {
 	case EffSend:
@@ -118,7 +118,7 @@ func (w *World) apply(h *handle, e Effect) {
 }
 
 // resolve answers a user call.
-func (w *World) resolve(h *handle, e Effect) {
+func (w *world) resolve(h *handle, e Effect) {
 	p := h.proc
 	for i, c := range p.calls {
 		if c.id != e.Call {

@@ -46,7 +46,7 @@ type request struct {
 }
 
 // open connects p to node n.
-func (w *World) open(p *process, n *node, role string) *connection {
+func (w *world) open(p *process, n *node, role string) *connection {
 	c := &connection{id: w.id(), proc: p, node: n, generation: n.generation, role: role}
 	c.addr = "10.0.0." + strconv.Itoa(p.index+1) + ":" + strconv.FormatInt(40000+c.id, 10)
 	c.clientID = n.engine.NewClient(c.addr)
@@ -62,7 +62,7 @@ func (c *connection) stale() bool {
 
 // write sends r on c: it arrives at the server after a latency drawn now,
 // never before the previous command on c.
-func (w *World) write(c *connection, r *request) {
+func (w *world) write(c *connection, r *request) {
 	r.conn = c
 	if c.closed {
 		panic("dst: write on a closed connection")
@@ -77,7 +77,7 @@ func (w *World) write(c *connection, r *request) {
 
 // arrive is the server side of a command: faults, execution, the reply's
 // trip back. While the node is paused the arrival is retried later.
-func (w *World) arrive(c *connection) {
+func (w *world) arrive(c *connection) {
 	n := c.node
 	if c.closed || c.generation != n.generation || len(c.toServer) == 0 {
 		return
@@ -121,7 +121,7 @@ func (w *World) arrive(c *connection) {
 }
 
 // deliver hands the oldest travelling reply to the process.
-func (w *World) deliver(c *connection) {
+func (w *world) deliver(c *connection) {
 	if c.closed || c.abandoned || len(c.toClient) == 0 {
 		return
 	}
@@ -139,7 +139,7 @@ func (w *World) deliver(c *connection) {
 	}
 }
 
-func (w *World) removeInFlight(c *connection, r *request) {
+func (w *world) removeInFlight(c *connection, r *request) {
 	for i, x := range c.inFlight {
 		if x == r {
 			c.inFlight = append(c.inFlight[:i], c.inFlight[i+1:]...)
@@ -150,7 +150,7 @@ func (w *World) removeInFlight(c *connection, r *request) {
 
 // closeConn kills c: the server forgets it and every unanswered request on
 // it is lost; the process notices each loss as its own event.
-func (w *World) closeConn(c *connection) {
+func (w *world) closeConn(c *connection) {
 	if c.closed {
 		return
 	}

@@ -25,7 +25,7 @@ type node struct {
 	cache      map[string]keyCache
 }
 
-func newNode(w *World, profile sim.Profile, keys []string) *node {
+func newNode(w *world, profile sim.Profile, keys []string) *node {
 	i := len(w.nodes)
 	n := &node{index: i, name: "n" + strconv.Itoa(i+1), addr: "10.0.1." + strconv.Itoa(i+1) + ":6379",
 		engine:  sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
@@ -37,7 +37,7 @@ func newNode(w *World, profile sim.Profile, keys []string) *node {
 // exec runs r's command for c on the engine, with the checker watching
 // the lock key before and after. ok is false when the engine refused the
 // client (killed by CLIENT KILL).
-func (n *node) exec(w *World, c *connection, r *request) (conn.Reply, bool) {
+func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 	if n.engine.Killed(c.clientID) {
 		return conn.Reply{}, false
 	}
@@ -74,7 +74,7 @@ type keyCache struct {
 
 // state returns key's owner now, from the cache, expiring it exactly as the
 // engine does (alive while now in ms <= expireAt).
-func (n *node) state(w *World, key string) keyState {
+func (n *node) state(w *world, key string) keyState {
 	c, ok := n.cache[key]
 	if !ok {
 		c = n.refresh(w, key)
@@ -86,7 +86,7 @@ func (n *node) state(w *World, key string) keyState {
 }
 
 // refresh reads key from the engine into the cache.
-func (n *node) refresh(w *World, key string) keyCache {
+func (n *node) refresh(w *world, key string) keyCache {
 	token, found, pttl := n.owner(key)
 	c := keyCache{token: token, found: found}
 	if found && pttl >= 0 {
@@ -107,7 +107,7 @@ func (n *node) owner(key string) (token string, found bool, pttl int64) {
 }
 
 // failover replaces the engine by one of profile, copying the keys.
-func (n *node) failover(w *World, profile sim.Profile) {
+func (n *node) failover(w *world, profile sim.Profile) {
 	next := sim.NewEngine(sim.Config{Profile: profile, Clock: w})
 	for _, k := range n.keys {
 		v, found, pttl := n.owner(k)
@@ -143,8 +143,8 @@ func (n *node) failover(w *World, profile sim.Profile) {
 // command; a key whose slot n does not own gets MOVED; while the slot
 // migrates away from n, a key absent here gets ASK; the migration target
 // accepts the key only right after ASKING. A redirected command does not
-// run. The slot map is the World's; one owner change per schedule.
-func (n *node) moved(w *World, c *connection, cmd conn.Command) (conn.Reply, bool) {
+// run. The slot map is the runtime's; one owner change per schedule.
+func (n *node) moved(w *world, c *connection, cmd conn.Command) (conn.Reply, bool) {
 	if cmd.Args[0] == "ASKING" {
 		c.asking = true
 		return conn.Reply{Kind: conn.ReplyStatus, Text: "OK"}, true
@@ -171,7 +171,7 @@ type migration struct{ from, to *node }
 
 // startMigration marks key's slot as migrating from its owner to to; it
 // finishes (the remaining key moves, MOVED from then on) after d.
-func (w *World) startMigration(key string, to *node, d time.Duration) {
+func (w *world) startMigration(key string, to *node, d time.Duration) {
 	from := w.owner[key]
 	w.migrating[key] = &migration{from: from, to: to}
 	w.stats.SlotMoves++
@@ -184,7 +184,7 @@ func (w *World) startMigration(key string, to *node, d time.Duration) {
 
 // keyState is the cluster's view of key: on the owner, or during a
 // migration on the target once the owner no longer has it.
-func (w *World) keyState(key string) keyState {
+func (w *world) keyState(key string) keyState {
 	s := w.owner[key].state(w, key)
 	if m := w.migrating[key]; m != nil && !s.found {
 		return m.to.state(w, key)
@@ -194,7 +194,7 @@ func (w *World) keyState(key string) keyState {
 
 // moveSlot gives key's slot to node to: the key is copied with its TTL and
 // deleted from the old owner, which then answers MOVED.
-func (w *World) moveSlot(key string, to *node) {
+func (w *world) moveSlot(key string, to *node) {
 	from := w.owner[key]
 	v, found, pttl := from.owner(key)
 	if found && pttl >= 0 {
@@ -213,7 +213,7 @@ func (w *World) moveSlot(key string, to *node) {
 }
 
 // nodeByAddr finds the node a MOVED reply names.
-func (w *World) nodeByAddr(addr string) *node {
+func (w *world) nodeByAddr(addr string) *node {
 	for _, n := range w.nodes {
 		if n.addr == addr {
 			return n
@@ -223,7 +223,7 @@ func (w *World) nodeByAddr(addr string) *node {
 }
 
 // denyACL makes the default user lose one permission the lock uses.
-func (n *node) denyACL(w *World, perm string) {
+func (n *node) denyACL(w *world, perm string) {
 	w.stats.ACLDenials++
 	reply := n.engine.AdminExec("ACL", "SETUSER", "default", "-"+perm)
 	w.trace.logf(w, nil, "", "fault: ACL denies %s (%s)", perm, trimCRLF(reply))

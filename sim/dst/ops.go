@@ -47,7 +47,7 @@ func opLabel(id int64) string {
 }
 
 // startOp executes EffSend.
-func (w *World) startOp(h *handle, e Effect) {
+func (w *world) startOp(h *handle, e Effect) {
 	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced,
 		afterUncertainWrite: h.uncertainWrite, afterUncertainSet: h.uncertainSet}
 	h.ops[op.id] = op
@@ -64,7 +64,7 @@ func (w *World) startOp(h *handle, e Effect) {
 // everything else a session (a fresh Operation from that session's
 // capabilities, after its identity handshake). It reports whether op may
 // be written now; otherwise it waits for the handshake.
-func (w *World) bind(op *opRun, n *node) bool {
+func (w *world) bind(op *opRun, n *node) bool {
 	h, p := op.h, op.h.proc
 	if op.kind == OpAcquire {
 		op.carrier = w.liveConn(p, &p.mux, n, "mux")
@@ -87,7 +87,7 @@ func (w *World) bind(op *opRun, n *node) bool {
 // redirect follows a MOVED reply the way conn's pool does: the command
 // did not run; correct the slot map, retire the session that got it and
 // run the op again on the target's session.
-func (w *World) redirect(op *opRun, rd conn.Redirect) {
+func (w *world) redirect(op *opRun, rd conn.Redirect) {
 	target := w.nodeByAddr(rd.Addr)
 	if target == nil {
 		w.finish(op, OpResult{Class: Definite, Err: "MOVED to an unknown node " + rd.Addr})
@@ -114,7 +114,7 @@ func (w *World) redirect(op *opRun, rd conn.Redirect) {
 
 // writeOp writes op's first command, possibly after a wait for capacity
 // (during which a cancel is still "not submitted").
-func (w *World) writeOp(op *opRun) {
+func (w *world) writeOp(op *opRun) {
 	if op.sess != nil {
 		op.noIdent = op.sess.identity == identityDenied
 	}
@@ -129,7 +129,7 @@ func (w *World) writeOp(op *opRun) {
 }
 
 // sendStep writes the op's current command and arms its deadline.
-func (w *World) sendStep(op *opRun) {
+func (w *world) sendStep(op *opRun) {
 	if op.done {
 		return
 	}
@@ -156,7 +156,7 @@ func (w *World) sendStep(op *opRun) {
 }
 
 // command is the op's current command; the mutation hook may rewrite it.
-func (w *World) command(op *opRun) conn.Command {
+func (w *world) command(op *opRun) conn.Command {
 	h := op.h
 	if op.kind == OpAcquire {
 		return conn.AcquireCommand(h.key, h.token, millis(op.ttl))
@@ -168,7 +168,7 @@ func (w *World) command(op *opRun) conn.Command {
 	return cmd
 }
 
-func (w *World) armDeadline(op *opRun) {
+func (w *world) armDeadline(op *opRun) {
 	if op.deadline != nil {
 		op.deadline.cancelled = true
 	}
@@ -192,7 +192,7 @@ func (w *World) armDeadline(op *opRun) {
 
 // mutateFallback is the broken variant: on a timeout, pretend the reply
 // was the confirming one and send the next implementation.
-func (w *World) mutateFallback(op *opRun) bool {
+func (w *world) mutateFallback(op *opRun) bool {
 	if op.protocol == nil {
 		return false
 	}
@@ -219,7 +219,7 @@ func (w *World) mutateFallback(op *opRun) bool {
 
 // opReply interprets a reply with conn's protocol and either finishes the
 // op or writes the fallback command conn chose.
-func (w *World) opReply(op *opRun, req *request, r conn.Reply) {
+func (w *world) opReply(op *opRun, req *request, r conn.Reply) {
 	if op.done {
 		return
 	}
@@ -260,7 +260,7 @@ func definite(owned bool, err *conn.ServerError) OpResult {
 }
 
 // opLost: the connection died after the write.
-func (w *World) opLost(op *opRun) {
+func (w *world) opLost(op *opRun) {
 	if op.done {
 		return
 	}
@@ -272,7 +272,7 @@ func (w *World) opLost(op *opRun) {
 
 // cancelOp executes EffCancelOp: before the write it is NotSubmitted;
 // after, Uncertain.
-func (w *World) cancelOp(op *opRun) {
+func (w *world) cancelOp(op *opRun) {
 	if op == nil || op.done {
 		return
 	}
@@ -287,7 +287,7 @@ func (w *World) cancelOp(op *opRun) {
 }
 
 // finish records op's outcome and hands it to the core as its own event.
-func (w *World) finish(op *opRun, res OpResult) {
+func (w *world) finish(op *opRun, res OpResult) {
 	if op.done {
 		return
 	}

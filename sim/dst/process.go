@@ -48,7 +48,7 @@ const (
 	identityDenied
 )
 
-func newProcess(w *World, index int) *process {
+func newProcess(w *world, index int) *process {
 	p := &process{index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{},
 		route: map[string]*node{}}
 	if w.opt.DriftPPM > 0 {
@@ -59,7 +59,7 @@ func newProcess(w *World, index int) *process {
 }
 
 // routeFor is the node p believes owns key.
-func (w *World) routeFor(p *process, key string) *node {
+func (w *world) routeFor(p *process, key string) *node {
 	if n := p.route[key]; n != nil {
 		return n
 	}
@@ -67,7 +67,7 @@ func (w *World) routeFor(p *process, key string) *node {
 }
 
 // liveSession returns p's session to n, opening a new one if it was retired.
-func (w *World) liveSession(p *process, n *node) *session {
+func (w *world) liveSession(p *process, n *node) *session {
 	for len(p.sessions) <= n.index {
 		p.sessions = append(p.sessions, nil)
 	}
@@ -79,7 +79,7 @@ func (w *World) liveSession(p *process, n *node) *session {
 
 // liveConn returns a usable connection to n from conns (mux or control),
 // reopening it when needed.
-func (w *World) liveConn(p *process, conns *[]*connection, n *node, role string) *connection {
+func (w *world) liveConn(p *process, conns *[]*connection, n *node, role string) *connection {
 	for len(*conns) <= n.index {
 		*conns = append(*conns, nil)
 	}
@@ -92,7 +92,7 @@ func (w *World) liveConn(p *process, conns *[]*connection, n *node, role string)
 // retire retires s as conn's pool does: no new command goes to it, the
 // replies of commands already written are still read, then the socket is
 // closed. The process opens a new session (fresh capabilities) next time.
-func (w *World) retire(s *session) {
+func (w *world) retire(s *session) {
 	c := s.conn
 	if c.closed || c.retired {
 		return
@@ -106,7 +106,7 @@ func (w *World) retire(s *session) {
 // ensureIdentity makes op wait until s's opening handshake (CLIENT ID and
 // CLIENT INFO, pipelined, as conn opens a session) has answered. A session
 // whose identity was refused works unfenced.
-func (w *World) ensureIdentity(s *session, op *opRun) bool {
+func (w *world) ensureIdentity(s *session, op *opRun) bool {
 	switch s.identity {
 	case identityReady, identityDenied:
 		return true
@@ -136,7 +136,7 @@ func (w *World) ensureIdentity(s *session, op *opRun) bool {
 
 // identityReply ends the handshake: the session has an identity when both
 // replies are good; otherwise it works without one (no fence possible).
-func (w *World) identityReply(s *session, id, info conn.Reply) {
+func (w *world) identityReply(s *session, id, info conn.Reply) {
 	if s.identity != identityPending {
 		return
 	}
@@ -161,7 +161,7 @@ func (w *World) identityReply(s *session, id, info conn.Reply) {
 }
 
 // identityFailed finishes the waiting ops: none of them was written.
-func (w *World) identityFailed(s *session) {
+func (w *world) identityFailed(s *session) {
 	if s.identity != identityPending {
 		return
 	}

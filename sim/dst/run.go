@@ -71,7 +71,7 @@ func Run(opt Options, newCore CoreFactory) Result {
 
 // loop runs the scheduler. A panic in the core or the runtime is a
 // violation (invariant 0) of this seed, not a crash of the campaign.
-func (w *World) loop() (stack string) {
+func (w *world) loop() (stack string) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack = string(debug.Stack())
@@ -90,8 +90,8 @@ func (w *World) loop() (stack string) {
 	return ""
 }
 
-func newWorld(opt Options, newCore CoreFactory) *World {
-	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+func newWorld(opt Options, newCore CoreFactory) *world {
+	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
 		newCore: newCore}
 	w.trace.enabled = opt.Transcript
 	w.check.expiry = map[string]time.Duration{}

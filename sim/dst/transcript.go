@@ -41,7 +41,7 @@ func (t *transcript) redactText(s string) string {
 }
 
 // logf appends one line: "  12.345ms p1 h3   message".
-func (t *transcript) logf(w *World, p *process, handle, format string, args ...any) {
+func (t *transcript) logf(w *world, p *process, handle, format string, args ...any) {
 	if !t.enabled {
 		return
 	}

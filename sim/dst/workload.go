@@ -11,7 +11,7 @@ import (
 // Options.Horizon; pending work then drains.
 
 // think is one user decision of p, then the next is scheduled.
-func (w *World) think(p *process) {
+func (w *world) think(p *process) {
 	if w.now >= w.opt.Horizon {
 		w.drain(p)
 		return
@@ -38,7 +38,7 @@ func (w *World) think(p *process) {
 
 // drain runs after the horizon: the user releases what it holds and stops
 // once nothing is held or pending.
-func (w *World) drain(p *process) {
+func (w *world) drain(p *process) {
 	busy := len(p.calls) > 0
 	for _, key := range w.keys {
 		h := p.current[key]
@@ -57,7 +57,7 @@ func (w *World) drain(p *process) {
 
 // finished reports whether the user is done with h: it does not hold the
 // lock and no call on it is pending.
-func (w *World) finished(h *handle) bool {
+func (w *world) finished(h *handle) bool {
 	if h.outcome == "" {
 		return false
 	}
@@ -68,7 +68,7 @@ func (w *World) finished(h *handle) bool {
 	return !b.Held && !w.hasCall(h)
 }
 
-func (w *World) hasCall(h *handle) bool {
+func (w *world) hasCall(h *handle) bool {
 	for _, c := range h.proc.calls {
 		if c.h == h {
 			return true
@@ -78,7 +78,7 @@ func (w *World) hasCall(h *handle) bool {
 }
 
 // acquire starts a new handle's acquisition.
-func (w *World) acquire(p *process, keyIndex int) {
+func (w *world) acquire(p *process, keyIndex int) {
 	key := w.keys[keyIndex]
 	h := w.newHandle(p, keyIndex)
 	p.current[key] = h
@@ -96,7 +96,7 @@ func (w *World) acquire(p *process, keyIndex int) {
 }
 
 // userAction is one random call on a held handle.
-func (w *World) userAction(h *handle) {
+func (w *world) userAction(h *handle) {
 	if w.opt.Liveness {
 		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
 			w.call(h, Input{Kind: InRelease})
@@ -122,12 +122,12 @@ func (w *World) userAction(h *handle) {
 
 // livenessBudget is long enough for every other process to hold and
 // release once: processes × (hold + lease slack).
-func (w *World) livenessBudget() time.Duration {
+func (w *world) livenessBudget() time.Duration {
 	return time.Duration(len(w.procs)+1) * (w.opt.LeaseMin + 40*time.Millisecond) * 2
 }
 
 // chaos is the node-level fault loop.
-func (w *World) chaos() {
+func (w *world) chaos() {
 	if w.now >= w.opt.Horizon {
 		return
 	}
@@ -158,7 +158,7 @@ func (w *World) chaos() {
 }
 
 // otherProfile draws a profile other than not.
-func (w *World) otherProfile(not sim.Profile) sim.Profile {
+func (w *world) otherProfile(not sim.Profile) sim.Profile {
 	for {
 		p := sim.Profiles[w.rng.IntN(len(sim.Profiles))]
 		if p != not {
@@ -167,7 +167,7 @@ func (w *World) otherProfile(not sim.Profile) sim.Profile {
 	}
 }
 
-func (w *World) pauseNode(n *node, d time.Duration) {
+func (w *world) pauseNode(n *node, d time.Duration) {
 	n.paused, n.resumeAt = true, w.now+d
 	w.stats.NodePauses++
 	w.trace.logf(w, nil, "", "fault: %s paused for %s", n.name, d)
@@ -179,7 +179,7 @@ func (w *World) pauseNode(n *node, d time.Duration) {
 
 // pauseProcess freezes p (a GC-style pause): none of its events run, while
 // its clock, the server's and everyone else's go on.
-func (w *World) pauseProcess(p *process, d time.Duration) {
+func (w *world) pauseProcess(p *process, d time.Duration) {
 	p.paused = true
 	w.stats.ProcessPauses++
 	w.trace.logf(w, p, "", "fault: process paused for %s", d)

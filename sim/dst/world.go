@@ -18,9 +18,9 @@ type event struct {
 	cancelled bool
 }
 
-// World is one simulated universe: the server, the client processes, the
+// world is one simulated universe: the server, the client processes, the
 // network, the virtual clock and the checker. Not safe for concurrent use.
-type World struct {
+type world struct {
 	opt       Options
 	rng       *rand.Rand
 	now       time.Duration         // true virtual time since epoch
@@ -44,15 +44,15 @@ type World struct {
 }
 
 // Now implements sim.Clock: the server's view of true virtual time.
-func (w *World) Now() time.Time { return epoch.Add(w.now) }
+func (w *world) Now() time.Time { return epoch.Add(w.now) }
 
-func (w *World) id() int64 {
+func (w *world) id() int64 {
 	w.nextID++
 	return w.nextID
 }
 
 // schedule adds an event due at true time due.
-func (w *World) schedule(proc *process, due time.Duration, fire func()) *event {
+func (w *world) schedule(proc *process, due time.Duration, fire func()) *event {
 	if due < w.now {
 		due = w.now
 	}
@@ -62,7 +62,7 @@ func (w *World) schedule(proc *process, due time.Duration, fire func()) *event {
 }
 
 // enabled reports whether ev may be chosen now.
-func (w *World) enabled(ev *event) bool {
+func (w *world) enabled(ev *event) bool {
 	return !ev.cancelled && (ev.proc == nil || !ev.proc.paused)
 }
 
@@ -71,7 +71,7 @@ func (w *World) enabled(ev *event) bool {
 // if none is due, the clock advances to the earliest enabled one. Network
 // deliveries are events too (see network.go), so ordering between
 // connections is the scheduler's choice while each connection stays FIFO.
-func (w *World) step() bool {
+func (w *world) step() bool {
 	w.compact()
 	earliest := time.Duration(-1)
 	for _, ev := range w.events {
@@ -101,7 +101,7 @@ func (w *World) step() bool {
 }
 
 // compact drops cancelled events.
-func (w *World) compact() {
+func (w *world) compact() {
 	kept := w.events[:0]
 	for _, ev := range w.events {
 		if !ev.cancelled {
@@ -115,7 +115,7 @@ func (w *World) compact() {
 }
 
 // between draws a duration uniformly from [lo, hi].
-func (w *World) between(lo, hi time.Duration) time.Duration {
+func (w *world) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
 		return lo
 	}
@@ -123,24 +123,24 @@ func (w *World) between(lo, hi time.Duration) time.Duration {
 }
 
 // chance is true with probability percent/100.
-func (w *World) chance(percent int) bool {
+func (w *world) chance(percent int) bool {
 	return percent > 0 && w.rng.IntN(100) < percent
 }
 
 // The named fault predicates: every random fault decision goes through one.
 
-func (w *World) shouldDropBeforeExec() bool { return w.chance(w.opt.DropBeforeExecPercent) }
-func (w *World) shouldDropAfterExec() bool  { return w.chance(w.opt.DropAfterExecPercent) }
-func (w *World) shouldDelayReplyPastDeadline() bool {
+func (w *world) shouldDropBeforeExec() bool { return w.chance(w.opt.DropBeforeExecPercent) }
+func (w *world) shouldDropAfterExec() bool  { return w.chance(w.opt.DropAfterExecPercent) }
+func (w *world) shouldDelayReplyPastDeadline() bool {
 	return w.chance(w.opt.DelayReplyPercent)
 }
-func (w *World) shouldPauseNode() bool    { return w.chance(w.opt.PauseNodePercent) }
-func (w *World) shouldFailover() bool     { return w.chance(w.opt.FailoverPercent) }
-func (w *World) shouldMoveSlot() bool     { return w.chance(w.opt.MoveSlotPercent) }
-func (w *World) shouldDenyACL() bool      { return w.chance(w.opt.DenyACLPercent) }
-func (w *World) shouldCancel() bool       { return w.chance(w.opt.CancelPercent) }
-func (w *World) shouldPauseProcess() bool { return w.chance(w.opt.PauseProcessPercent) }
-func (w *World) shouldDelayWrite() bool   { return w.chance(w.opt.DelayWritePercent) }
+func (w *world) shouldPauseNode() bool    { return w.chance(w.opt.PauseNodePercent) }
+func (w *world) shouldFailover() bool     { return w.chance(w.opt.FailoverPercent) }
+func (w *world) shouldMoveSlot() bool     { return w.chance(w.opt.MoveSlotPercent) }
+func (w *world) shouldDenyACL() bool      { return w.chance(w.opt.DenyACLPercent) }
+func (w *world) shouldCancel() bool       { return w.chance(w.opt.CancelPercent) }
+func (w *world) shouldPauseProcess() bool { return w.chance(w.opt.PauseProcessPercent) }
+func (w *world) shouldDelayWrite() bool   { return w.chance(w.opt.DelayWritePercent) }
 
 // process clock: each process's monotonic clock runs at rate
 // 1 + driftPPM/1e6 from a private offset.
