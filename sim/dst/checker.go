@@ -16,6 +16,7 @@ type Violation struct {
 	Message   string
 }
 
+// String renders the violation with its virtual time.
 func (v Violation) String() string {
 	return fmt.Sprintf("invariant %d at %.3fms: %s", v.Invariant, float64(v.At)/1e6, v.Message)
 }

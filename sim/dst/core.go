@@ -72,6 +72,7 @@ const (
 	OpVerify                    // GET k, compare
 )
 
+// String names the operation for transcripts.
 func (k OpKind) String() string {
 	return [...]string{"?", "acquire", "extend", "release", "verify"}[k]
 }
@@ -86,6 +87,7 @@ const (
 	Uncertain                     // written, outcome unknown (timeout, cancel, connection loss)
 )
 
+// String names the class for transcripts.
 func (c Class) String() string {
 	return [...]string{"?", "definite", "not-submitted", "uncertain"}[c]
 }
