@@ -17,7 +17,6 @@ type standIn struct {
 	nextOp    int64
 	ops       map[int64]standInOp
 	acquireBy int64 // pending acquire call
-	released  bool
 }
 
 type standInOp struct {
