@@ -107,7 +107,7 @@ func BenchmarkPairs64(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	for r := 0; r < max(2, b.N); r++ {
+	for r := 0; r < max(8, b.N); r++ {
 		for i, impl := range impls {
 			n, d, err := runRound(impl.name, impl.run, workers, round)
 			if err != nil {
