@@ -22,6 +22,7 @@ var (
 	seedFlag      = flag.Uint64("seed", 0, "replay one simulation schedule (with its transcript) instead of the CI budget")
 	schedulesFlag = flag.Int("sim.schedules", 20000, "schedules TestSimulate runs (the CI budget)")
 	firstSeedFlag = flag.Uint64("sim.first", 1, "first seed of the CI budget")
+	mutationFlag  = flag.Int("sim.mutation", 0, "with -seed: replay a deliberately broken variant (dst.Mutation)")
 )
 
 // TestSimulate runs the CI budget: schedules with seeds first..first+n-1,
@@ -53,7 +54,7 @@ func TestSimulate(t *testing.T) {
 
 func replay(t *testing.T, seed uint64) {
 	opt := dst.Swarm(seed)
-	opt.Transcript = true
+	opt.Transcript, opt.Mutation = true, dst.Mutation(*mutationFlag)
 	r := dst.Run(opt, nil)
 	t.Logf("options: %+v", opt)
 	if r.Failed() {

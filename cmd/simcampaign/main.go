@@ -93,7 +93,7 @@ func (c *campaign) work() {
 		c.stats.Add(r.Stats)
 		if r.Failed() {
 			c.failed = append(c.failed, r.Seed)
-			fmt.Fprintf(c.out, "VIOLATION seed %d: %s\n  replay: %s\n", r.Seed, r.Violations[0], dst.ReplayCommand(r.Seed))
+			fmt.Fprintf(c.out, "VIOLATION seed %d: %s\n  replay: %s\n", r.Seed, r.Violations[0], r.Replay())
 		}
 		c.mu.Unlock()
 	}

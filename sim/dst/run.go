@@ -34,6 +34,15 @@ func ReplayCommand(seed uint64) string {
 	return "go test ./sim -run TestSimulate -seed=" + strconv.FormatUint(seed, 10) + " -v"
 }
 
+// Replay is the command that replays this run: ReplayCommand, plus the
+// mutation flag when the run used a deliberately broken variant.
+func (r Result) Replay() string {
+	if r.Options.Mutation == MutationNone {
+		return ReplayCommand(r.Seed)
+	}
+	return ReplayCommand(r.Seed) + " -sim.mutation=" + strconv.Itoa(int(r.Options.Mutation))
+}
+
 // Report is the failure message: seed, replay command, violations and, if
 // kept, the transcript.
 func (r Result) Report() string {
@@ -43,7 +52,7 @@ func (r Result) Report() string {
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", v)
 	}
-	fmt.Fprintf(&b, "replay: %s\n", ReplayCommand(r.Seed))
+	fmt.Fprintf(&b, "replay: %s\n", r.Replay())
 	if r.Transcript != "" {
 		b.WriteString("transcript:\n")
 		b.WriteString(r.Transcript)
