@@ -230,3 +230,72 @@ func TestReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks(t *testing
 		t.Fatalf("%d warnings; want exactly 1:\n%s", w.n, w.buf.String())
 	}
 }
+
+// gatedCancel is a context whose second Err call — the transport's last
+// check before it writes a command — reports the cancellation once the test
+// lets it, so "cancelled just before the send" is deterministic.
+type gatedCancel struct {
+	context.Context
+	mu      sync.Mutex
+	calls   int
+	checked chan struct{} // closed at the second Err call
+	release chan struct{} // the test closes it to let that call return
+	done    chan struct{}
+}
+
+func newGatedCancel(parent context.Context) *gatedCancel {
+	return &gatedCancel{Context: parent, checked: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (c *gatedCancel) Done() <-chan struct{} { return c.done }
+
+func (c *gatedCancel) Err() error {
+	c.mu.Lock()
+	c.calls++
+	n := c.calls
+	c.mu.Unlock()
+	switch {
+	case n == 1:
+		return nil
+	case n == 2:
+		close(c.checked)
+		<-c.release
+		close(c.done)
+	}
+	return context.Canceled
+}
+
+func TestStarterCancelledBeforeTheSendHandsTheReleaseToAJoiner(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.VerifyStillHeld(ctx); err != nil { // open the session first
+		t.Fatal(err)
+	}
+	starterCtx := newGatedCancel(ctx)
+	starterErr := make(chan error, 1)
+	go func() { _, err := lock.Release(starterCtx); starterErr <- err }()
+	<-starterCtx.checked
+	joined := make(chan ReleaseOutcome, 1)
+	go func() {
+		out, err := lock.Release(ctx)
+		if err != nil {
+			t.Errorf("joiner = %v", err)
+		}
+		joined <- out
+	}()
+	eventually(t, "joiner parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return len(lock.waiters) == 2 })
+	close(starterCtx.release)
+	if err := <-starterErr; !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrNotSubmitted) {
+		t.Fatalf("starter = %v; want its cancellation, not submitted", err)
+	}
+	if out := <-joined; out != Released {
+		t.Fatalf("joiner = %v; want Released by its own attempt", out)
+	}
+	if n := count(srv.Log(), "DELEX"); n != 1 {
+		t.Fatalf("%d DELEX; want exactly 1", n)
+	}
+}
