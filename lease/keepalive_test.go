@@ -283,3 +283,17 @@ func TestKeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError(
 		t.Fatal("renewed on a session that could not be fenced")
 	}
 }
+
+func TestKeepAliveRenewalLostWithItsConnectionIsUncertainAndFenced(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "SET", Match: hasIFEQ})
+	clock.Advance(5 * time.Second)
+	waitDone(t, lock.KeepAliveContext())
+	cause := context.Cause(lock.KeepAliveContext())
+	var failure *RenewalFailureError
+	if !errors.Is(cause, ErrOwnershipLost) || errors.As(cause, &failure) {
+		t.Fatalf("cause %v; want ErrOwnershipLost (uncertain, not a definite failure)", cause)
+	}
+	waitLog(t, srv, isKill)
+	eventually(t, "Lost", func() bool { return lock.State() == StateLost })
+}
