@@ -77,6 +77,12 @@ func Swarm(seed uint64) Options {
 	o.Keys = 1 + r.IntN(2)
 	o.Profile = sim.Profiles[r.IntN(len(sim.Profiles))]
 	o.DriftPPM = int64(r.IntN(3)) * 10000 // 0, 1% or 2%
+	// timing regimes: short leases make renewals hit K2's 10ms floor; a
+	// command deadline longer than the lease leaves only the lease deadline
+	o.CommandTimeout = []time.Duration{10, 30, 30, 80}[r.IntN(4)] * time.Millisecond
+	if r.IntN(4) == 0 {
+		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
+	}
 	if r.IntN(8) == 0 {
 		o.Liveness = true
 		return o
