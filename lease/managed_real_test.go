@@ -1,0 +1,47 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+)
+
+// The managed lifecycle against the real redis-server 7.0 of the
+// environment: Lua renewal by the keep-alive, a manual reset, verification,
+// and Close stopping the keep-alive before the Lua release.
+func TestManagedLifecycleOnRealRedis70(t *testing.T) {
+	addr, password := realRedis70(t)
+	lockRealServer(t, addr)
+	locks := newLocks(t, newClient(t, []string{addr}, "", password, false), WithKeyPrefix("respire-test:managed:"))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	ctx := ctxT(t)
+	key := "lifecycle-" + NewToken().bytes[:8]
+	lock, err := locks.Acquire(ctx, key, 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	clock.Advance(5 * time.Second)
+	eventually(t, "keep-alive renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+	if ok, err := lock.ResetExpiry(ctx, 20*time.Second); !ok || err != nil {
+		t.Fatalf("ResetExpiry = %v, %v", ok, err)
+	}
+	if held, err := lock.VerifyStillHeld(ctx); !held || err != nil {
+		t.Fatalf("VerifyStillHeld = %v, %v", held, err)
+	}
+	if _, err := locks.Acquire(ctx, key, time.Second); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("contender = %v; want ErrNotAcquired", err)
+	}
+	if err := lock.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+		t.Fatalf("keep-alive cause %v", cause)
+	}
+	if _, found, err := locks.OwnerToken(ctx, key); found || err != nil {
+		t.Fatalf("after Close the key is still there (%v, %v)", found, err)
+	}
+}
