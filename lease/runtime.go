@@ -82,6 +82,9 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 		return sm.Input{Kind: sm.InputTimer, Timer: ev.timer, Seq: slot.seq, Now: now}, true
 	case eventDone:
 		l.noteSessionLocked(ev.op, ev.session)
+		if ev.session != nil {
+			l.node = ev.session.Node() // after a cluster redirect, renew where the key now lives
+		}
 		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
 			Unfenced: ev.unfenced, Now: now}, true
 	case eventFence:
