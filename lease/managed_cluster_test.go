@@ -51,3 +51,37 @@ func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.
 		t.Fatalf("%d timers still armed after Close", n)
 	}
 }
+
+// A slot moved under a held lock: the keep-alive's renewal is redirected
+// (MOVED) to the new owner, keeps the lock, and later renewals go there
+// directly.
+func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
+	profiles := []sim.Profile{sim.Redis84, sim.Redis84}
+	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	key := keyForNode(t, c, "", 0)
+	lock, err := locks.Acquire(ctxT(t), key, 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	c.MoveSlot(sim.Slot(key), 1)
+	clock.Advance(5 * time.Second)
+	eventually(t, "redirected renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+	c.Node(0).ResetLog()
+	c.Node(1).ResetLog()
+	clock.Advance(5 * time.Second)
+	eventually(t, "second renewal confirmed", func() bool { return lock.RemainingEstimate() == 10*time.Second })
+	if seqOf(c.Node(1).Log(), isRenewal(key)) == 0 || seqOf(c.Node(0).Log(), isRenewal(key)) != 0 {
+		t.Fatalf("second renewal: node 0 %v, node 1 %v; want it on node 1 only", c.Node(0).Log(), c.Node(1).Log())
+	}
+	if err := lock.KeepAliveContext().Err(); err != nil {
+		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+	}
+}
