@@ -297,3 +297,13 @@ func TestKeepAliveRenewalLostWithItsConnectionIsUncertainAndFenced(t *testing.T)
 	waitLog(t, srv, isKill)
 	eventually(t, "Lost", func() bool { return lock.State() == StateLost })
 }
+
+func TestKeepAliveOnALockNoLongerHeldIsRefused(t *testing.T) {
+	_, _, lock := acquireWithClock(t, 10*time.Second)
+	if _, err := lock.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ka, err := lock.KeepAlive(ctxT(t)); !errors.Is(err, ErrNotHeld) || ka != nil {
+		t.Fatalf("KeepAlive after release = %v, %v; want ErrNotHeld", ka, err)
+	}
+}
