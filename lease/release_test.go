@@ -299,3 +299,33 @@ func TestStarterCancelledBeforeTheSendHandsTheReleaseToAJoiner(t *testing.T) {
 		t.Fatalf("%d DELEX; want exactly 1", n)
 	}
 }
+
+func TestUncertainReleaseWithoutClientPermissionIsLostWithoutAFence(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	srv.SetUser("locker", "lockerpw", "set", "get", "delex")
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw", true))
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	releaseCtx, cancel := context.WithCancel(ctx)
+	result := make(chan error, 1)
+	go func() { _, err := lock.Release(releaseCtx); result <- err }()
+	waitLog(t, srv, isCommand("DELEX"))
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release = %v; want context.Canceled", err)
+	}
+	if lock.State() != StateLost {
+		t.Fatalf("state %v; want Lost", lock.State())
+	}
+	for _, e := range srv.Log() {
+		if strings.EqualFold(e.Args[0], "CLIENT") && len(e.Args) > 1 && strings.EqualFold(e.Args[1], "KILL") {
+			t.Fatalf("sent %v although CLIENT is not permitted", e.Args)
+		}
+	}
+}
