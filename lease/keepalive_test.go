@@ -307,3 +307,25 @@ func TestKeepAliveOnALockNoLongerHeldIsRefused(t *testing.T) {
 		t.Fatalf("KeepAlive after release = %v, %v; want ErrNotHeld", ka, err)
 	}
 }
+
+func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
+	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	result := make(chan error, 1)
+	go func() { _, err := lock.Release(ctxT(t)); result <- err }()
+	del := waitLog(t, srv, isCommand("DELEX"))
+	clock.Advance(10 * time.Second)
+	waitDone(t, lock.KeepAliveContext())
+	if !errors.Is(context.Cause(lock.KeepAliveContext()), ErrOwnershipLost) {
+		t.Fatalf("cause %v; want ErrOwnershipLost", context.Cause(lock.KeepAliveContext()))
+	}
+	if err := <-result; err == nil {
+		t.Fatal("Release succeeded although its delete was cut off by the fence")
+	}
+	if kill := seqOf(srv.Log(), isKill); kill < del.Seq {
+		t.Fatalf("fence (seq %d) must follow the DELEX (seq %d)", kill, del.Seq)
+	}
+	eventually(t, "Lost once the fence answered", func() bool { return lock.State() == StateLost })
+}
