@@ -56,7 +56,7 @@ func replay(t *testing.T, seed uint64) {
 	opt := dst.Swarm(seed)
 	opt.Transcript, opt.Mutation = true, dst.Mutation(*mutationFlag)
 	r := dst.Run(opt, nil)
-	t.Logf("options: %+v", opt)
+	t.Logf("options: %+v", r.Options)
 	if r.Failed() {
 		t.Fatalf("\n%s", r.Report())
 	}

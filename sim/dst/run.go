@@ -16,7 +16,7 @@ type CoreFactory func(HandleInfo) Core
 // Result is the outcome of one schedule.
 type Result struct {
 	Seed        uint64
-	Options     Options
+	Options     Options       // as run, defaults filled in
 	Steps       int           // scheduler steps taken
 	VirtualTime time.Duration // virtual time at the end
 	Handles     int           // handles created
@@ -73,7 +73,7 @@ func Run(opt Options, newCore CoreFactory) Result {
 	}
 	w := newWorld(opt.withDefaults(), newCore)
 	stack := w.loop()
-	return Result{Seed: opt.Seed, Options: opt, Steps: w.steps, VirtualTime: w.now,
+	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}
 }
