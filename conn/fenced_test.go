@@ -108,7 +108,7 @@ func fencedServers(t *testing.T) []fencedServer {
 			return s
 		}
 		prefix := "conn-fenced-" + strings.ReplaceAll(t.Name(), "/", "-") + ":"
-		exec("DEL", prefix+"lease", prefix+"fence")
+		exec("DEL", prefix+"{j}:lease", prefix+"{j}:fence", prefix+"same")
 		out = append(out, fencedServer{"real-redis-7.0", client, exec, prefix})
 	}
 	return out
