@@ -1,0 +1,67 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
+)
+
+// tryOnce runs the script once under a fresh owner token. contended is true
+// when another owner holds the lease (the only case worth polling again).
+func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, contended bool, err error) {
+	owner := lease.NewToken()
+	prefix := c.locks.KeyPrefix()
+	sentAt := time.Now() // before the send: the estimate never outlives the server's lease
+	res, err := conn.AcquireFenced(ctx, c.client, prefix+r.key, prefix+r.counterKey,
+		string(owner.Bytes()), r.ttl.Milliseconds())
+	if c.afterScript != nil {
+		c.afterScript()
+	}
+	switch {
+	case errors.Is(err, conn.ErrMalformedFencingToken):
+		c.releaseNow(ctx, r.key, owner) // F5: the script may have created the lease
+		return Attempt{}, false, err
+	case err != nil:
+		if conn.ClassOf(err) == conn.Uncertain {
+			c.releaseInBackground(ctx, r.key, owner) // F7: never replayed, only cleaned up
+		}
+		return Attempt{}, false, err
+	case !res.Acquired:
+		return Attempt{}, true, nil
+	}
+	if ctx.Err() != nil { // F6: the caller is gone; nobody will use this lease
+		c.releaseInBackground(ctx, r.key, owner)
+		return Attempt{}, false, context.Cause(ctx)
+	}
+	if c.since(sentAt) >= r.ttl { // F6: the lease may already belong to someone else
+		c.releaseNow(ctx, r.key, owner)
+		return Attempt{}, false, nil
+	}
+	return Attempt{lock: newFencedLock(c.locks, r, owner, res.FencingToken, sentAt)}, false, nil
+}
+
+// cleanupContext is a context that outlives the caller's cancellation but
+// keeps its values, bounded to cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// releaseNow deletes the lease if it still holds owner, best effort.
+func (c *Coordinator) releaseNow(ctx context.Context, key string, owner lease.Token) {
+	cleanup, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, _ = c.locks.Release(cleanup, key, owner)
+}
+
+// releaseInBackground is releaseNow without delaying the caller; Close
+// waits for it.
+func (c *Coordinator) releaseInBackground(ctx context.Context, key string, owner lease.Token) {
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		c.releaseNow(ctx, key, owner)
+	}()
+}

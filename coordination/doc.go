@@ -1,0 +1,69 @@
+// Package coordination provides fencing-token locks: leases that carry an
+// ordered token a protected resource can check.
+//
+// A fenced lock uses two keys that every contender must share and that are
+// reserved for this primitive:
+//
+//   - the lease key, which expires like any lease/ lock and holds the
+//     random owner token;
+//   - the counter key, which is persistent: each successful acquisition
+//     increments it in the same atomic Lua step that takes the lease, and
+//     the new value is the lock's fencing token (a positive int64).
+//
+// Ordinary lock ownership alone does not enforce fencing at an external
+// resource: a holder paused past its lease (GC, swap, a slow network) still
+// believes it holds the lock when it writes. The fencing token closes that
+// gap only if the protected resource checks it: with every write, atomically,
+// the resource must accept the write only when token >= the last token it
+// accepted (and token > 0), and remember the largest accepted token. Equal
+// tokens let one owner write repeatedly within its lease; a stale owner's
+// smaller token is rejected.
+//
+// # Limitations (read before relying on the tokens)
+//
+// Tokens increase only within one retained Redis history. They are not
+// globally monotonic and this is not a consensus-backed fencing service:
+//
+//   - The counter must never be deleted, reset, given a TTL or evicted. Run
+//     the deployment with a no-eviction policy (maxmemory-policy noeviction)
+//     or make sure the counter can never be chosen for eviction. The script
+//     refuses a counter that has a TTL or is not a canonical non-negative
+//     integer, but it cannot detect a counter that was deleted: it starts
+//     again from 1.
+//   - Failover with asynchronous replication can lose the latest increments:
+//     the promoted replica hands out tokens that were already handed out.
+//   - Restoring a backup rolls the counter back in the same way.
+//   - Gaps are normal: a contended or cancelled acquisition whose script ran
+//     spends a token, and an acquisition whose reply was lost is never
+//     replayed (its token is spent and its lease, if created, lives until it
+//     expires or the best-effort cleanup deletes it).
+//   - VerifyStillHeld is a point-in-time check only; use the fencing token
+//     at the resource, not VerifyStillHeld, to protect writes.
+//
+// # Keys, prefixes and cluster mode
+//
+// Both keys get the Locks view's key prefix. In cluster mode both prefixed
+// keys must hash to the same slot: use a shared hash tag such as
+// "{invoice:42}:lease" with "{invoice:42}:fence". A cross-slot pair is
+// refused before anything is sent (an error matching conn.ErrNotSubmitted
+// and conn.ErrCrossSlot).
+//
+// # Wire behaviour
+//
+// Acquisition runs conn.FencedAcquireScript with EVALSHA on the ordinary
+// rueidis client (EVAL only after the definite NOSCRIPT reply); an
+// uncertain outcome is never replayed. Renewal, ownership checks and release
+// delegate to the raw-token API of lease.Locks (lease.Locks.ResetExpiry,
+// OwnerToken and Release) on the same key-prefixed view, so they use the
+// native commands and fallbacks of lease/ and need no CLIENT permission.
+//
+// Waiting acquisition polls, like lease.Locks.Acquire with lease.WithWait:
+// a fresh owner token per try and a try every RetryEvery. The original's
+// client-side-tracking waiter (invalidation pushes, PTTL-scheduled wake) is
+// not implemented; there is no managed keep-alive on fenced locks either:
+// renew with FencedLock.ResetExpiry.
+//
+// Durations are rounded up to whole milliseconds, as for lease/ locks (the
+// original truncates and refuses less than 1 ms); zero or negative
+// durations are refused before anything is sent.
+package coordination

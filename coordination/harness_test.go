@@ -1,0 +1,182 @@
+package coordination
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// rueidis closes connections dropped by a topology refresh after a
+		// fixed 5 s sleep (cluster.go _refresh); not ours, and it ends alone.
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+}
+
+const simPassword = "pw"
+
+// server is one server a test runs against: a sim profile (srv set) or the
+// real redis-server 7.0 (srv nil).
+type server struct {
+	name   string
+	srv    *sim.Server
+	client rueidis.Client
+	prefix string // keeps the real server's keys apart per test
+
+	addr, password string // for more clients
+}
+
+// exec runs an admin command and returns its reply as text (":1", "$-1"
+// becomes "", bulk strings bare, errors "-...").
+func (s server) exec(t *testing.T, args ...string) string {
+	t.Helper()
+	msg, err := s.client.Do(ctxT(t), s.client.B().Arbitrary(args...).Build()).ToMessage()
+	switch {
+	case msg.IsNil():
+		return ""
+	case err != nil:
+		return "-" + err.Error()
+	case msg.IsInt64():
+		n, _ := msg.AsInt64()
+		return ":" + strconv.FormatInt(n, 10)
+	}
+	text, _ := msg.ToString()
+	return text
+}
+
+// forEachServer runs fn against every sim profile and, when the environment
+// names one, the real redis-server 7.0.
+func forEachServer(t *testing.T, fn func(t *testing.T, s server)) {
+	for _, p := range sim.Profiles {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startSim(t, p)
+			fn(t, server{name: string(p), srv: srv, client: newClient(t, []string{srv.Addr()}, simPassword),
+				addr: srv.Addr(), password: simPassword})
+		})
+	}
+	t.Run("real-redis-7.0", func(t *testing.T) {
+		addr := os.Getenv("RESPIRE_REAL_REDIS70")
+		if addr == "" {
+			t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
+		}
+		lockRealServer(t, addr)
+		password := os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+		client := newClient(t, []string{addr}, password)
+		prefix := "coordination-test:" + t.Name() + ":"
+		s := server{name: "real-redis-7.0", client: client, prefix: prefix, addr: addr, password: password}
+		deleteByPrefix(t, s)
+		t.Cleanup(func() { deleteByPrefix(t, s) })
+		fn(t, s)
+	})
+}
+
+func deleteByPrefix(t *testing.T, s server) {
+	keys, err := s.client.Do(ctxT(t), s.client.B().Keys().Pattern(s.prefix+"*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("KEYS: %v", err)
+	}
+	for _, k := range keys {
+		s.exec(t, "DEL", k)
+	}
+}
+
+// lockRealServer serialises use of the shared real server across test
+// binaries with an exclusive flock named after its address.
+func lockRealServer(t *testing.T, addr string) {
+	t.Helper()
+	name := filepath.Join(os.TempDir(), "respire-real-"+strings.NewReplacer(":", "_", "/", "_").Replace(addr)+".lock")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("lock file: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("flock: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
+}
+
+func startSim(t *testing.T, profile sim.Profile) *sim.Server {
+	t.Helper()
+	srv, err := sim.Start(context.Background(), sim.Config{Profile: profile, Password: simPassword})
+	if err != nil {
+		t.Fatalf("sim.Start(%s): %v", profile, err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func newClient(t *testing.T, addrs []string, password string) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Password: password})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient: %v", err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// newCoordinator builds Locks (with prefix) and a Coordinator on client,
+// closed in the right order when the test ends.
+func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordinator {
+	t.Helper()
+	locks, err := lease.New(client, lease.WithKeyPrefix(prefix))
+	if err != nil {
+		t.Fatalf("lease.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	c, err := New(client, locks)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fencedScripts counts the fenced-acquisition EVALSHA/EVAL commands in log.
+func fencedScripts(log []sim.Entry) int {
+	n := 0
+	for _, e := range log {
+		name := strings.ToUpper(e.Args[0])
+		if (name == "EVALSHA" && e.Args[1] == conn.FencedAcquireScriptSHA) ||
+			(name == "EVAL" && e.Args[1] == conn.FencedAcquireScript) {
+			n++
+		}
+	}
+	return n
+}
+
+// isRelease reports whether e is a compare-and-delete of key.
+func isRelease(key string) func(sim.Entry) bool {
+	return func(e sim.Entry) bool {
+		name := strings.ToUpper(e.Args[0])
+		switch {
+		case name == "DELEX" || name == "DELIFEQ":
+			return e.Args[1] == key
+		case name == "EVALSHA" || name == "EVAL":
+			return (e.Args[1] == conn.ReleaseScriptSHA || e.Args[1] == conn.ReleaseScript) && e.Args[3] == key
+		}
+		return false
+	}
+}
