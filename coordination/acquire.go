@@ -15,7 +15,7 @@ func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, 
 	owner := lease.NewToken()
 	prefix := c.locks.KeyPrefix()
 	sentAt := time.Now() // before the send: the estimate never outlives the server's lease
-	res, err := conn.AcquireFenced(ctx, c.client, prefix+r.key, prefix+r.counterKey,
+	res, err := c.acquire(ctx, c.client, prefix+r.key, prefix+r.counterKey,
 		string(owner.Bytes()), r.ttl.Milliseconds())
 	if c.afterScript != nil {
 		c.afterScript()

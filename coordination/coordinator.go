@@ -44,8 +44,10 @@ type Coordinator struct {
 	closed   bool
 	cleanups sync.WaitGroup // background releases of unreturned leases
 
-	// Test hooks (nil in production): afterScript runs once the script's
-	// reply has been parsed; since measures elapsed local time.
+	// Seams for tests: acquire runs the script (conn.AcquireFenced),
+	// afterScript (nil in production) runs once its reply has been parsed,
+	// since measures elapsed local time (time.Since).
+	acquire     func(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis int64) (conn.FencedResult, error)
 	afterScript func()
 	since       func(time.Time) time.Duration
 }
@@ -61,7 +63,7 @@ func New(client rueidis.Client, locks *lease.Locks) (*Coordinator, error) {
 	if locks == nil {
 		return nil, ErrNilLocks
 	}
-	return &Coordinator{client: client, locks: locks, since: time.Since}, nil
+	return &Coordinator{client: client, locks: locks, acquire: conn.AcquireFenced, since: time.Since}, nil
 }
 
 // Close waits for the background releases of leases that acquisitions could

@@ -1,0 +1,251 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
+)
+
+// isFencedScript matches the fenced acquisition command.
+func isFencedScript(args []string) bool {
+	if len(args) < 3 {
+		return false
+	}
+	name := strings.ToUpper(args[0])
+	return (name == "EVALSHA" || name == "EVAL") &&
+		(args[1] == conn.FencedAcquireScriptSHA || args[1] == conn.FencedAcquireScript)
+}
+
+// simCoordinator starts a sim server of profile with the fenced script
+// already cached (so the one command is EVALSHA) and a Coordinator on it.
+func simCoordinator(t *testing.T, profile sim.Profile) (*sim.Server, *Coordinator) {
+	t.Helper()
+	srv := startSim(t, profile)
+	srv.Exec("SCRIPT", "LOAD", conn.FencedAcquireScript)
+	return srv, newCoordinator(t, newClient(t, []string{srv.Addr()}, simPassword), "")
+}
+
+func assertLeaseGoneAfterOneScript(t *testing.T, srv *sim.Server, c *Coordinator) {
+	t.Helper()
+	c.Close() // waits for the background release
+	if n := fencedScripts(srv.Log()); n != 1 {
+		t.Errorf("fenced scripts sent = %d; want exactly 1 (never replayed)", n)
+	}
+	if got := srv.Exec("EXISTS", leaseKey); got != ":0\r\n" {
+		t.Errorf("lease EXISTS = %q; want it released", got)
+	}
+	if got := srv.Exec("GET", counterKey); got != "$1\r\n1\r\n" {
+		t.Errorf("counter = %q; want 1 (the token is spent)", got)
+	}
+}
+
+func TestAcceptedAcquisitionIsNotReplayedAfterDisconnect(t *testing.T) {
+	for _, p := range sim.Profiles {
+		t.Run(string(p), func(t *testing.T) {
+			srv, c := simCoordinator(t, p)
+			srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Match: isFencedScript})
+			attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
+			if !errors.Is(err, conn.ErrOutcomeUnknown) || attempt.Acquired() {
+				t.Fatalf("TryAcquire with a lost reply = %v, %v; want ErrOutcomeUnknown", attempt.Acquired(), err)
+			}
+			assertLeaseGoneAfterOneScript(t, srv, c)
+		})
+	}
+}
+
+func TestAcceptedAcquisitionIsNotReplayedAfterCancellation(t *testing.T) {
+	srv, c := simCoordinator(t, sim.Redis70)
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Match: isFencedScript, Gate: gate})
+	// No deadline: rueidis waits for a deadline ctx's deadline, not its
+	// cancellation, on an idle connection (pipe.go syncDo).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return isFencedScript(e.Args) })
+		cancel()
+	}()
+	attempt, err := c.TryAcquire(ctx, leaseKey, counterKey, time.Minute)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || attempt.Acquired() {
+		t.Fatalf("TryAcquire cancelled after the send = %v, %v; want canceled and outcome unknown", attempt.Acquired(), err)
+	}
+	close(gate)
+	assertLeaseGoneAfterOneScript(t, srv, c)
+}
+
+func TestCancellationAfterASuccessfulReplyReleasesTheLease(t *testing.T) {
+	for _, p := range sim.Profiles {
+		t.Run(string(p), func(t *testing.T) {
+			srv, c := simCoordinator(t, p)
+			ctx, cancel := context.WithCancelCause(ctxT(t))
+			cause := errors.New("caller gave up")
+			c.afterScript = func() { cancel(cause) }
+			attempt, err := c.TryAcquire(ctx, leaseKey, counterKey, time.Minute)
+			if !errors.Is(err, cause) || attempt.Acquired() {
+				t.Fatalf("TryAcquire = %v, %v; want the ctx's cause", attempt.Acquired(), err)
+			}
+			if _, err := srv.WaitFor(ctxT(t), isRelease(leaseKey)); err != nil {
+				t.Fatalf("no release of the unreturned lease: %v", err)
+			}
+			assertLeaseGoneAfterOneScript(t, srv, c)
+		})
+	}
+}
+
+func TestExpiredEstimateAtReplyReleasesAndIsNotAcquired(t *testing.T) {
+	srv, c := simCoordinator(t, sim.Valkey90)
+	c.since = func(time.Time) time.Duration { return time.Minute } // the reply came a lease too late
+	attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
+	if err != nil || attempt.Acquired() {
+		t.Fatalf("TryAcquire = %v, %v; want not acquired, no error", attempt.Acquired(), err)
+	}
+	assertLeaseGoneAfterOneScript(t, srv, c)
+}
+
+func TestMalformedReplyIsAProtocolErrorAndReleasesTheLease(t *testing.T) {
+	for _, reply := range []string{"invalid", "0", "-1", "9223372036854775808"} {
+		t.Run(reply, func(t *testing.T) {
+			srv, c := simCoordinator(t, sim.Redis84)
+			c.acquire = func(ctx context.Context, client rueidis.Client, l, k, tok string, ms int64) (conn.FencedResult, error) {
+				if _, err := conn.AcquireFenced(ctx, client, l, k, tok, ms); err != nil {
+					return conn.FencedResult{}, err
+				}
+				// What AcquireFenced returns for such a reply (its parser is tested in conn).
+				return conn.FencedResult{}, &conn.Error{Class: conn.Definite, Op: "fenced-acquire", Code: "PROTOCOL",
+					Err: fmt.Errorf("%w: %q", conn.ErrMalformedFencingToken, reply)}
+			}
+			attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
+			if !errors.Is(err, ErrMalformedFencingToken) || attempt.Acquired() {
+				t.Fatalf("TryAcquire = %v, %v; want ErrMalformedFencingToken", attempt.Acquired(), err)
+			}
+			if last := srv.Log()[len(srv.Log())-1]; last.Args[0] != "DELEX" || last.Args[1] != leaseKey {
+				t.Errorf("last command = %q; want the DELEX release of the lease", last.Args)
+			}
+			assertLeaseGoneAfterOneScript(t, srv, c)
+		})
+	}
+}
+
+func TestValidationFailsBeforeAnythingIsSent(t *testing.T) {
+	srv, c := simCoordinator(t, sim.Valkey90)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name         string
+		ctx          context.Context
+		key, counter string
+		ttl          time.Duration
+		opts         []AcquireOption
+		want         error
+	}{
+		{"same keys", ctxT(t), "k", "k", time.Second, nil, ErrSameKeys},
+		{"empty key", ctxT(t), "", "c", time.Second, nil, lease.ErrEmptyKey},
+		{"empty counter", ctxT(t), "k", "", time.Second, nil, lease.ErrEmptyKey},
+		{"zero ttl", ctxT(t), "k", "c", 0, nil, lease.ErrInvalidTTL},
+		{"negative ttl", ctxT(t), "k", "c", -time.Millisecond, nil, lease.ErrInvalidTTL},
+		{"cancelled ctx", cancelled, "k", "c", time.Second, nil, context.Canceled},
+		{"negative wait", ctxT(t), "k", "c", time.Second, []AcquireOption{WithWait(-1)}, lease.ErrInvalidOption},
+		{"zero retry", ctxT(t), "k", "c", time.Second, []AcquireOption{WithRetryEvery(0)}, lease.ErrInvalidOption},
+	}
+	srv.ResetLog()
+	for _, tt := range tests {
+		attempt, err := c.TryAcquire(tt.ctx, tt.key, tt.counter, tt.ttl, tt.opts...)
+		if !errors.Is(err, tt.want) || attempt.Acquired() {
+			t.Errorf("%s: TryAcquire = %v, %v; want %v", tt.name, attempt.Acquired(), err, tt.want)
+		}
+	}
+	if log := srv.Log(); len(log) != 0 {
+		t.Fatalf("commands sent by invalid calls: %v", log)
+	}
+}
+
+func TestSubMillisecondDurationsRoundUp(t *testing.T) {
+	_, c := simCoordinator(t, sim.Valkey90)
+	lock, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute+time.Nanosecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if got, want := lock.Duration(), time.Minute+time.Millisecond; got != want {
+		t.Fatalf("Duration() = %v; want %v", got, want)
+	}
+	if est := lock.RemainingEstimate(); est <= 0 || est > lock.Duration() {
+		t.Fatalf("RemainingEstimate() = %v; want in (0, %v]", est, lock.Duration())
+	}
+}
+
+func TestWaitingAcquirePollsWithAFreshTokenUntilReleased(t *testing.T) {
+	srv, c := simCoordinator(t, sim.Redis70)
+	holder, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute); !errors.Is(err, lease.ErrNotAcquired) {
+		t.Fatalf("Acquire while held = %v; want ErrNotAcquired", err)
+	}
+	srv.ResetLog()
+	go func() { // release once the waiter has tried twice
+		seen := 0
+		_, _ = srv.WaitFor(ctxT(t), func(e sim.Entry) bool {
+			if isFencedScript(e.Args) {
+				seen++
+			}
+			return seen == 2
+		})
+		_, _ = holder.Release(ctxT(t))
+	}()
+	waiter, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute, WithWait(10*time.Second), WithRetryEvery(time.Millisecond))
+	if err != nil || waiter.FencingToken() != 2 {
+		t.Fatalf("waiting Acquire = %v, %v; want token 2", waiter, err)
+	}
+	defer waiter.Close()
+	owners := map[string]bool{}
+	for _, e := range srv.Log() {
+		if isFencedScript(e.Args) {
+			owners[e.Args[5]] = true
+		}
+	}
+	if tries := fencedScripts(srv.Log()); tries < 3 || len(owners) != tries {
+		t.Fatalf("%d tries with %d distinct owner tokens; want >= 3, a fresh token each", tries, len(owners))
+	}
+}
+
+func TestCrossSlotPairIsRefusedInClusterModeAndHashTagsWork(t *testing.T) {
+	cluster, err := sim.StartCluster(context.Background(), sim.ClusterConfig{
+		Profiles: []sim.Profile{sim.Redis70, sim.Valkey90}, Password: simPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Close() })
+	c := newCoordinator(t, newClient(t, cluster.Addrs(), simPassword), "")
+	if sim.Slot("invoice:42:lease") == sim.Slot("invoice:42:fence") {
+		t.Fatal("test keys must hash to different slots")
+	}
+	if _, err := c.TryAcquire(ctxT(t), "invoice:42:lease", "invoice:42:fence", time.Minute); !errors.Is(err, conn.ErrCrossSlot) {
+		t.Fatalf("cross-slot TryAcquire = %v; want ErrCrossSlot", err)
+	}
+	for i := range 2 {
+		if n := fencedScripts(cluster.Node(i).Log()); n != 0 {
+			t.Fatalf("node %d ran %d fenced scripts for a cross-slot pair", i, n)
+		}
+	}
+	lock, err := c.Acquire(ctxT(t), "{invoice:42}:lease", "{invoice:42}:fence", time.Minute)
+	if err != nil || lock.FencingToken() != 1 {
+		t.Fatalf("hash-tagged Acquire = %v, %v; want token 1", lock, err)
+	}
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); !ok || err != nil {
+		t.Fatalf("ResetExpiry = %v, %v", ok, err)
+	}
+	if out, err := lock.Release(ctxT(t)); out != lease.Released || err != nil {
+		t.Fatalf("Release = %v, %v", out, err)
+	}
+}
