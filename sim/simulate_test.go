@@ -118,6 +118,7 @@ func TestSimulateCatchesMutation(t *testing.T) {
 		{"fallback after a timeout", dst.MutationFallbackAfterTimeout},
 		{"renewal without the owner compare", dst.MutationRenewWithoutCompare},
 		{"fence never sent", dst.MutationSkipFence},
+		{"fencing token from a stale read", dst.MutationReuseFencingToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(*schedulesFlag); seed++ {

@@ -34,13 +34,16 @@ func (v Violation) String() string {
 //  4. a live keep-alive context is cancelled before the server-side lease
 //     can have expired (drift bound allowed);
 //  5. a fenced session executes nothing after its CLIENT KILL reply;
-//  6. (not covered here: fencing-token counters; see Report);
+//  6. per fencing counter, the tokens processes accept increase strictly in
+//     the order the server handed them out (fencing.go; there is no modelled
+//     rollback: failover and slot moves copy the counter);
 //  7. without faults, every waiting acquirer acquires within its budget.
 type checker struct {
 	violations []Violation
 	expiry     map[string]time.Duration // token -> true time its server lease ends (last seen)
 	owners     []keyState               // scratch: each key's owner this step
 	fenced     map[fenceKey]bool
+	handouts   map[string][]handout // counter -> tokens accepted (invariant 6)
 }
 
 type fenceKey struct {

@@ -34,6 +34,21 @@
 // polling), writes delayed while waiting for in-flight capacity, and
 // GC-style process pauses longer than the lease.
 //
+// # Fencing-token locks
+//
+// Options.FencedPercent of the handles are fencing-token locks
+// (coordination/; Swarm turns them on in one seed in four):
+// they acquire with conn's fenced script (conn.FencedAcquire, EVALSHA then
+// EVAL after NOSCRIPT) on the key and its persistent counter "{key}:fence",
+// and renew, verify and release with the ordinary ladders, as coordination
+// does through lease's raw-token API. Failover copies the counters with the
+// keyspace and a slot move carries the counter with its slot; during a
+// migration the two-key script follows the cluster's multi-key rules (run
+// where both keys are, ASK when neither is on the source, TRYAGAIN when
+// they are split). The client-side checks of coordination after a reply
+// (caller gone, estimate expired) are not modelled: the core takes the
+// reply as an acquisition, as for SET NX.
+//
 // # Invariants
 //
 // Checked after every event (see checker.go): (1) a handle that believes it
@@ -42,11 +57,13 @@
 // (3) no uncertain write is replayed and a fallback follows only the exact
 // confirming reply; (4) a live keep-alive context is cancelled before the
 // server-side lease can have expired; (5) a fenced connection runs nothing
-// after its CLIENT KILL reply; (7) in fault-free liveness schedules every
-// waiting acquirer acquires within its budget. (6), fencing-token order, is
-// not covered: there is no coordination package yet. A panic of the core or
-// the runtime is reported as invariant 0. A failing run reports its seed and
-// the command that replays it (ReplayCommand).
+// after its CLIENT KILL reply; (6) per fencing counter, the tokens processes
+// accept (replies received and parsed as an acquisition) increase strictly
+// in the order the server handed them out; there is no modelled rollback
+// (failover loses no increment), so nothing is exempt; (7) in fault-free
+// liveness schedules every waiting acquirer acquires within its budget. A
+// panic of the core or the runtime is reported as invariant 0. A failing
+// run reports its seed and the command that replays it (ReplayCommand).
 //
 // Nothing in this package is safe for concurrent use: a run belongs to one
 // goroutine. Independent runs may go in parallel (cmd/simcampaign does).

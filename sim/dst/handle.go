@@ -24,6 +24,7 @@ type handle struct {
 	key      string
 	keyIndex int
 	token    string
+	fenced   bool // acquires through the fenced script (coordination/)
 	core     Core
 	timers   map[int64]*event
 	ops      map[int64]*opRun

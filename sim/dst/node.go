@@ -21,7 +21,7 @@ type node struct {
 	generation int
 	paused     bool
 	resumeAt   time.Duration
-	keys       []string // every key the workload uses (lock keys)
+	keys       []string // every key the workload uses (lock keys and their fencing counters)
 	cache      map[string]keyCache
 }
 
@@ -60,6 +60,7 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
 	}
 	w.check.afterExec(w, c, r, before)
+	w.afterScriptExec(r, reply)
 	return reply, true
 }
 
@@ -157,8 +158,11 @@ func (n *node) moved(w *world, c *connection, cmd conn.Command) (conn.Reply, boo
 	key := cmd.Args[cmd.Key]
 	owner, slot := w.owner[key], strconv.Itoa(sim.Slot(key))
 	m := w.migrating[key]
+	if reply, redirected := n.migratingMultiKey(w, cmd, owner, m, asking); redirected {
+		return reply, true
+	}
 	switch {
-	case owner == n && m != nil && m.to != n && !n.state(w, key).found:
+	case owner == n && m != nil && m.to != n && !isFencedCommand(cmd) && !n.state(w, key).found:
 		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + slot + " " + m.to.addr}, true
 	case owner == n, m != nil && m.to == n && asking:
 		return conn.Reply{}, false
@@ -203,6 +207,7 @@ func (w *world) moveSlot(key string, to *node) {
 		to.engine.AdminExec("SET", key, v)
 	}
 	from.engine.AdminExec("DEL", key)
+	copyCounter(from, to, key)
 	if w.owner[key] != to && w.migrating[key] == nil {
 		w.stats.SlotMoves++
 	}

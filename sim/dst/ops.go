@@ -22,6 +22,8 @@ type opRun struct {
 	clientID  int64       // its identity: CLIENT ID ...
 	addr      string      // ... and addr= (CLIENT INFO)
 	protocol  *conn.Operation
+	script    *conn.FencedAcquire // a fenced handle's acquisition
+	scriptRun int64               // the fenced script run that handed out its token
 	written   bool
 	done      bool
 	noIdent   bool
@@ -68,6 +70,9 @@ func (w *world) bind(op *opRun, n *node) bool {
 	h, p := op.h, op.h.proc
 	if op.kind == OpAcquire {
 		op.carrier = w.liveConn(p, &p.mux, n, "mux")
+		if h.fenced {
+			op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), h.token, millis(op.ttl))
+		}
 		return true
 	}
 	op.sess = w.liveSession(p, n)
@@ -158,6 +163,9 @@ func (w *world) sendStep(op *opRun) {
 // command is the op's current command; the mutation hook may rewrite it.
 func (w *world) command(op *opRun) conn.Command {
 	h := op.h
+	if op.kind == OpAcquire && op.script != nil {
+		return op.script.Command()
+	}
 	if op.kind == OpAcquire {
 		return conn.AcquireCommand(h.key, h.token, millis(op.ttl))
 	}
@@ -225,6 +233,10 @@ func (w *world) opReply(op *opRun, req *request, r conn.Reply) {
 	}
 	op.replied = true
 	op.confirmed = w.check.confirming(req.cmd, r)
+	if op.script != nil {
+		w.fencedReply(op, r)
+		return
+	}
 	if op.kind == OpAcquire {
 		if rd, moved := conn.ParseRedirect(r.Text); r.Kind == conn.ReplyError && moved {
 			w.redirect(op, rd) // rueidis' cluster client follows MOVED for SET NX itself

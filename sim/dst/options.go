@@ -32,6 +32,10 @@ type Options struct {
 	// about LeaseMin/2 after acquiring; with faults off the checker then
 	// asserts that each waiting acquirer acquires (invariant 7).
 	Liveness bool
+	// FencedPercent is the share of handles that are fencing-token locks
+	// (coordination/: the fenced acquisition script and a counter per key);
+	// default 0, none.
+	FencedPercent int
 
 	// Fault rates. "Per tick" faults are drawn by the chaos loop every
 	// 1-10ms of virtual time; the others at each command or user decision.
@@ -64,6 +68,10 @@ const (
 	MutationRenewWithoutCompare
 	// MutationSkipFence: never send the fence; report it answered.
 	MutationSkipFence
+	// MutationReuseFencingToken: a fenced acquisition takes its token from
+	// the process's stale view of the counter (its last token + 1) instead
+	// of the script's reply.
+	MutationReuseFencingToken
 )
 
 // Swarm derives a varied configuration from seed (swarm testing: each seed
@@ -77,6 +85,11 @@ func Swarm(seed uint64) Options {
 	o.Keys = 1 + r.IntN(2)
 	o.Profile = sim.Profiles[r.IntN(len(sim.Profiles))]
 	o.DriftPPM = int64(r.IntN(3)) * 10000 // 0, 1% or 2%
+	// fenced locks in one seed in four, drawn apart so that the other
+	// choices of a seed stay what they were
+	if f := rand.New(rand.NewPCG(seed, 0xfe4ced)); f.IntN(4) == 0 {
+		o.FencedPercent = 20 + f.IntN(41)
+	}
 	// timing regimes: short leases make renewals hit K2's 10ms floor; a
 	// command deadline longer than the lease leaves only the lease deadline
 	o.CommandTimeout = []time.Duration{10, 30, 30, 80}[r.IntN(4)] * time.Millisecond

@@ -28,6 +28,8 @@ type process struct {
 	current map[string]*handle // the handle the user works with, per key
 	calls   []*userCall        // pending user calls (cancellable)
 	tokens  int
+
+	lastFencingToken map[string]int64 // counter -> last token accepted (MutationReuseFencingToken)
 }
 
 // session is conn's unit of capability memory: it lives and dies with its
@@ -50,7 +52,7 @@ const (
 
 func newProcess(w *world, index int) *process {
 	p := &process{index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{},
-		route: map[string]*node{}}
+		route: map[string]*node{}, lastFencingToken: map[string]int64{}}
 	if w.opt.DriftPPM > 0 {
 		p.driftPPM = w.rng.Int64N(2*w.opt.DriftPPM+1) - w.opt.DriftPPM
 	}

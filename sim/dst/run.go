@@ -109,7 +109,7 @@ func newWorld(opt Options, newCore CoreFactory) *world {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
 	}
 	w.owner, w.migrating = map[string]*node{}, map[string]*migration{}
-	first := newNode(w, opt.Profile, w.keys)
+	first := newNode(w, opt.Profile, w.nodeKeys())
 	for _, k := range w.keys {
 		w.owner[k] = first
 	}

@@ -17,6 +17,7 @@ type Stats struct {
 	ACLDenials    int // ACL changes
 	NodePauses    int // node pauses
 	ProcessPauses int // process pauses
+	FencingTokens int // fencing tokens handed out by the fenced script
 }
 
 // Add adds o's counts to s.
@@ -35,4 +36,5 @@ func (s *Stats) Add(o Stats) {
 	s.ACLDenials += o.ACLDenials
 	s.NodePauses += o.NodePauses
 	s.ProcessPauses += o.ProcessPauses
+	s.FencingTokens += o.FencingTokens
 }

@@ -76,6 +76,8 @@ func (t *transcript) redact(args []string) string {
 			out[i] = "<cad>"
 		case a == conn.ExtendScript || a == conn.ExtendScriptSHA:
 			out[i] = "<cap>"
+		case a == conn.FencedAcquireScript || a == conn.FencedAcquireScriptSHA:
+			out[i] = "<fenced>"
 		default:
 			out[i] = a
 		}

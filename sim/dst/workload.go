@@ -81,6 +81,7 @@ func (w *world) hasCall(h *handle) bool {
 func (w *world) acquire(p *process, keyIndex int) {
 	key := w.keys[keyIndex]
 	h := w.newHandle(p, keyIndex)
+	h.fenced = w.shouldFence()
 	p.current[key] = h
 	in := Input{Kind: InAcquire, Key: key, Token: h.token,
 		Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax), Retry: 5 * time.Millisecond}
@@ -140,7 +141,7 @@ func (w *world) chaos() {
 		n.failover(w, w.otherProfile(n.profile))
 	case !w.moved && w.shouldMoveSlot():
 		w.moved = true
-		key, to := w.keys[w.rng.IntN(len(w.keys))], newNode(w, w.otherProfile(""), w.keys)
+		key, to := w.keys[w.rng.IntN(len(w.keys))], newNode(w, w.otherProfile(""), w.nodeKeys())
 		if w.rng.IntN(2) == 0 {
 			w.moveSlot(key, to)
 		} else {

@@ -21,26 +21,27 @@ type event struct {
 // world is one simulated universe: the server, the client processes, the
 // network, the virtual clock and the checker. Not safe for concurrent use.
 type world struct {
-	opt       Options
-	rng       *rand.Rand
-	now       time.Duration         // true virtual time since epoch
-	nodes     []*node               // nodes[0] is the first owner of every key
-	owner     map[string]*node      // the cluster's slot map (key -> owning node)
-	moved     bool                  // the one slot move of this schedule happened
-	migrating map[string]*migration // slots in their ASK phase, by key
-	procs     []*process
-	handles   []*handle
-	live      []*handle // handles the checker still watches
-	events    []*event
-	conns     []*connection
-	keys      []string
-	trace     transcript
-	check     checker
-	newCore   func(h HandleInfo) Core
-	nextID    int64
-	steps     int
-	stats     Stats
-	done      bool
+	opt        Options
+	rng        *rand.Rand
+	now        time.Duration         // true virtual time since epoch
+	nodes      []*node               // nodes[0] is the first owner of every key
+	owner      map[string]*node      // the cluster's slot map (key -> owning node)
+	moved      bool                  // the one slot move of this schedule happened
+	migrating  map[string]*migration // slots in their ASK phase, by key
+	procs      []*process
+	handles    []*handle
+	live       []*handle // handles the checker still watches
+	events     []*event
+	conns      []*connection
+	keys       []string
+	trace      transcript
+	check      checker
+	newCore    func(h HandleInfo) Core
+	nextID     int64
+	scriptRuns int64 // fenced scripts that handed out a token, in server order
+	steps      int
+	stats      Stats
+	done       bool
 }
 
 // Now implements sim.Clock: the server's view of true virtual time.

@@ -1,0 +1,166 @@
+package dst
+
+import (
+	"strconv"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
+)
+
+// Fencing-token locks (coordination/) in the simulation: a fenced handle
+// acquires through conn's fenced script (conn.FencedAcquire: EVALSHA, EVAL
+// after NOSCRIPT) instead of SET NX PX, with the key's persistent counter
+// "{key}:fence" (same slot); renewal, verification and release are the
+// ordinary ladders, as coordination delegates them to lease's raw-token API.
+// Invariant 6 checks the tokens the processes accept.
+
+// counterKey is the fencing counter of a lock key (one hash slot with it).
+func counterKey(key string) string { return "{" + key + "}:fence" }
+
+// nodeKeys is every key a node holds for the workload: the lock keys and
+// their fencing counters (copied by failover).
+func (w *world) nodeKeys() []string {
+	keys := append([]string(nil), w.keys...)
+	for _, k := range w.keys {
+		keys = append(keys, counterKey(k))
+	}
+	return keys
+}
+
+// shouldFence decides whether a new handle is a fenced lock.
+func (w *world) shouldFence() bool { return w.chance(w.opt.FencedPercent) }
+
+// fencedReply interprets the reply to a fenced acquisition with conn's
+// protocol: the EVAL fallback after NOSCRIPT, a redirect, or the end.
+func (w *world) fencedReply(op *opRun, r conn.Reply) {
+	out := op.script.Interpret(r)
+	switch {
+	case !out.Done:
+		w.stats.Fallbacks++
+		w.sendStep(op)
+	case out.Redirect != nil:
+		w.redirect(op, *out.Redirect) // rueidis' cluster client follows MOVED/ASK itself
+	case out.Err != nil:
+		w.finish(op, definite(false, out.Err))
+	case out.Malformed != nil:
+		w.finish(op, OpResult{Class: Definite, Err: out.Malformed.Error()})
+	case out.Acquired:
+		token := w.acceptToken(op, out.FencingToken)
+		w.trace.logf(w, op.h.proc, op.h.name, "fencing token %d accepted (script run #%d)", token, op.scriptRun)
+		w.check.onFencingToken(w, op, token)
+		w.finish(op, OpResult{Class: Definite, Owned: true})
+	default:
+		w.finish(op, definite(false, nil))
+	}
+}
+
+// acceptToken is the token the process takes from a successful reply. The
+// mutation takes it from the process's own stale view of the counter (its
+// last token + 1) instead of the reply.
+func (w *world) acceptToken(op *opRun, replied int64) int64 {
+	p, counter := op.h.proc, counterKey(op.h.key)
+	token := replied
+	if w.opt.Mutation == MutationReuseFencingToken {
+		token = p.lastFencingToken[counter] + 1
+	}
+	p.lastFencingToken[counter] = token
+	return token
+}
+
+// afterScriptExec numbers every fenced script run that handed out a token
+// (the server's order of hand-out, across failovers and slot moves).
+func (w *world) afterScriptExec(r *request, reply conn.Reply) {
+	if r.op == nil || r.op.script == nil || reply.Kind != conn.ReplyBulk {
+		return
+	}
+	w.scriptRuns++
+	r.op.scriptRun = w.scriptRuns
+	w.stats.FencingTokens++
+}
+
+// migratingMultiKey applies the cluster's multi-key rules to a fenced
+// script (two keys, one slot) while its slot migrates: on the source, both
+// keys present → run, none → ASK, one → TRYAGAIN; on the target after
+// ASKING, both present → run, otherwise TRYAGAIN. redirected is false when
+// the command runs or is not a fenced script (the single-key rules apply).
+func (n *node) migratingMultiKey(w *world, cmd conn.Command, owner *node, m *migration, asking bool) (conn.Reply, bool) {
+	if m == nil {
+		return conn.Reply{}, false
+	}
+	present, multi := n.fencedKeysPresent(w, cmd)
+	switch {
+	case !multi:
+		return conn.Reply{}, false
+	case owner == n && m.to != n && present == 0:
+		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[cmd.Key])) + " " + m.to.addr}, true
+	case owner == n && m.to != n && present == 1, m.to == n && asking && present < 2:
+		return tryAgain(), true
+	}
+	return conn.Reply{}, false
+}
+
+// fencedKeysPresent counts how many of a fenced command's two keys node n
+// holds (for the cluster's multi-key rules during a migration); ok is false
+// for other commands.
+func (n *node) fencedKeysPresent(w *world, cmd conn.Command) (present int, ok bool) {
+	if !isFencedCommand(cmd) {
+		return 0, false
+	}
+	if n.state(w, cmd.Args[cmd.Key]).found {
+		present++
+	}
+	if parseReply([]byte(n.engine.AdminExec("EXISTS", cmd.Args[cmd.Key+1]))).Int == 1 {
+		present++
+	}
+	return present, true
+}
+
+func isFencedCommand(cmd conn.Command) bool {
+	return (cmd.Args[0] == "EVALSHA" || cmd.Args[0] == "EVAL") && cmd.Key == 3 && len(cmd.Args) > 4 && cmd.Args[2] == "2"
+}
+
+// tryAgain is the cluster's answer to a multi-key command whose keys are
+// split by a slot migration: it did not run.
+func tryAgain() conn.Reply {
+	return conn.Reply{Kind: conn.ReplyError, Text: "TRYAGAIN Multiple keys request during rehashing of slot"}
+}
+
+// handout is one fencing token a process accepted.
+type handout struct {
+	run    int64 // the script run that handed it out (server order)
+	token  int64
+	handle string
+}
+
+// onFencingToken checks invariant 6: per counter, the tokens accepted by
+// processes increase strictly in the order the server handed them out.
+// Failover copies the keyspace (a fully replicated replica) and slot moves
+// copy the counter, so there is no modelled rollback to exempt.
+func (k *checker) onFencingToken(w *world, op *opRun, token int64) {
+	counter := counterKey(op.h.key)
+	got := handout{run: op.scriptRun, token: token, handle: op.h.name}
+	for _, prev := range k.handouts[counter] {
+		earlier, later := prev.run < got.run && prev.token >= got.token, prev.run > got.run && prev.token <= got.token
+		if earlier || later {
+			k.fail(w, 6, "%s accepted fencing token %d of %s from script run #%d, but %s accepted %d from run #%d",
+				got.handle, got.token, counter, got.run, prev.handle, prev.token, prev.run)
+			return
+		}
+	}
+	if k.handouts == nil {
+		k.handouts = map[string][]handout{}
+	}
+	k.handouts[counter] = append(k.handouts[counter], got)
+}
+
+// copyCounter copies key's fencing counter from one node to another (slot
+// move), deleting it at the source.
+func copyCounter(from, to *node, key string) {
+	counter := counterKey(key)
+	r := parseReply([]byte(from.engine.AdminExec("GET", counter)))
+	if r.Kind != conn.ReplyBulk {
+		return
+	}
+	to.engine.AdminExec("SET", counter, r.Text)
+	from.engine.AdminExec("DEL", counter)
+}
