@@ -57,9 +57,17 @@ func (c *Coordinator) releaseNow(ctx context.Context, key string, owner lease.To
 }
 
 // releaseInBackground is releaseNow without delaying the caller; Close
-// waits for it.
+// waits for it. Once Close has begun, the release runs in the caller instead
+// (so that Close's wait covers every cleanup).
 func (c *Coordinator) releaseInBackground(ctx context.Context, key string, owner lease.Token) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.releaseNow(ctx, key, owner)
+		return
+	}
 	c.cleanups.Add(1)
+	c.mu.Unlock()
 	go func() {
 		defer c.cleanups.Done()
 		c.releaseNow(ctx, key, owner)

@@ -66,10 +66,12 @@ func New(client rueidis.Client, locks *lease.Locks) (*Coordinator, error) {
 	return &Coordinator{client: client, locks: locks, acquire: conn.AcquireFenced, since: time.Since}, nil
 }
 
-// Close waits for the background releases of leases that acquisitions could
-// not hand out (each bounded to one second), then makes later acquisitions
-// fail with ErrClosed. Locks already returned keep working (they use the
-// lease.Locks). It is idempotent and safe for concurrent use.
+// Close makes later acquisitions fail with ErrClosed and blocks until the
+// background releases of leases that acquisitions could not hand out have
+// ended (each is bounded to one second); an acquisition still in flight
+// then releases such a lease before returning. Locks already returned keep
+// working (they use the lease.Locks). It is idempotent and safe for
+// concurrent use.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	c.closed = true
