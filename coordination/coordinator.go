@@ -167,11 +167,13 @@ func roundUpMillis(ttl time.Duration) time.Duration {
 //
 // A server error reply (for example an invalid counter) means nothing
 // changed. If ctx ends after the script was sent, or its reply is lost, the
-// script is never replayed: the error is returned (ctx's cause, or one
-// matching conn.ErrOutcomeUnknown) and a bounded best-effort release of the
-// owner token runs in the background, so the lease does not live until its
-// expiry; its fencing token is spent. If the local estimate had already run
-// out when the reply arrived, the lease is released and the attempt is not
+// script is never replayed: the error matches conn.ErrOutcomeUnknown (and
+// ctx's error when ctx ended) and a bounded best-effort release of the owner
+// token runs in the background, so a lease the script may have created does
+// not live until its expiry; its fencing token may be spent. If ctx ended
+// only once the successful reply was in, the lease is released the same way
+// and ctx's cause is returned. If the local estimate had already run out
+// when the reply arrived, the lease is released and the attempt is not
 // acquired. A malformed reply releases the lease and returns an error
 // matching ErrMalformedFencingToken. Once acquired, ctx no longer matters.
 func (c *Coordinator) TryAcquire(ctx context.Context, key, counterKey string, ttl time.Duration, opts ...AcquireOption) (Attempt, error) {
