@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,35 @@ func TestCrossSlotPairIsRefusedInClusterModeAndHashTagsWork(t *testing.T) {
 	}
 	if out, err := lock.Release(ctxT(t)); out != lease.Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
+	}
+}
+
+// On a real redis-server 7.0 cluster, hash-tagged pairs spread over the
+// masters get their tokens from their own slot's counter, and a cross-slot
+// pair is refused before anything is sent.
+func TestRealClusterHashTaggedPairsAcquireAndCrossSlotIsRefused(t *testing.T) {
+	list := os.Getenv("RESPIRE_REAL_CLUSTER70")
+	if list == "" {
+		t.Skip("RESPIRE_REAL_CLUSTER70 not set: no real redis-server 7.0 cluster (the Makefile starts one)")
+	}
+	client := newClient(t, strings.Split(list, ","), os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD"))
+	c := newCoordinator(t, client, fmt.Sprintf("coordination-realcluster:%d:", time.Now().UnixNano()))
+	if _, err := c.TryAcquire(ctxT(t), "a:lease", "b:fence", time.Minute); !errors.Is(err, conn.ErrCrossSlot) {
+		t.Fatalf("cross-slot TryAcquire = %v; want ErrCrossSlot", err)
+	}
+	for i := range 12 {
+		key, fence := fmt.Sprintf("{invoice:%d}:lease", i), fmt.Sprintf("{invoice:%d}:fence", i)
+		for want := int64(1); want <= 2; want++ {
+			lock, err := c.Acquire(ctxT(t), key, fence, time.Minute)
+			if err != nil || lock.FencingToken() != want {
+				t.Fatalf("Acquire(%s) = %v, %v; want token %d", key, lock, err, want)
+			}
+			if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); !ok || err != nil {
+				t.Fatalf("ResetExpiry(%s) = %v, %v", key, ok, err)
+			}
+			if out, err := lock.Release(ctxT(t)); out != lease.Released || err != nil {
+				t.Fatalf("Release(%s) = %v, %v", key, out, err)
+			}
+		}
 	}
 }
