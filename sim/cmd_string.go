@@ -1,6 +1,9 @@
 package sim
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 func stringCommands() map[string]*command {
 	return map[string]*command{
@@ -153,7 +156,11 @@ func (e *Engine) incrCommand(c *client, args []string) reply {
 		if n, ok = parseInt(v.str); !ok {
 			return notInteger
 		}
-	} else {
+	}
+	if n == math.MaxInt64 {
+		return errReply("ERR increment or decrement would overflow")
+	}
+	if v == nil {
 		v = &value{}
 		e.dbs[c.db][args[1]] = v
 	}
