@@ -1,7 +1,18 @@
 // Package lease provides distributed locks on Redis and Valkey leases: a key
 // holding an owner token, with an expiry.
 //
-// Locks offers the raw-token API (TryTake, ResetExpiry, Release, OwnerToken)
+// Managed handles: Locks.TryAcquire and Locks.Acquire take a lock under a
+// fresh random token (SET NX PX, optionally polling with WithWait) and
+// return a *Lock that tracks its lease (RemainingEstimate counts from before
+// the send), renews it (ResetExpiry, KeepAlive, WithKeepAlive) and releases
+// it (Release, Close). Loss is never silent: a keep-alive's context is
+// cancelled, with a cause, before the lease could have expired on the
+// server; a renewal or release whose outcome is unknown gives ownership up
+// and fences its connection with CLIENT KILL ID … ADDR …, which needs the
+// CLIENT ID/KILL permissions (see PermissionError). Each handle is one state
+// machine (docs/states.md) run one input at a time.
+//
+// Locks also offers the raw-token API (TryTake, ResetExpiry, Release, OwnerToken)
 // for tokens that are shared between processes or outlive the acquiring
 // process. Extension and release are atomic owner comparisons, chosen per
 // physical connection: SET IFEQ / DELEX on Redis 8.4+, SET IFEQ / DELIFEQ on
@@ -41,6 +52,9 @@ type core struct {
 	mu         sync.Mutex
 	closed     bool
 	closeHooks []func() // run once by Close, before the sessions close
+
+	managedOnce sync.Once
+	managed     *managed // the managed handles' runtime, created on first use
 }
 
 // onClose registers fn to run once when Locks.Close is called, before the

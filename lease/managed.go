@@ -31,39 +31,34 @@ type managed struct {
 
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
+	closed   bool                // Locks.Close ran: background work is no longer awaited
 
 	unfencedWarning sync.Once
 	background      sync.WaitGroup
 }
 
-// managedByCore attaches the managed runtime to a core without changing the
-// core type (owned by the raw-token part of the package).
-var managedByCore sync.Map // *core → *managed
-
 func (l *Locks) managed() *managed {
-	if m, ok := managedByCore.Load(l.core); ok {
-		return m.(*managed)
-	}
-	fresh := &managed{
-		core:     l.core,
-		clock:    actor.RealClock(),
-		cluster:  l.core.client.Mode() == rueidis.ClientModeCluster,
-		renewers: map[string]*renewer{},
-	}
-	m, loaded := managedByCore.LoadOrStore(l.core, fresh)
-	if !loaded {
-		l.core.onClose(l.closeManaged)
-	}
-	return m.(*managed)
+	c := l.core
+	c.managedOnce.Do(func() {
+		c.managed = &managed{
+			core:     c,
+			clock:    actor.RealClock(),
+			cluster:  c.client.Mode() == rueidis.ClientModeCluster,
+			renewers: map[string]*renewer{},
+		}
+		c.onClose(c.managed.close)
+	})
+	return c.managed
 }
 
-// closeManaged waits for the background work of this Locks (cleanup deletes
-// of abandoned acquisitions, fences; each bounded) and forgets its runtime.
-// Locks.Close runs it once, before the sessions close.
-func (l *Locks) closeManaged() {
-	if m, ok := managedByCore.LoadAndDelete(l.core); ok {
-		m.(*managed).background.Wait()
-	}
+// close waits for the background work of this Locks (cleanup deletes of
+// abandoned acquisitions, fences; each bounded). Locks.Close runs it once,
+// before the sessions close.
+func (m *managed) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.background.Wait()
 }
 
 // mayFence reports whether session s can be fenced: its CLIENT ID is known
@@ -157,9 +152,17 @@ func (m *managed) commandContext(ctx context.Context) (context.Context, context.
 	return ctx, func() {}
 }
 
-// goBackground runs f on a goroutine that Locks.Close waits for.
+// goBackground runs f on a goroutine that Locks.Close waits for (after
+// Close, on a goroutine nobody waits for: the WaitGroup is never reused).
 func (m *managed) goBackground(f func()) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		go f()
+		return
+	}
 	m.background.Add(1)
+	m.mu.Unlock()
 	go func() {
 		defer m.background.Done()
 		f()
