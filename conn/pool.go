@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+	"golang.org/x/sync/singleflight"
 )
 
 // maxRedirects bounds how many MOVED/ASK hops one operation follows.
@@ -24,6 +25,7 @@ type Pool struct {
 	open     map[*Session]struct{} // every session not yet retired
 	slots    *slotMap              // cluster mode only
 	closed   bool
+	opening  singleflight.Group // one session open per node at a time
 
 	closing sync.WaitGroup // background socket closes of retired sessions
 }

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -23,18 +24,50 @@ type slotMap struct {
 
 // SessionFor returns the current session to node, opening one (with empty
 // capabilities and a fresh identity) when there is none or the last one was
-// retired. It blocks while opening; open failures are NotSubmitted.
+// retired. Concurrent callers share one open (one socket, one CLIENT ID). It
+// blocks while the session opens, until ctx ends; a caller that gives up
+// leaves the shared open to the others. Open failures are NotSubmitted.
 func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
+	for {
+		if s, err := p.current(node); s != nil || err != nil {
+			return s, err
+		}
+		opened := p.opening.DoChan(node, func() (any, error) { return p.openCurrent(ctx, node) })
+		select {
+		case r := <-opened:
+			if r.Err == nil {
+				return r.Val.(*Session), nil
+			}
+			if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+				continue // the caller that led the open gave up; ours is still live: open again
+			}
+			return nil, r.Err
+		case <-ctx.Done():
+			return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: context.Cause(ctx)}
+		}
+	}
+}
+
+// current returns node's current session, nil if there is none to share, or
+// an error when the pool is closed.
+func (p *Pool) current(node string) (*Session, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
 	}
 	if s := p.sessions[node]; s != nil && !s.Retired() {
-		p.mu.Unlock()
 		return s, nil
 	}
-	p.mu.Unlock()
+	return nil, nil
+}
+
+// openCurrent opens a session to node and makes it node's current one. Only
+// one runs per node at a time (SessionFor's singleflight).
+func (p *Pool) openCurrent(ctx context.Context, node string) (*Session, error) {
+	if s, err := p.current(node); s != nil || err != nil {
+		return s, err
+	}
 	s, err := p.OpenSession(ctx, node)
 	if err != nil {
 		return nil, err
@@ -47,7 +80,7 @@ func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
 		return s, nil
 	}
 	p.mu.Unlock()
-	p.retire(s) // another caller won the race; use theirs
+	p.retire(s) // OpenSession callers outside SessionFor may have raced us
 	return current, nil
 }
 
