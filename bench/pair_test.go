@@ -160,8 +160,22 @@ func runRound(name string, run pair, workers int, d time.Duration) (int64, time.
 // lease/raw of the medians, and lease's allocations per pair; the targets
 // are p50 <= 1.1 x raw and <= 16 allocs per pair.
 func BenchmarkPairSerial(b *testing.B) {
+	benchmarkPairSerial(b, context.Background())
+}
+
+// BenchmarkPairSerialRequestContext is BenchmarkPairSerial with a
+// cancellable context, as a service passes from its request. rueidis then
+// uses its background reader/writer for raw commands too (pipe.go Do: a ctx
+// with Done and no deadline is queued), which is the mode conn's sessions
+// always use to notice a socket the server closed while idle.
+func BenchmarkPairSerialRequestContext(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchmarkPairSerial(b, ctx)
+}
+
+func benchmarkPairSerial(b *testing.B, ctx context.Context) {
 	impls := implementations(b)
-	ctx := context.Background()
 	latencies := make([][]time.Duration, len(impls))
 	b.ResetTimer()
 	for range max(b.N, 1000) {
