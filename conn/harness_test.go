@@ -106,14 +106,13 @@ func mustSet(t *testing.T, srv *sim.Server, key, value string) {
 	}
 }
 
-// waitDead waits until the session's socket is known closed.
-func waitDead(t *testing.T, s *Session) {
+// pingBeforeEveryCommand lowers the idle threshold to zero for the rest of
+// the test, so the next command on a session the server closed finds it dead
+// with its PING (the rule of checkIdle) without waiting out DefaultIdleCheck.
+func pingBeforeEveryCommand(t *testing.T) {
 	t.Helper()
-	select {
-	case <-s.dead:
-	case <-time.After(5 * time.Second):
-		t.Fatal("session socket not closed after kill")
-	}
+	old := SetIdleCheck(0)
+	t.Cleanup(func() { SetIdleCheck(old) })
 }
 
 func mustRelease(t *testing.T, p *Pool, key, token string) Result {

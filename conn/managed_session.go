@@ -1,16 +1,8 @@
 package conn
 
-// Dead reports, without blocking, whether the session's socket is known
-// broken (the server closed it, or it failed); the next command on it would
-// be refused as not submitted. It may consume the socket's close error.
-func (s *Session) Dead() bool {
-	if s.Retired() {
-		return true
-	}
-	select {
-	case <-s.dead:
-		return true
-	default:
-		return false
-	}
-}
+// Dead reports, without blocking, whether the session is known unusable: it
+// was retired (fenced, redirected, or found dead). A socket the server closed
+// while the session was idle is found dead by the PING that precedes the
+// next command (see SetIdleCheck); that command is then refused as not
+// submitted and the session retired.
+func (s *Session) Dead() bool { return s.Retired() }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,12 +70,37 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if err := p.Fence(ctx, s); err != nil {
 		t.Fatalf("Fence = %v", err)
 	}
-	waitDead(t, s)
+	pingBeforeEveryCommand(t)
 	res, err := p.Release(ctx, "conn-real", "tok")
 	if err != nil || !res.Owned || res.Session == s {
 		t.Fatalf("Release after fence = %+v, %v; want owned on a new session", res, err)
 	}
 	if got := res.Session.Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
 		t.Fatalf("new session capabilities = %v; want fresh discovery", got)
+	}
+}
+
+// Real Redis denies PING to a least-privilege user with NOPERM; the reply
+// still proves the idle socket alive, so the lock command is sent on it.
+func TestRealRedis70PingDeniedByACLCountsAsAlive(t *testing.T) {
+	admin := realRedis70Pool(t).client
+	ctx := ctxT(t)
+	setUser := admin.B().Arbitrary("ACL", "SETUSER", "respire-noping", "reset", "on", ">pw", "~*",
+		"+set", "+get", "+evalsha", "+eval", "+del", "+client|id", "+client|info").Build()
+	if err := admin.Do(ctx, setUser).Error(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	t.Cleanup(func() {
+		admin.Do(context.Background(), admin.B().Arbitrary("ACL", "DELUSER", "respire-noping").Build())
+	})
+	p := newPool(t, newClient(t, []string{os.Getenv("RESPIRE_REAL_REDIS70")}, "respire-noping", "pw"))
+	first, err := p.Release(ctx, "conn-real-noping", "tok")
+	if err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	pingBeforeEveryCommand(t)
+	again, err := p.Release(ctx, "conn-real-noping", "tok")
+	if err != nil || again.Session != first.Session || first.Session.Dead() {
+		t.Fatalf("Release after a denied PING = %+v, %v; want the same live session", again, err)
 	}
 }

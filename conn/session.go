@@ -30,8 +30,12 @@ type Session struct {
 	pool   *Pool
 	node   string
 	client rueidis.DedicatedClient
-	dead   <-chan error // closed when the socket is known broken
 	caps   capstore.Store
+
+	background atomic.Bool  // the socket runs in rueidis' background mode (see sendContext)
+	_          [64]byte     // keeps lastReply's writes off the cache line every command reads
+	lastReply  atomic.Int64 // monotonic time of the last reply (see checkIdle)
+	_          [56]byte
 
 	identity    Identity
 	hasIdentity bool
@@ -75,7 +79,7 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 		}
 	}
 	s.learnIdentity(results[0], results[1])
-	s.dead = dedicated.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {}})
+	s.touch()
 	if !pool.track(s) {
 		dedicated.Close()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
@@ -123,16 +127,18 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 	if err := s.notSendable(ctx); err != nil {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
 	}
+	sendCtx, sent := s.sendContext(ctx)
 	var result rueidis.RedisResult
 	if asking {
-		results := s.client.DoMulti(ctx, s.build(AskingCommand()), s.build(cmd))
+		results := s.client.DoMulti(sendCtx, s.build(AskingCommand()), s.build(cmd))
 		result = results[1]
 		if err := results[0].NonRedisError(); err != nil {
 			result = results[0]
 		}
 	} else {
-		result = s.client.Do(ctx, s.build(cmd))
+		result = s.client.Do(sendCtx, s.build(cmd))
 	}
+	sent()
 	if err := result.NonRedisError(); err != nil {
 		s.pool.retire(s)
 		class := classifyTransport(err)
@@ -141,12 +147,14 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 		}
 		return Reply{}, nil, &Error{Class: class, Op: op, Addr: s.node, Session: s, Err: err}
 	}
+	s.touch()
 	reply, redisErr := toReply(result)
 	return reply, redisErr, nil
 }
 
 // notSendable is checked right before hand-off: a done ctx, a retired
-// session or a socket already known dead prove nothing will be written.
+// session or a socket found dead by the idle check (checkIdle) prove nothing
+// will be written.
 func (s *Session) notSendable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,16 +162,7 @@ func (s *Session) notSendable(ctx context.Context) error {
 	if s.retired.Load() {
 		return ErrSessionRetired
 	}
-	select {
-	case err, ok := <-s.dead:
-		s.pool.retire(s)
-		if ok && err != nil {
-			return errors.Join(ErrSessionRetired, err)
-		}
-		return ErrSessionRetired
-	default:
-		return nil
-	}
+	return s.checkIdle(ctx)
 }
 
 func classifyTransport(err error) Class {

@@ -58,7 +58,9 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	for i, o := range ops {
 		built[i] = s.build(o.Command())
 	}
-	replies := s.client.DoMulti(ctx, built...)
+	sendCtx, sent := s.sendContext(ctx)
+	replies := s.client.DoMulti(sendCtx, built...)
+	sent()
 	for i, raw := range replies {
 		results[i] = s.finishPipelined(ctx, ops[i], raw)
 	}
@@ -70,6 +72,7 @@ func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidis
 		s.pool.retire(s)
 		return ExtendResult{Result{Session: s}, &Error{Class: classifyTransport(err), Op: "extend", Addr: s.node, Session: s, Err: err}}
 	}
+	s.touch()
 	reply, redisErr := toReply(raw)
 	out := o.Interpret(reply)
 	s.caps.Add(out.Learned)

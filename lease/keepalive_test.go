@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -238,7 +239,9 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	}
 }
 
-// killSession kills, on the server, the session the lock's renewals use.
+// killSession kills, on the server, the session the lock's renewals use,
+// and lowers conn's idle threshold for the rest of the test so that the
+// next command on it is preceded by the PING that finds it dead.
 func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
 	t.Helper()
 	s := lock.m.standalone.Load()
@@ -246,7 +249,8 @@ func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
 	if !ok || !srv.KillClient(id.ID) {
 		t.Fatalf("cannot kill the session (identity %v)", ok)
 	}
-	eventually(t, "the socket is seen dead", s.Dead)
+	old := conn.SetIdleCheck(0)
+	t.Cleanup(func() { conn.SetIdleCheck(old) })
 }
 
 func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {

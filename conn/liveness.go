@@ -1,0 +1,101 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultIdleCheck is how long a session may stay without a reply before the
+// next lock command on it is preceded by a PING.
+const DefaultIdleCheck = time.Second
+
+var (
+	idleCheck = func() *atomic.Int64 {
+		var d atomic.Int64
+		d.Store(int64(DefaultIdleCheck))
+		return &d
+	}()
+	monoEpoch = time.Now() // reference for monotonic reply times
+)
+
+// SetIdleCheck sets how long a session may stay without a reply before the
+// next command on it is preceded by a liveness PING, and returns the previous
+// value. It is safe for concurrent use and takes effect for the next command;
+// zero or less pings before every command (tests use that to check the rule
+// without waiting). The default is DefaultIdleCheck.
+func SetIdleCheck(d time.Duration) time.Duration {
+	return time.Duration(idleCheck.Swap(int64(d)))
+}
+
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+
+// touchGrain bounds how stale the recorded reply time may be: within it a
+// busy session only reads lastReply, so concurrent callers do not pass its
+// cache line back and forth between cores.
+const touchGrain = int64(time.Millisecond)
+
+// touch records that the socket just delivered a reply.
+func (s *Session) touch() {
+	if now := monoNow(); now-s.lastReply.Load() > touchGrain {
+		s.lastReply.Store(now)
+	}
+}
+
+// checkIdle is called right before a lock command is handed to rueidis. A
+// session without a reply for longer than the idle threshold may have been
+// closed by the server while idle (timeout, CLIENT KILL, failover); writing
+// into it would make the command Uncertain, and an uncertain renewal or
+// release loses the lock. So such a session first answers a PING on its own
+// round trip: any reply, an error reply such as NOPERM included, proves the
+// socket was alive after the idle period. A transport failure proves it dead
+// with nothing of ours written: the session is retired and the returned
+// error (ErrSessionRetired joined) makes the command NotSubmitted, so a fresh
+// session may send it.
+//
+// A close between the PING reply and our write is not seen; that is the
+// same narrow window the former asynchronous detection had (it could not see
+// a close just before the write either), and it is classified Uncertain:
+// conservative, never unsafe. Busy sessions skip the PING and keep rueidis'
+// synchronous path. It blocks for the PING's round trip, until ctx ends.
+func (s *Session) checkIdle(ctx context.Context) error {
+	if monoNow()-s.lastReply.Load() <= idleCheck.Load() {
+		return nil
+	}
+	sendCtx, sent := s.sendContext(ctx)
+	result := s.client.Do(sendCtx, s.client.B().Ping().Build())
+	sent()
+	if err := result.NonRedisError(); err != nil {
+		s.pool.retire(s)
+		return errors.Join(ErrSessionRetired, err)
+	}
+	s.touch()
+	return nil
+}
+
+// sendContext returns the ctx to hand to rueidis for one command and a
+// function to call once it returned. rueidis runs a lone command
+// synchronously on the socket when ctx has a deadline, and then does not
+// notice a cancellation before that deadline; a cancelled release or renewal
+// must return at once (as Uncertain). So a command whose ctx has a deadline
+// runs on a copy without one, cancelled when ctx ends, until such a command
+// has moved the socket to rueidis' background mode, which lasts for the
+// socket's life: every later command is queued there and sees its ctx's
+// cancellation. A ctx that cannot be cancelled (context.Background()) keeps
+// the synchronous path while no cancellable ctx has been used.
+func (s *Session) sendContext(ctx context.Context) (context.Context, func()) {
+	if ctx.Done() == nil || s.background.Load() {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx, func() { s.background.Store(true) }
+	}
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return inner, func() {
+		stop()
+		cancel(nil)
+		s.background.Store(true)
+	}
+}
