@@ -166,8 +166,8 @@ func BenchmarkPairSerial(b *testing.B) {
 // BenchmarkPairSerialRequestContext is BenchmarkPairSerial with a
 // cancellable context, as a service passes from its request. rueidis then
 // uses its background reader/writer for raw commands too (pipe.go Do: a ctx
-// with Done and no deadline is queued), which is the mode conn's sessions
-// always use to notice a socket the server closed while idle.
+// with Done and no deadline is queued); conn's sessions then use that mode
+// too (with context.Background() both stay synchronous).
 func BenchmarkPairSerialRequestContext(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
