@@ -3,12 +3,14 @@ package coordination
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/internal/leakcheck"
+
+	"github.com/respire-go/respire/internal/realserver"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
@@ -19,10 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// rueidis closes connections dropped by a topology refresh after a
-		// fixed 5 s sleep (cluster.go _refresh); not ours, and it ends alone.
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 const simPassword = "pw"
@@ -93,23 +92,8 @@ func deleteByPrefix(t *testing.T, s server) {
 }
 
 // lockRealServer serialises use of the shared real server across test
-// binaries with an exclusive flock named after its address.
-func lockRealServer(t *testing.T, addr string) {
-	t.Helper()
-	name := filepath.Join(os.TempDir(), "respire-real-"+strings.NewReplacer(":", "_", "/", "_").Replace(addr)+".lock")
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatalf("lock file: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("flock: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
-}
+// binaries (see realserver.Lock).
+func lockRealServer(t *testing.T, addr string) { realserver.Lock(t, addr) }
 
 func startSim(t *testing.T, profile sim.Profile) *sim.Server {
 	t.Helper()

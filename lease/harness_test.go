@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/leakcheck"
+
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
@@ -17,10 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// rueidis closes connections dropped by a topology refresh after a
-		// fixed 5 s sleep (cluster.go _refresh); not ours, and it ends alone.
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 const simPassword = "pw"

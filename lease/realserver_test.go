@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/internal/realserver"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -245,21 +244,5 @@ func unquoteRepr(s string) (string, int) {
 }
 
 // lockRealServer serialises use of the shared real server across test
-// binaries (go test runs packages in parallel): an exclusive flock on a file
-// named after the address, held until the test ends.
-func lockRealServer(t *testing.T, addr string) {
-	t.Helper()
-	name := filepath.Join(os.TempDir(), "respire-real-"+strings.NewReplacer(":", "_", "/", "_").Replace(addr)+".lock")
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatalf("lock file: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("flock: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
-}
+// binaries (see realserver.Lock).
+func lockRealServer(t *testing.T, addr string) { realserver.Lock(t, addr) }

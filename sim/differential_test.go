@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/respire-go/respire/internal/realserver"
 )
 
 // diffStep is one command of the differential script, sent on the named
@@ -183,6 +185,7 @@ func TestDifferentialAgainstRealServers(t *testing.T) {
 			if addr == "" {
 				t.Skipf("%s not set: no real %s server to compare with", envs[p], p)
 			}
+			realserver.Lock(t, addr) // it runs FLUSHALL: no other package may use the server meanwhile
 			password := os.Getenv(envs[p] + "_PASSWORD")
 			s := startSim(t, Config{Profile: p, Password: password})
 			for _, proto := range []int{2, 3} {

@@ -9,16 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/leakcheck"
+
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	// rueidis' cluster client leaves two sleeping goroutines behind after
-	// Close (a delayed close of replaced connections in _refresh and the
-	// lazy-refresh delay in singleflight DelayDo); they are not ours.
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
+	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 // wire is a raw RESP connection for byte-exact assertions.
