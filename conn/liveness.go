@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // DefaultIdleCheck is how long a session may stay without a reply before the
@@ -89,13 +91,34 @@ func (s *Session) sendContext(ctx context.Context) (context.Context, func()) {
 		return ctx, func() {}
 	}
 	if _, ok := ctx.Deadline(); !ok {
-		return ctx, func() { s.background.Store(true) }
+		return ctx, s.inBackground
 	}
 	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	return inner, func() {
 		stop()
 		cancel(nil)
-		s.background.Store(true)
+		s.inBackground()
 	}
+}
+
+// inBackground records that the socket now runs in rueidis' background mode
+// and starts watching it for death.
+func (s *Session) inBackground() {
+	s.background.Store(true)
+	s.watchDeath()
+}
+
+// watchDeath subscribes, once, to the socket's close: rueidis' background
+// reader then notices at once when the server closes the socket (failover,
+// CLIENT KILL, timeout) and notSendable refuses the next command as not
+// submitted, even on a busy session the idle PING would skip. Watching needs
+// the background reader, so it starts only once a cancellable ctx has put
+// the socket in that mode anyway; a session used only with uncancellable
+// contexts keeps rueidis' synchronous path and relies on the idle PING.
+func (s *Session) watchDeath() {
+	s.watchOnce.Do(func() {
+		ch := s.client.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {}})
+		s.dead.Store(&ch)
+	})
 }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -102,6 +103,50 @@ func TestExtendManyOnADeadIdleSessionIsNotSubmitted(t *testing.T) {
 	for _, r := range s.ExtendMany(ctx, []ExtendRequest{{"a", "tok", 1000}, {"b", "tok", 1000}}) {
 		if !errors.Is(r.Err, ErrNotSubmitted) || !errors.Is(r.Err, ErrSessionRetired) {
 			t.Fatalf("ExtendMany on a dead idle session = %v; want not submitted, retired", r.Err)
+		}
+	}
+}
+
+// A busy session (no PING: the idle threshold is never reached) that has
+// carried a command with a cancellable ctx runs in rueidis' background mode
+// and watches its socket: when the server kills it, the session is known dead
+// before the next command, which goes to a fresh session, not submitted on
+// the dead one (no spurious uncertain outcome on a failover or kill).
+func TestABusySessionInBackgroundModeIsFoundDeadBeforeTheNextCommand(t *testing.T) {
+	srv := startSim(t, sim.Redis84)
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+	old := SetIdleCheck(time.Hour)
+	t.Cleanup(func() { SetIdleCheck(old) })
+	ctx, cancel := context.WithCancel(ctxT(t)) // cancellable: background mode, watched socket
+	defer cancel()
+	mustSet(t, srv, "k", "tok")
+	first, err := p.Release(ctx, "k", "tok")
+	if err != nil || !first.Owned {
+		t.Fatalf("first Release = %+v, %v; want owned", first, err)
+	}
+	oldID, _ := first.Session.Identity()
+	if !srv.KillClient(oldID.ID) {
+		t.Fatal("KillClient found no such client")
+	}
+	for !first.Session.Dead() { // the background reader sees the close on its own
+		select {
+		case <-ctx.Done():
+			t.Fatal("the killed session was never found dead")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	srv.ResetLog()
+	mustSet(t, srv, "k", "tok")
+	next, err := p.Release(ctx, "k", "tok")
+	if err != nil || !next.Owned || next.Session == first.Session {
+		t.Fatalf("Release after the kill = %+v, %v; want owned, on a fresh session", next, err)
+	}
+	if got := commandsOf(srv.Log(), oldID.ID); len(got) != 0 {
+		t.Fatalf("the killed session's client sent %v; want nothing", got)
+	}
+	for _, e := range srv.Log() {
+		if strings.EqualFold(e.Args[0], "PING") {
+			t.Fatalf("a busy session sent %v", e.Args)
 		}
 	}
 }

@@ -43,6 +43,9 @@ type Session struct {
 
 	retired   atomic.Bool
 	closeOnce sync.Once
+
+	watchOnce sync.Once
+	dead      atomic.Pointer[<-chan error] // closes when the socket breaks (see watchDeath)
 }
 
 // Node returns the node address (host:port) the session is connected to.
@@ -161,6 +164,17 @@ func (s *Session) notSendable(ctx context.Context) error {
 	}
 	if s.retired.Load() {
 		return ErrSessionRetired
+	}
+	if dead := s.dead.Load(); dead != nil {
+		select {
+		case err, ok := <-*dead:
+			s.pool.retire(s)
+			if ok && err != nil {
+				return errors.Join(ErrSessionRetired, err)
+			}
+			return ErrSessionRetired
+		default:
+		}
 	}
 	return s.checkIdle(ctx)
 }
