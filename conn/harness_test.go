@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/respire-go/respire/internal/leakcheck"
 
 	"github.com/redis/rueidis"
@@ -25,39 +27,12 @@ var lockCommandNames = []string{"SET", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EV
 
 func startSim(t *testing.T, profile sim.Profile) *sim.Server {
 	t.Helper()
-	srv, err := sim.Start(context.Background(), sim.Config{Profile: profile, Password: simPassword})
-	if err != nil {
-		t.Fatalf("sim.Start(%s): %v", profile, err)
-	}
-	t.Cleanup(func() {
-		assertNoDiscoveryCommands(t, srv.Log())
-		srv.Close()
-	})
-	return srv
+	return simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
 }
 
 func startCluster(t *testing.T, profiles ...sim.Profile) *sim.Cluster {
 	t.Helper()
-	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	if err != nil {
-		t.Fatalf("sim.StartCluster(%v): %v", profiles, err)
-	}
-	t.Cleanup(func() {
-		for i := range profiles {
-			assertNoDiscoveryCommands(t, c.Node(i).Log())
-		}
-		c.Close()
-	})
-	return c
-}
-
-func assertNoDiscoveryCommands(t *testing.T, log []sim.Entry) {
-	t.Helper()
-	for _, e := range log {
-		if name := strings.ToUpper(e.Args[0]); name == "INFO" || name == "COMMAND" {
-			t.Errorf("discovery command sent: %q", e.Args)
-		}
-	}
+	return simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
 }
 
 func newClient(t *testing.T, addrs []string, user, password string) rueidis.Client {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
@@ -221,12 +223,8 @@ func TestWaitingAcquirePollsWithAFreshTokenUntilReleased(t *testing.T) {
 }
 
 func TestCrossSlotPairIsRefusedInClusterModeAndHashTagsWork(t *testing.T) {
-	cluster, err := sim.StartCluster(context.Background(), sim.ClusterConfig{
+	cluster := simtest.StartCluster(t, sim.ClusterConfig{
 		Profiles: []sim.Profile{sim.Redis70, sim.Valkey90}, Password: simPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cluster.Close() })
 	c := newCoordinator(t, newClient(t, cluster.Addrs(), simPassword), "")
 	if sim.Slot("invoice:42:lease") == sim.Slot("invoice:42:fence") {
 		t.Fatal("test keys must hash to different slots")

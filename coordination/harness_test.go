@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/respire-go/respire/internal/leakcheck"
 
 	"github.com/respire-go/respire/internal/realserver"
@@ -97,12 +99,7 @@ func lockRealServer(t *testing.T, addr string) { realserver.Lock(t, addr) }
 
 func startSim(t *testing.T, profile sim.Profile) *sim.Server {
 	t.Helper()
-	srv, err := sim.Start(context.Background(), sim.Config{Profile: profile, Password: simPassword})
-	if err != nil {
-		t.Fatalf("sim.Start(%s): %v", profile, err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
 }
 
 func newClient(t *testing.T, addrs []string, password string) rueidis.Client {

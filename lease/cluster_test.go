@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/respire-go/respire/sim"
 )
 
@@ -15,16 +17,7 @@ import (
 // its version supports, in the same run, and every key carries the prefix.
 func TestRawAPIOnMixedVersionClusterPicksCommandsPerNode(t *testing.T) {
 	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
-	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := range profiles {
-			assertNoDiscoveryCommands(t, c.Node(i).Log())
-		}
-		c.Close()
-	})
+	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
 	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false), WithKeyPrefix("app:"))
 	want := map[sim.Profile][]string{
 		sim.Redis70:  {"SET", "SET", "EVALSHA", "EVAL", "EVALSHA", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EVAL", "EVALSHA"},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/respire-go/respire/internal/leakcheck"
 
 	"github.com/redis/rueidis"
@@ -27,31 +29,19 @@ const simPassword = "pw"
 // lockCommandNames are the commands a lock operation may put on the wire.
 var lockCommandNames = []string{"SET", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EVAL", "ASKING"}
 
-// startSim starts a simulated node of profile and checks, when the test
-// ends, that no INFO or COMMAND was ever sent to it.
+// startSim starts a simulated node (default password simPassword) and checks,
+// when the test ends, that no INFO or COMMAND was ever sent to it.
 func startSim(t *testing.T, cfg sim.Config) *sim.Server {
 	t.Helper()
 	if cfg.Password == "" {
 		cfg.Password = simPassword
 	}
-	srv, err := sim.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("sim.Start(%s): %v", cfg.Profile, err)
-	}
-	t.Cleanup(func() {
-		assertNoDiscoveryCommands(t, srv.Log())
-		srv.Close()
-	})
-	return srv
+	return simtest.Start(t, cfg)
 }
 
 func assertNoDiscoveryCommands(t *testing.T, log []sim.Entry) {
 	t.Helper()
-	for _, e := range log {
-		if name := strings.ToUpper(e.Args[0]); name == "INFO" || name == "COMMAND" {
-			t.Errorf("discovery command sent: %q", e.Args)
-		}
-	}
+	simtest.AssertNoDiscoveryCommands(t, log)
 }
 
 // newClient connects a rueidis client; it is closed when the test ends.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/simtest"
+
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
 )
@@ -14,11 +16,7 @@ import (
 // commands, and closing leaves no armed timer behind.
 func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.T) {
 	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
-	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
 	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false), WithKeyPrefix("app:"))
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
@@ -57,11 +55,7 @@ func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.
 // directly.
 func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
 	profiles := []sim.Profile{sim.Redis84, sim.Redis84}
-	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
 	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false))
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
