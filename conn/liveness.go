@@ -69,6 +69,9 @@ func (s *Session) checkIdle(ctx context.Context) error {
 	result := s.client.Do(sendCtx, s.client.B().Ping().Build())
 	sent()
 	if err := result.NonRedisError(); err != nil {
+		if cancelledByCaller(ctx, err) {
+			return err // the caller gave up; the PING proved nothing either way
+		}
 		s.pool.retire(s)
 		return errors.Join(ErrSessionRetired, err)
 	}

@@ -43,6 +43,12 @@ func NewExtend(key, token string, ttlMillis int64, caps capstore.Set) *Operation
 	return op
 }
 
+// NewAcquire takes key for token with a lease of ttlMillis if the key is
+// free: SET NX PX (Outcome.Owned = acquired). It has no fallback.
+func NewAcquire(key, token string, ttlMillis int64) *Operation {
+	return &Operation{key: key, token: token, ttlMillis: ttlMillis, step: StepAcquire}
+}
+
 // NewOwnerQuery reads key's owner token with GET (Outcome.Owned = found,
 // Outcome.Value = the token bytes).
 func NewOwnerQuery(key string) *Operation {
@@ -54,14 +60,13 @@ func (o *Operation) Step() Step { return o.step }
 
 // Command returns the command to send for the current step.
 func (o *Operation) Command() Command {
-	ms := strconv.FormatInt(o.ttlMillis, 10)
 	switch o.step {
 	case StepSetIfeq:
-		return Command{Args: []string{"SET", o.key, o.token, "IFEQ", o.token, "PX", ms}, Key: 1}
+		return Command{Args: []string{"SET", o.key, o.token, "IFEQ", o.token, "PX", o.ms()}, Key: 1}
 	case StepExtendEvalsha:
-		return Command{Args: []string{"EVALSHA", ExtendScriptSHA, "1", o.key, o.token, ms}, Key: 3}
+		return Command{Args: []string{"EVALSHA", ExtendScriptSHA, "1", o.key, o.token, o.ms()}, Key: 3}
 	case StepExtendEval:
-		return Command{Args: []string{"EVAL", ExtendScript, "1", o.key, o.token, ms}, Key: 3}
+		return Command{Args: []string{"EVAL", ExtendScript, "1", o.key, o.token, o.ms()}, Key: 3}
 	case StepDelex:
 		return Command{Args: []string{"DELEX", o.key, "IFEQ", o.token}, Key: 1}
 	case StepDelifeq:
@@ -72,9 +77,13 @@ func (o *Operation) Command() Command {
 		return Command{Args: []string{"EVAL", ReleaseScript, "1", o.key, o.token}, Key: 3}
 	case StepGet:
 		return OwnerCommand(o.key)
+	case StepAcquire:
+		return AcquireCommand(o.key, o.token, o.ttlMillis)
 	}
 	panic("conn: operation in invalid step " + strconv.Itoa(int(o.step)))
 }
+
+func (o *Operation) ms() string { return strconv.FormatInt(o.ttlMillis, 10) }
 
 // Outcome is what one reply means.
 type Outcome struct {
@@ -106,7 +115,7 @@ func (o *Operation) Interpret(r Reply) Outcome {
 	case StepGet:
 		token, found, err := OwnerResult(r)
 		return Outcome{Done: true, Owned: found, Value: token, Err: err}
-	case StepSetIfeq:
+	case StepSetIfeq, StepAcquire:
 		out = ownedIf(isOK(r), r.Kind == ReplyNil, r)
 	default:
 		out = ownedIf(r.Kind == ReplyInt && r.Int >= 1, r.Kind == ReplyInt && r.Int == 0, r)

@@ -59,6 +59,7 @@ const (
 	StepReleaseEvalsha                 // EVALSHA <cad> 1 k tok
 	StepReleaseEval                    // EVAL <cad> 1 k tok
 	StepGet                            // GET k (owner query)
+	StepAcquire                        // SET k tok NX PX ms (acquisition)
 )
 
 // AcquireCommand is SET key token NX PX ttlMillis.

@@ -39,8 +39,8 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if err := s.ProbeKill(ctx); err != nil {
 		t.Fatalf("ProbeKill = %v", err)
 	}
-	if ok, err := p.Acquire(ctx, "conn-real", "tok", 60000); !ok || err != nil {
-		t.Fatalf("Acquire = %v, %v", ok, err)
+	if res, err := p.Acquire(ctx, "conn-real", "tok", 60000); !res.Owned || err != nil {
+		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
 	results := s.ExtendMany(ctx, []ExtendRequest{{"conn-real", "tok", 60000}, {"conn-real-missing", "tok", 60000}})
 	if !results[0].Owned || results[1].Owned || results[0].Err != nil || results[1].Err != nil {

@@ -125,7 +125,8 @@ func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
 
 // exchange sends cmd (after ASKING when asking) and returns its reply. A
 // returned error is an *Error that is NotSubmitted or Uncertain; the session
-// is retired on any transport failure.
+// is retired on any transport failure, but not when the caller's own ctx
+// ended the wait (cancelledByCaller).
 func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool) (Reply, error, error) {
 	if err := s.notSendable(ctx); err != nil {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
@@ -143,8 +144,10 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 	}
 	sent()
 	if err := result.NonRedisError(); err != nil {
-		s.pool.retire(s)
 		class := classifyTransport(err)
+		if !cancelledByCaller(ctx, err) {
+			s.pool.retire(s)
+		}
 		if class == NotSubmitted {
 			err = errors.Join(ErrSessionRetired, err) // closing socket: a fresh session may send it
 		}
@@ -177,6 +180,15 @@ func (s *Session) notSendable(ctx context.Context) error {
 		}
 	}
 	return s.checkIdle(ctx)
+}
+
+// cancelledByCaller reports that rueidis gave up waiting for a reply because
+// the caller's ctx ended. That says nothing about the socket: rueidis still
+// reads the late reply and drops it, and the session stays in use for its
+// other callers. (A command's uncertainty is settled by the caller: a
+// managed lock fences the session, which retires it.)
+func cancelledByCaller(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 func classifyTransport(err error) Class {

@@ -9,6 +9,12 @@ func (s *Session) Release(ctx context.Context, key, token string) (Result, error
 	return s.drive(ctx, "release", NewRelease(key, token, s.caps.Load()), false)
 }
 
+// Acquire runs SET key token NX PX ttlMillis on this session only; Owned
+// reports that the key was free and is now ours. Redirects as for Release.
+func (s *Session) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return s.drive(ctx, "acquire", NewAcquire(key, token, ttlMillis), false)
+}
+
 // Extend runs a compare-and-pexpire on this session only (see Release).
 func (s *Session) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
 	return s.drive(ctx, "extend", NewExtend(key, token, ttlMillis, s.caps.Load()), false)
@@ -69,7 +75,9 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 
 func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult) ExtendResult {
 	if err := raw.NonRedisError(); err != nil {
-		s.pool.retire(s)
+		if !cancelledByCaller(ctx, err) {
+			s.pool.retire(s)
+		}
 		return ExtendResult{Result{Session: s}, &Error{Class: classifyTransport(err), Op: "extend", Addr: s.node, Session: s, Err: err}}
 	}
 	s.touch()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -66,7 +67,8 @@ func (a Attempt) Close() error {
 
 // TryAcquire tries to take key with a lease of ttl (rounded up to whole
 // milliseconds) under a fresh random owner token: SET key token NX PX ms on
-// the ordinary client. When another owner holds it, the attempt is not
+// the node's session, the connection that will also carry the lock's
+// renewals and release. When another owner holds it, the attempt is not
 // acquired and err is nil (WithWait polls first). It blocks for the round
 // trip(s). Validation errors come before anything is sent.
 //
@@ -167,11 +169,9 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	lock.mu.Unlock()
 
 	cmdCtx, cancel := m.commandContext(ctx)
-	cmdCtx, interruptCancel := interruptible(cmdCtx)
-	acquired, err := m.core.pool.Acquire(cmdCtx, lock.wireKey, lock.token.wire(), ms)
-	interruptCancel()
+	sent, err := m.acquireOn(cmdCtx, lock.wireKey, lock.token.wire(), ms)
 	cancel()
-	outcome := outcomeOf(acquired, err)
+	outcome := outcomeOf(sent.Owned, err)
 
 	lock.mu.Lock()
 	if ctx.Err() != nil && outcome == sm.OutcomeOK {
@@ -196,18 +196,23 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	return nil, nil
 }
 
-// interruptible returns a context that ends when ctx does but has no
-// deadline of its own. rueidis waits for a reply on an idle multiplexed
-// connection with a socket deadline when the ctx has one, and then does not
-// notice a cancellation before that deadline; without a deadline it queues
-// the command and honours cancellation at once.
-func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); !ok {
-		return ctx, func() {}
+// acquireOn sends SET NX PX on wireKey's session, the one that carries the
+// lock's release and renewals too, once more on a fresh session when the
+// first was found dead before the write. It follows redirects.
+func (m *managed) acquireOn(ctx context.Context, wireKey, token string, ms int64) (conn.Result, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := m.sessionFor(ctx, wireKey)
+		if err != nil {
+			return conn.Result{}, err
+		}
+		res, err := s.Acquire(ctx, wireKey, token, ms)
+		if isRedirect(err) {
+			return m.core.pool.Acquire(ctx, wireKey, token, ms)
+		}
+		if attempt > 0 || !retiredBeforeSend(err) {
+			return res, err
+		}
 	}
-	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	return inner, func() { stop(); cancel(context.Canceled) }
 }
 
 // sleepContext waits d on clock, or until ctx ends (returning its cause).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +147,35 @@ func TestReleaseThenReleaseAgainIsAlreadyReleasedAndSendsNothing(t *testing.T) {
 	}
 	if got := lockCommands(srv.Log()); !slices.Equal(got, []string{"SET", "DELEX"}) {
 		t.Fatalf("commands %v; want [SET DELEX]", got)
+	}
+}
+
+// A lock's acquisition, renewal and release ride one connection per node
+// (its session), so one pipeline batches them all.
+func TestALockIsAcquiredRenewedAndReleasedOnOneConnection(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			srv, locks := managedSim(t, profile)
+			ctx := ctxT(t)
+			lock, err := locks.Acquire(ctx, "k", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := lock.ResetExpiry(ctx, time.Minute); !ok || err != nil {
+				t.Fatalf("ResetExpiry = %v, %v", ok, err)
+			}
+			if out, err := lock.Release(ctx); out != Released || err != nil {
+				t.Fatalf("Release = %v, %v", out, err)
+			}
+			clients := map[int64][]string{}
+			for _, e := range srv.Log() {
+				if slices.Contains(lockCommandNames, strings.ToUpper(e.Args[0])) {
+					clients[e.ClientID] = append(clients[e.ClientID], e.Args[0])
+				}
+			}
+			if len(clients) != 1 {
+				t.Fatalf("lock commands per connection: %v; want one connection", clients)
+			}
+		})
 	}
 }

@@ -43,11 +43,14 @@ func TestCancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan(t *tes
 	if err := <-result; !errors.Is(err, context.Canceled) { // returned while the SET reply is still held
 		t.Fatalf("TryAcquire = %v; want context.Canceled", err)
 	}
+	close(gate) // the sim holds the connection's later commands behind the delayed reply
 	cleanup := waitLog(t, srv, isCommand("DELEX", "k"))
 	if cleanup.Args[3] != set.Args[2] {
 		t.Fatal("the cleanup delete does not carry the acquisition's token")
 	}
-	close(gate)
+	if cleanup.ClientID != set.ClientID {
+		t.Fatalf("the cleanup went on connection %d, the SET on %d: it could overtake the SET", cleanup.ClientID, set.ClientID)
+	}
 	locks.managed().background.Wait() // the cleanup has its answer
 	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
 		t.Fatalf("orphan lock left behind: EXISTS = %q", got)

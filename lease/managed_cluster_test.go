@@ -79,3 +79,33 @@ func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
 		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
 	}
 }
+
+// An acquisition sent to a node that lost the slot is answered MOVED (it did
+// not run there) and goes to the new owner's session, where the lock then
+// renews and releases.
+func TestAcquisitionFollowsAMovedSlot(t *testing.T) {
+	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: []sim.Profile{sim.Redis84, sim.Redis84}, Password: simPassword})
+	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false))
+	key := keyForNode(t, c, "", 0)
+	first, err := locks.Acquire(ctxT(t), key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := first.Release(ctxT(t)); out != Released || err != nil {
+		t.Fatalf("Release = %v, %v", out, err)
+	}
+	c.MoveSlot(sim.Slot(key), 1)
+	lock, err := locks.Acquire(ctxT(t), key, time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the move = %v", err)
+	}
+	if got := c.Node(1).Exec("EXISTS", key); got != ":1\r\n" {
+		t.Fatalf("the new owner does not hold the lock: %q", got)
+	}
+	if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); !ok || err != nil {
+		t.Fatalf("ResetExpiry = %v, %v", ok, err)
+	}
+	if out, err := lock.Release(ctxT(t)); out != Released || err != nil {
+		t.Fatalf("Release = %v, %v", out, err)
+	}
+}

@@ -21,7 +21,8 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	return l.core.pool.Acquire(ctx, l.key(key), token.wire(), ms)
+	res, err := l.core.pool.Acquire(ctx, l.key(key), token.wire(), ms)
+	return res.Owned, err
 }
 
 // ResetExpiry sets key's expiry to ttl from now if key holds token (SET

@@ -23,7 +23,7 @@ func run(ctx context.Context, w io.Writer) error {
 	p.line("Each server's expiry clock is manual: the demo moves it to make leases expire.")
 	p.line("Under each scene (│): the commands the server received during it, connection")
 	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
-	p.line("library pins for renewals and releases, \"worker-a\" the rueidis client's own.")
+	p.line("library pins for every lock command, \"worker-a\" the rueidis client's own.")
 	reports := make([]report, len(sim.Profiles))
 	stories := make([]bytes.Buffer, len(sim.Profiles))
 	errs := make([]error, len(sim.Profiles))

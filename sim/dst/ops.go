@@ -62,23 +62,24 @@ func (w *world) startOp(h *handle, e Effect) {
 	}
 }
 
-// bind points op at node n: acquisitions use the multiplexed connection,
-// everything else a session (a fresh Operation from that session's
-// capabilities, after its identity handshake). It reports whether op may
-// be written now; otherwise it waits for the handshake.
+// bind points op at node n: fenced acquisitions (coordination/) use the
+// multiplexed connection, everything else the node's session (a fresh
+// Operation from that session's capabilities, after its identity
+// handshake), as lease does. It reports whether op may be written now;
+// otherwise it waits for the handshake.
 func (w *world) bind(op *opRun, n *node) bool {
 	h, p := op.h, op.h.proc
-	if op.kind == OpAcquire {
+	if op.kind == OpAcquire && h.fenced {
 		op.carrier = w.liveConn(p, &p.mux, n, "mux")
-		if h.fenced {
-			op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), h.token, millis(op.ttl))
-		}
+		op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), h.token, millis(op.ttl))
 		return true
 	}
 	op.sess = w.liveSession(p, n)
 	op.carrier = op.sess.conn
 	caps := op.sess.caps.Load()
 	switch op.kind {
+	case OpAcquire:
+		op.protocol = conn.NewAcquire(h.key, h.token, millis(op.ttl))
 	case OpExtend:
 		op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
 	case OpRelease:
@@ -120,8 +121,8 @@ func (w *world) redirect(op *opRun, rd conn.Redirect) {
 // writeOp writes op's first command, possibly after a wait for capacity
 // (during which a cancel is still "not submitted").
 func (w *world) writeOp(op *opRun) {
-	if op.sess != nil {
-		op.noIdent = op.sess.identity == identityDenied
+	if op.sess != nil && op.kind != OpAcquire {
+		op.noIdent = op.sess.identity == identityDenied // fences matter to renewals and releases
 	}
 	if w.shouldDelayWrite() {
 		op.gate = w.schedule(op.h.proc, w.now+w.between(0, 5*time.Millisecond), func() {
@@ -166,9 +167,6 @@ func (w *world) command(op *opRun) conn.Command {
 	if op.kind == OpAcquire && op.script != nil {
 		return op.script.Command()
 	}
-	if op.kind == OpAcquire {
-		return conn.AcquireCommand(h.key, h.token, millis(op.ttl))
-	}
 	cmd := op.protocol.Command()
 	if w.opt.Mutation == MutationRenewWithoutCompare && op.kind == OpExtend {
 		return conn.Command{Args: []string{"PEXPIRE", h.key, itoa(millis(op.ttl))}, Key: 1}
@@ -190,10 +188,9 @@ func (w *world) armDeadline(op *opRun) {
 		if w.opt.Mutation == MutationFallbackAfterTimeout && w.mutateFallback(op) {
 			return
 		}
+		// The caller's deadline ended the wait; the socket stays in use
+		// (conn retires a session on transport failures only).
 		w.trace.logf(w, p, op.h.name, "%s timed out after the write", op.kind)
-		if op.sess != nil {
-			w.retire(op.sess)
-		}
 		w.finish(op, OpResult{Class: Uncertain, Err: "command timeout"})
 	})
 }
@@ -235,15 +232,6 @@ func (w *world) opReply(op *opRun, req *request, r conn.Reply) {
 	op.confirmed = w.check.confirming(req.cmd, r)
 	if op.script != nil {
 		w.fencedReply(op, r)
-		return
-	}
-	if op.kind == OpAcquire {
-		if rd, moved := conn.ParseRedirect(r.Text); r.Kind == conn.ReplyError && moved {
-			w.redirect(op, rd) // rueidis' cluster client follows MOVED for SET NX itself
-			return
-		}
-		ok, err := conn.AcquireResult(r)
-		w.finish(op, definite(ok, err))
 		return
 	}
 	out := op.protocol.Interpret(r)

@@ -11,8 +11,8 @@ import (
 
 // process is one simulated client process: its own drifting monotonic
 // clock, one session (a pinned connection with capability memory and an
-// identity) to the node, a multiplexed connection for acquisitions and a
-// control connection for fences. A paused process handles no events.
+// identity) per node, a multiplexed connection for fenced acquisitions and
+// a control connection for fences. A paused process handles no events.
 type process struct {
 	index    int
 	name     string
@@ -21,7 +21,7 @@ type process struct {
 	paused   bool
 
 	sessions []*session       // per node index
-	mux      []*connection    // per node index: the multiplexed client's connection (acquisitions)
+	mux      []*connection    // per node index: the multiplexed client's connection (fenced acquisitions)
 	control  []*connection    // per node index: where fences are sent
 	route    map[string]*node // the process's slot map: key -> node (corrected by MOVED)
 
