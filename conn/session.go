@@ -116,11 +116,13 @@ func (s *Session) build(cmd Command) rueidis.Completed {
 	return buildCommand(s.client.B(), cmd)
 }
 
+// buildCommand builds cmd without marking its key (Command.Key): every keyed
+// command built here goes to a socket pinned to one node (a session), so
+// rueidis needs no hash slot, and computing one (CRC16 of the key) on every
+// lock command is measurable at high rates. The rest (fence, CLUSTER SLOTS)
+// are keyless.
 func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
-	if cmd.Key < 0 {
-		return b.Arbitrary(cmd.Args...).Build()
-	}
-	return b.Arbitrary(cmd.Args[:cmd.Key]...).Keys(cmd.Args[cmd.Key]).Args(cmd.Args[cmd.Key+1:]...).Build()
+	return b.Arbitrary(cmd.Args...).Build()
 }
 
 // exchange sends cmd (after ASKING when asking) and returns its reply. A
