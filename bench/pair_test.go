@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,25 +82,49 @@ func leasePair(b *testing.B, client rueidis.Client) pair {
 	}
 }
 
-func implementations(b *testing.B) []struct {
+type implementation struct {
 	name string
 	run  pair
-} {
+}
+
+func implementations(b *testing.B) []implementation {
 	client := newClient(b)
-	return []struct {
-		name string
-		run  pair
-	}{{"raw-rueidis", rawPair(client)}, {"lease", leasePair(b, client)}}
+	return []implementation{{"raw-rueidis", rawPair(client)}, {"lease", leasePair(b, client)}}
+}
+
+// readsProcessed is the server's total_reads_processed (INFO stats): how
+// many socket reads it made. Fewer reads per pair mean bigger pipelined
+// batches, which is what decides throughput when client and server share
+// the machine's cores.
+func readsProcessed(b *testing.B, client rueidis.Client) int64 {
+	info, err := client.Do(context.Background(), client.B().Info().Section("stats").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("INFO stats has no total_reads_processed")
+	return 0
 }
 
 // BenchmarkPairs64 runs TryAcquire+Release pairs from 64 goroutines on
 // distinct keys, raw rueidis and lease interleaved in short rounds (so load
 // from elsewhere on the machine hits both alike), and reports each one's
-// pairs/s and lease/raw; the target is lease >= 0.9 x raw.
+// pairs/s, the server's socket reads per pair, and lease/raw; the target is
+// lease >= 0.9 x raw.
 func BenchmarkPairs64(b *testing.B) {
 	const workers, round = 64, 250 * time.Millisecond
 	impls := implementations(b)
+	stats := newClient(b)
 	done := make([]int64, len(impls))
+	reads := make([]int64, len(impls))
 	spent := make([]time.Duration, len(impls))
 	for _, impl := range impls { // warm up: connections, sessions, scripts
 		if _, _, err := runRound(impl.name, impl.run, workers, round); err != nil {
@@ -109,10 +134,12 @@ func BenchmarkPairs64(b *testing.B) {
 	b.ResetTimer()
 	for r := 0; r < max(8, b.N); r++ {
 		for i, impl := range impls {
+			before := readsProcessed(b, stats)
 			n, d, err := runRound(impl.name, impl.run, workers, round)
 			if err != nil {
 				b.Fatal(err)
 			}
+			reads[i] += readsProcessed(b, stats) - before - 1 // less the INFO itself
 			done[i] += n
 			spent[i] += d
 		}
@@ -122,6 +149,7 @@ func BenchmarkPairs64(b *testing.B) {
 	for i, impl := range impls {
 		rates[i] = float64(done[i]) / spent[i].Seconds()
 		b.ReportMetric(rates[i], impl.name+"-pairs/s")
+		b.ReportMetric(float64(reads[i])/float64(done[i]), impl.name+"-server-reads/pair")
 	}
 	b.ReportMetric(rates[1]/rates[0], "lease/raw")
 }
