@@ -91,3 +91,38 @@ func TestAcquireFollowsMovedToTheNewOwnersSession(t *testing.T) {
 		t.Fatalf("new owner has %q", got)
 	}
 }
+
+// A redirect can name a node rueidis does not know yet (added to the cluster
+// after the client read the topology). Our sessions' redirects never reach
+// rueidis, so the pool makes it learn the node (one GET of the key on the
+// ordinary client, which follows the MOVED itself) and the command then goes
+// to the new node's session instead of failing for good.
+func TestARedirectToANodeTheClientDoesNotKnowYetIsFollowed(t *testing.T) {
+	c := startCluster(t, sim.Redis84, sim.Redis84)
+	c.SetHidden(1, true)
+	client := newClient(t, c.Addrs()[:1], "", simPassword)
+	if _, known := client.Nodes()[c.Addrs()[1]]; known {
+		t.Fatal("the client knows the hidden node")
+	}
+	p := newPool(t, client)
+	key := keyOnNode(t, c, 0)
+	if res, err := p.Acquire(ctxT(t), key, "tok", 60000); err != nil || !res.Owned {
+		t.Fatalf("Acquire = %+v, %v", res, err)
+	}
+	mustRelease(t, p, key, "tok")
+	c.SetHidden(1, false) // the node joined; the client has not refreshed
+	c.MoveSlot(sim.Slot(key), 1)
+	res, err := p.Acquire(ctxT(t), key, "tok2", 60000)
+	if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[1] {
+		t.Fatalf("Acquire after the move = %+v, %v; want acquired on the new node", res, err)
+	}
+	gets := 0
+	for _, e := range c.Node(0).Log() {
+		if e.Args[0] == "GET" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Fatalf("the old owner saw %d GETs; want the one that taught rueidis the new node", gets)
+	}
+}

@@ -132,9 +132,14 @@ func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Op
 	if err != nil {
 		return Result{}, err
 	}
-	asking := false
+	asking, learned := false, false
 	for hop := 0; ; hop++ {
 		s, err := p.SessionFor(ctx, node)
+		if err != nil && errors.Is(err, errUnknownNode) && hop > 0 && !learned {
+			p.learnNode(ctx, key) // a redirect named a node rueidis does not know yet
+			learned = true
+			s, err = p.SessionFor(ctx, node)
+		}
 		if err != nil {
 			return Result{}, err
 		}

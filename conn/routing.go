@@ -92,9 +92,22 @@ func (p *Pool) OpenSession(ctx context.Context, node string) (*Session, error) {
 	nodeClient, ok := p.client.Nodes()[node]
 	if !ok {
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node,
-			Err: fmt.Errorf("conn: node %s is not known to the client", node)}
+			Err: fmt.Errorf("%w: %s", errUnknownNode, node)}
 	}
 	return openSession(ctx, p, node, nodeClient)
+}
+
+// errUnknownNode: the rueidis client has no connection to the node (yet).
+var errUnknownNode = errors.New("conn: node is not known to the client")
+
+// learnNode makes the rueidis cluster client learn the node that now owns
+// key's slot, after a redirect named a node it does not know (one added to
+// the cluster after the client read the topology): our sessions' redirects
+// never reach rueidis, so it is sent one harmless read of key (GET, which
+// every least-privilege user of a lock may run). rueidis follows the MOVED
+// itself and connects to the new owner. The reply is dropped.
+func (p *Pool) learnNode(ctx context.Context, key string) {
+	p.client.Do(ctx, p.client.B().Get().Key(key).Build())
 }
 
 // Close retires the session and closes its socket. Idempotent.

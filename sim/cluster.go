@@ -29,7 +29,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if len(cfg.Profiles) == 0 {
 		return nil, errors.New("sim: cluster needs at least one profile")
 	}
-	c := &Cluster{state: &clusterState{migrating: map[int]migration{}}}
+	c := &Cluster{state: &clusterState{migrating: map[int]migration{}, hidden: map[int]bool{}}}
 	for i, p := range cfg.Profiles {
 		s, err := listen(ctx, Config{Profile: p, Password: cfg.Password, Clock: cfg.Clock})
 		if err != nil {
@@ -88,6 +88,16 @@ func (c *Cluster) MoveSlot(slot, to int) {
 	from := c.state.owner[slot]
 	c.state.mu.RUnlock()
 	c.transfer(slot, from, to)
+}
+
+// SetHidden leaves node i out of (hidden) or puts it back into the CLUSTER
+// SLOTS and SHARDS replies. Hidden, it still serves its slots and redirects
+// still point to it: a client that read the topology meanwhile does not know
+// the node, as with a node added to the cluster after the client started.
+func (c *Cluster) SetHidden(i int, hidden bool) {
+	c.state.mu.Lock()
+	defer c.state.mu.Unlock()
+	c.state.hidden[i] = hidden
 }
 
 // StartMigration marks slot as migrating from node from to node to: from

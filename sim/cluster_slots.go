@@ -43,6 +43,7 @@ type clusterState struct {
 	migrating map[int]migration
 	addrs     []string
 	ids       []string
+	hidden    map[int]bool // left out of CLUSTER SLOTS/SHARDS (SetHidden)
 }
 
 // clusterView is one node's handle on the shared state.
@@ -162,6 +163,9 @@ func (e *Engine) clusterCommand(_ *client, args []string) reply {
 func (st *clusterState) slotsReply() reply {
 	var out []reply
 	for node, ranges := range st.slotRanges() {
+		if st.hidden[node] {
+			continue
+		}
 		host, port := splitHostPort(st.addrs[node])
 		for _, r := range ranges {
 			out = append(out, array(integer(int64(r[0])), integer(int64(r[1])),
@@ -174,6 +178,9 @@ func (st *clusterState) slotsReply() reply {
 func (st *clusterState) shardsReply() reply {
 	var out []reply
 	for node, ranges := range st.slotRanges() {
+		if st.hidden[node] {
+			continue
+		}
 		host, port := splitHostPort(st.addrs[node])
 		var slots []reply
 		for _, r := range ranges {

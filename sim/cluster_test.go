@@ -160,3 +160,31 @@ func TestClusterFailoverKeepsKeysDropsClients(t *testing.T) {
 		t.Fatalf("GET after failover = %q, %v; want v", got, err)
 	}
 }
+
+// A hidden node is left out of the topology replies but still serves its
+// slots, and redirects still name it.
+func TestClusterHiddenNodeIsLeftOutOfTheTopologyOnly(t *testing.T) {
+	cl := startCluster(t, ClusterConfig{Profiles: []Profile{Redis84, Redis84}})
+	w := dial(t, cl.Addrs()[0])
+	full := w.do("CLUSTER", "SLOTS")
+	cl.SetHidden(1, true)
+	hidden := w.do("CLUSTER", "SLOTS")
+	_, port1, _ := strings.Cut(cl.Addrs()[1], ":")
+	if !strings.Contains(full, ":"+port1+"\r\n") || strings.Contains(hidden, ":"+port1+"\r\n") {
+		t.Fatalf("CLUSTER SLOTS names node 1: before %v, hidden %v; want yes, no", strings.Contains(full, ":"+port1+"\r\n"), strings.Contains(hidden, ":"+port1+"\r\n"))
+	}
+	if shards := w.do("CLUSTER", "SHARDS"); strings.Contains(shards, ":"+port1+"\r\n") {
+		t.Fatal("CLUSTER SHARDS names the hidden node")
+	}
+	key := "foo" // slot 12182: node 1 of 2
+	if got := w.do("GET", key); got != "-MOVED 12182 "+cl.Addrs()[1]+"\r\n" {
+		t.Fatalf("GET on node 0 = %q; want MOVED to the hidden node", got)
+	}
+	if got := dial(t, cl.Addrs()[1]).do("SET", key, "v"); got != ok {
+		t.Fatalf("SET on the hidden node = %q", got)
+	}
+	cl.SetHidden(1, false)
+	if got := w.do("CLUSTER", "SLOTS"); got != full {
+		t.Fatalf("CLUSTER SLOTS after SetHidden(false) = %q; want %q", got, full)
+	}
+}
