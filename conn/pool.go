@@ -113,18 +113,6 @@ func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) 
 	})
 }
 
-func (p *Pool) checkOpen(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return ErrPoolClosed
-	}
-	return nil
-}
-
 // run routes key to its node's session and drives the operation, following
 // MOVED (re-send on the target) and ASK (ASKING + command on the target).
 func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Operation) (Result, error) {
