@@ -50,6 +50,10 @@ var (
 	ErrSessionRetired = errors.New("conn: session retired")
 	// ErrPoolClosed is the cause when the Pool was closed; it is NotSubmitted.
 	ErrPoolClosed = errors.New("conn: pool closed")
+	// ErrAborted is the cause when the owner of a command's Route stopped it
+	// before it was handed to a socket (a managed lock whose lease deadline
+	// passed first); it is NotSubmitted.
+	ErrAborted = errors.New("conn: command aborted before it was sent")
 	// ErrNoIdentity is returned by Fence and ProbeKill for a session whose
 	// CLIENT ID could not be learned (CLIENT denied or unknown).
 	ErrNoIdentity = errors.New("conn: session has no CLIENT ID identity")

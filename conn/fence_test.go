@@ -82,7 +82,7 @@ func TestExtendManyPipelinesOnOneSession(t *testing.T) {
 			}
 			mustSet(t, srv, "a", "ta")
 			mustSet(t, srv, "b", "other")
-			requests := []ExtendRequest{{"a", "ta", 90000}, {"b", "tb", 90000}, {"missing", "tc", 90000}}
+			requests := []ExtendRequest{{Key: "a", Token: "ta", TTLMillis: 90000}, {Key: "b", Token: "tb", TTLMillis: 90000}, {Key: "missing", Token: "tc", TTLMillis: 90000}}
 			for round := range 2 {
 				results := s.ExtendMany(ctx, requests)
 				for i, want := range []bool{true, false, false} {

@@ -176,7 +176,7 @@ func AcquireFenced(ctx context.Context, client rueidis.Client, leaseKey, counter
 	for {
 		result := client.Do(ctx, buildFenced(client.B(), f.Command()))
 		if err := result.NonRedisError(); err != nil {
-			return FencedResult{}, &Error{Class: classifyTransport(err), Op: op, Err: err}
+			return FencedResult{}, &Error{Class: ClassifyTransport(err), Op: op, Err: err}
 		}
 		reply, redisErr := toReply(result)
 		out := f.Interpret(reply)

@@ -100,7 +100,7 @@ func TestExtendManyOnADeadIdleSessionIsNotSubmitted(t *testing.T) {
 	id, _ := s.Identity()
 	pingBeforeEveryCommand(t)
 	srv.KillClient(id.ID)
-	for _, r := range s.ExtendMany(ctx, []ExtendRequest{{"a", "tok", 1000}, {"b", "tok", 1000}}) {
+	for _, r := range s.ExtendMany(ctx, []ExtendRequest{{Key: "a", Token: "tok", TTLMillis: 1000}, {Key: "b", Token: "tok", TTLMillis: 1000}}) {
 		if !errors.Is(r.Err, ErrNotSubmitted) || !errors.Is(r.Err, ErrSessionRetired) {
 			t.Fatalf("ExtendMany on a dead idle session = %v; want not submitted, retired", r.Err)
 		}

@@ -77,46 +77,18 @@ type Result struct {
 	Session *Session // session of the last attempt; nil when nothing was sent
 }
 
-// Release deletes key if it holds token: DELEX → DELIFEQ → Lua as the
-// session's capabilities allow. It blocks until a definite answer or an
-// error; a returned *Error tells its Class and Session. Cancellation after
-// hand-off cannot recall the command (Uncertain).
-func (p *Pool) Release(ctx context.Context, key, token string) (Result, error) {
-	return p.run(ctx, "release", key, func(s *Session) *Operation {
-		return NewRelease(key, token, s.caps.Load())
-	})
-}
-
-// Extend sets key's expiry to ttlMillis from now if it holds token: SET IFEQ
-// PX, or Lua compare-and-pexpire. A missing, expired or replaced key is never
-// created or changed. Blocking and errors as Release.
-func (p *Pool) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
-	return p.run(ctx, "extend", key, func(s *Session) *Operation {
-		return NewExtend(key, token, ttlMillis, s.caps.Load())
-	})
-}
-
-// Owner reads key's owner token with GET on the primary's session.
-func (p *Pool) Owner(ctx context.Context, key string) (Result, error) {
-	return p.run(ctx, "owner", key, func(*Session) *Operation { return NewOwnerQuery(key) })
-}
-
-// Acquire sends SET key token NX PX ttlMillis on the key's node session, the
-// socket that also carries the lock's release and renewals: one pipeline per
-// node batches all of them (two sockets per node halved the batches and cost
-// about a tenth of the throughput), and a clean-up delete sent after an
-// abandoned acquisition queues behind its SET. Owned = acquired. Redirects,
-// blocking and errors as Release.
-func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
-	return p.run(ctx, "acquire", key, func(*Session) *Operation {
-		return NewAcquire(key, token, ttlMillis)
-	})
-}
-
-// run routes key to its node's session and drives the operation, following
-// MOVED (re-send on the target) and ASK (ASKING + command on the target).
-func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Operation) (Result, error) {
-	node, err := p.route(ctx, op, key)
+// Do runs op on the session of the key's primary, following MOVED (re-send
+// on the target) and ASK (ASKING + the command on the target): a redirect
+// proves the command did not run where it was sent. A command that a socket
+// found dead before the hand-off refused is sent once more on a fresh
+// session. route, when not nil, is told each session right before its
+// hand-off and may stop the operation (NotSubmitted, ErrAborted); after an
+// Uncertain error route.Session() is the socket to fence. It blocks until a
+// definite answer or an error; a returned *Error tells its Class and
+// Session. Cancellation after hand-off cannot recall the command
+// (Uncertain), and an Uncertain command is never replayed.
+func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+	node, err := p.route(ctx, op.name(), op.key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -124,19 +96,19 @@ func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Op
 	for hop := 0; ; hop++ {
 		s, err := p.SessionFor(ctx, node)
 		if err != nil && errors.Is(err, errUnknownNode) && hop > 0 && !learned {
-			p.learnNode(ctx, key) // a redirect named a node rueidis does not know yet
+			p.learnNode(ctx, op.key) // a redirect named a node rueidis does not know yet
 			learned = true
 			s, err = p.SessionFor(ctx, node)
 		}
 		if err != nil {
 			return Result{}, err
 		}
-		res, err := s.drive(ctx, op, newOp(s), asking)
+		res, err := s.drive(ctx, op.name(), op.operation(s), asking, route)
 		var e *Error
 		if err == nil || !errors.As(err, &e) || hop >= maxRedirects {
 			return res, err
 		}
-		if e.Class == NotSubmitted && errors.Is(e.Err, ErrSessionRetired) {
+		if RetriableOnFreshSession(err) {
 			continue // the socket died before hand-off: a fresh session may send it
 		}
 		if e.Redirect == nil {
@@ -149,10 +121,45 @@ func (p *Pool) run(ctx context.Context, op, key string, newOp func(*Session) *Op
 	}
 }
 
+// RetriableOnFreshSession reports an error of a command that provably never
+// reached its socket because the session was retired or found dead first: a
+// fresh session may send it.
+func RetriableOnFreshSession(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Class == NotSubmitted && errors.Is(e.Err, ErrSessionRetired)
+}
+
+// Release deletes key if it holds token (ReleaseOp, see Do).
+func (p *Pool) Release(ctx context.Context, key, token string) (Result, error) {
+	return p.Do(ctx, ReleaseOp(key, token), nil)
+}
+
+// Extend sets key's expiry to ttlMillis from now if it holds token
+// (ExtendOp, see Do). A missing, expired or replaced key is never created or
+// changed.
+func (p *Pool) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return p.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
+}
+
+// Owner reads key's owner token with GET on the primary's session (OwnerOp,
+// see Do).
+func (p *Pool) Owner(ctx context.Context, key string) (Result, error) {
+	return p.Do(ctx, OwnerOp(key), nil)
+}
+
+// Acquire sends SET key token NX PX ttlMillis on the key's node session, the
+// socket that also carries the lock's release and renewals: one pipeline per
+// node batches all of them (two sockets per node halved the batches and cost
+// about a tenth of the throughput), and a clean-up delete sent after an
+// abandoned acquisition queues behind its SET (AcquireOp, see Do).
+func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return p.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
+}
+
 // drive runs one Operation on this session through its fallback steps.
-func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool) (Result, error) {
+func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool, route *Route) (Result, error) {
 	for {
-		reply, redisErr, err := s.exchange(ctx, op, o.Command(), asking)
+		reply, redisErr, err := s.exchange(ctx, op, o.Command(), asking, route)
 		if err != nil {
 			return Result{Session: s}, err
 		}

@@ -42,7 +42,7 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if res, err := p.Acquire(ctx, "conn-real", "tok", 60000); !res.Owned || err != nil {
 		t.Fatalf("Acquire = %+v, %v", res, err)
 	}
-	results := s.ExtendMany(ctx, []ExtendRequest{{"conn-real", "tok", 60000}, {"conn-real-missing", "tok", 60000}})
+	results := s.ExtendMany(ctx, []ExtendRequest{{Key: "conn-real", Token: "tok", TTLMillis: 60000}, {Key: "conn-real-missing", Token: "tok", TTLMillis: 60000}})
 	if !results[0].Owned || results[1].Owned || results[0].Err != nil || results[1].Err != nil {
 		t.Fatalf("ExtendMany = %+v", results)
 	}

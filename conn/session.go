@@ -46,6 +46,10 @@ type Session struct {
 
 	watchOnce sync.Once
 	dead      atomic.Pointer[<-chan error] // closes when the socket breaks (see watchDeath)
+
+	fenceMu       sync.Mutex
+	fence         *fenceCall // the latest CLIENT KILL of this session (see Pool.Fence)
+	fenceAnswered bool       // a fence of this session was answered
 }
 
 // Node returns the node address (host:port) the session is connected to.
@@ -74,7 +78,9 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 	}
 	dedicated, _ := nodeClient.Dedicate()
 	s := &Session{pool: pool, node: node, client: dedicated}
-	results := dedicated.DoMulti(ctx, s.build(ClientIDCommand()), s.build(ClientInfoCommand()))
+	sendCtx, sent := s.sendContext(ctx) // a cancellation before ctx's deadline is honoured
+	results := dedicated.DoMulti(sendCtx, s.build(ClientIDCommand()), s.build(ClientInfoCommand()))
+	sent()
 	for _, r := range results {
 		if err := r.NonRedisError(); err != nil {
 			dedicated.Close()
@@ -125,13 +131,18 @@ func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
 	return b.Arbitrary(cmd.Args...).Build()
 }
 
-// exchange sends cmd (after ASKING when asking) and returns its reply. A
-// returned error is an *Error that is NotSubmitted or Uncertain; the session
-// is retired on any transport failure, but not when the caller's own ctx
-// ended the wait (cancelledByCaller).
-func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool) (Reply, error, error) {
+// exchange sends cmd (after ASKING when asking) and returns its reply.
+// route, when not nil, is told the session right before the hand-off and
+// may veto it. A returned error is an *Error: NotSubmitted when nothing was
+// handed to the socket (or rueidis proves it was not written), otherwise
+// Uncertain. The session is retired on any transport failure, but not when
+// the caller's own ctx ended the wait (cancelledByCaller).
+func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool, route *Route) (Reply, error, error) {
 	if err := s.notSendable(ctx); err != nil {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
+	}
+	if !route.carry(s) {
+		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: ErrAborted}
 	}
 	sendCtx, sent := s.sendContext(ctx)
 	var result rueidis.RedisResult
@@ -146,18 +157,26 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 	}
 	sent()
 	if err := result.NonRedisError(); err != nil {
-		class := classifyTransport(err)
-		if !cancelledByCaller(ctx, err) {
-			s.pool.retire(s)
-		}
-		if class == NotSubmitted {
-			err = errors.Join(ErrSessionRetired, err) // closing socket: a fresh session may send it
-		}
-		return Reply{}, nil, &Error{Class: class, Op: op, Addr: s.node, Session: s, Err: err}
+		return Reply{}, nil, s.transportError(ctx, op, err)
 	}
 	s.touch()
 	reply, redisErr := toReply(result)
 	return reply, redisErr, nil
+}
+
+// transportError classifies a transport failure of a command handed to the
+// socket (ClassifyTransport) and retires the session unless the caller's own
+// ctx ended the wait. A command rueidis proves unwritten is joined with
+// ErrSessionRetired, so a fresh session may send it.
+func (s *Session) transportError(ctx context.Context, op string, err error) *Error {
+	class := ClassifyTransport(err)
+	if !cancelledByCaller(ctx, err) {
+		s.pool.retire(s)
+	}
+	if class == NotSubmitted {
+		err = errors.Join(ErrSessionRetired, err)
+	}
+	return &Error{Class: class, Op: op, Addr: s.node, Session: s, Err: err}
 }
 
 // notSendable is checked right before hand-off: a done ctx, a retired
@@ -185,19 +204,13 @@ func (s *Session) notSendable(ctx context.Context) error {
 }
 
 // cancelledByCaller reports that rueidis gave up waiting for a reply because
-// the caller's ctx ended. That says nothing about the socket: rueidis still
-// reads the late reply and drops it, and the session stays in use for its
-// other callers. (A command's uncertainty is settled by the caller: a
+// the caller's ctx ended. That says nothing about the socket: in background
+// mode (the only mode a cancellable ctx reaches, see sendContext) rueidis
+// still reads the late reply and drops it, and the session stays in use for
+// its other callers. (The command's uncertainty is settled by the caller: a
 // managed lock fences the session, which retires it.)
 func cancelledByCaller(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
-}
-
-func classifyTransport(err error) Class {
-	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled) {
-		return NotSubmitted
-	}
-	return Uncertain
 }
 
 // toReply converts a rueidis reply (no transport error) to the pure Reply,

@@ -2,34 +2,103 @@ package conn
 
 import "context"
 
-// Release runs a compare-and-delete on this session only. A MOVED or ASK
-// reply is returned as a Definite *Error with Redirect set (the session is
-// then retired); use Pool.Release to follow redirects.
+// opKind names the lock operation an Op runs.
+type opKind uint8
+
+const (
+	opAcquire opKind = iota + 1
+	opExtend
+	opRelease
+	opOwner
+)
+
+// Op is one lock operation to run with Session.Do or Pool.Do: build it with
+// AcquireOp, ExtendOp, ReleaseOp or OwnerOp. Keys are wire keys (any prefix
+// already applied). It is a small value; copies are independent.
+type Op struct {
+	kind      opKind
+	key       string
+	token     string
+	ttlMillis int64
+}
+
+// AcquireOp is SET key token NX PX ttlMillis (Result.Owned = acquired).
+func AcquireOp(key, token string, ttlMillis int64) Op {
+	return Op{kind: opAcquire, key: key, token: token, ttlMillis: ttlMillis}
+}
+
+// ExtendOp is a compare-and-pexpire of key for token to ttlMillis from now:
+// SET IFEQ PX, or the Lua script where the session has learned that
+// conditional SET is unsupported.
+func ExtendOp(key, token string, ttlMillis int64) Op {
+	return Op{kind: opExtend, key: key, token: token, ttlMillis: ttlMillis}
+}
+
+// ReleaseOp is a compare-and-delete of key for token: DELEX, DELIFEQ or Lua,
+// as the session's capabilities allow.
+func ReleaseOp(key, token string) Op { return Op{kind: opRelease, key: key, token: token} }
+
+// OwnerOp is GET key (Result.Owned = found, Result.Token = the owner token).
+func OwnerOp(key string) Op { return Op{kind: opOwner, key: key} }
+
+// name is the Op field of the *Error values this operation returns.
+func (o Op) name() string {
+	return [...]string{"", "acquire", "extend", "release", "owner"}[o.kind]
+}
+
+// operation builds the pure protocol state machine for o on a session with
+// s's capabilities.
+func (o Op) operation(s *Session) *Operation {
+	switch o.kind {
+	case opAcquire:
+		return NewAcquire(o.key, o.token, o.ttlMillis)
+	case opExtend:
+		return NewExtend(o.key, o.token, o.ttlMillis, s.caps.Load())
+	case opRelease:
+		return NewRelease(o.key, o.token, s.caps.Load())
+	}
+	return NewOwnerQuery(o.key)
+}
+
+// Do runs op on this session only, through its fallback steps. route, when
+// not nil, is told this session right before each hand-off and may stop the
+// operation (NotSubmitted, ErrAborted). A MOVED or ASK reply is returned as
+// a Definite *Error with Redirect set (the session is then retired); use
+// Pool.Do to follow redirects. It blocks until a definite answer or an
+// error; after an Uncertain error the command may have run and is never
+// replayed.
+func (s *Session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+	return s.drive(ctx, op.name(), op.operation(s), false, route)
+}
+
+// Release runs ReleaseOp on this session only (see Do).
 func (s *Session) Release(ctx context.Context, key, token string) (Result, error) {
-	return s.drive(ctx, "release", NewRelease(key, token, s.caps.Load()), false)
+	return s.Do(ctx, ReleaseOp(key, token), nil)
 }
 
-// Acquire runs SET key token NX PX ttlMillis on this session only; Owned
-// reports that the key was free and is now ours. Redirects as for Release.
+// Acquire runs AcquireOp on this session only (see Do).
 func (s *Session) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
-	return s.drive(ctx, "acquire", NewAcquire(key, token, ttlMillis), false)
+	return s.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
 }
 
-// Extend runs a compare-and-pexpire on this session only (see Release).
+// Extend runs ExtendOp on this session only (see Do).
 func (s *Session) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
-	return s.drive(ctx, "extend", NewExtend(key, token, ttlMillis, s.caps.Load()), false)
+	return s.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
 }
 
-// Owner runs GET key on this session only (see Release).
+// Owner runs OwnerOp on this session only (see Do).
 func (s *Session) Owner(ctx context.Context, key string) (Result, error) {
-	return s.drive(ctx, "owner", NewOwnerQuery(key), false)
+	return s.Do(ctx, OwnerOp(key), nil)
 }
 
-// ExtendRequest is one renewal in a pipelined batch.
+// ExtendRequest is one renewal in a pipelined batch. Route, when not nil, is
+// told the session before the batch is handed off and may drop this request
+// from it (NotSubmitted, ErrAborted).
 type ExtendRequest struct {
 	Key       string
 	Token     string
 	TTLMillis int64
+	Route     *Route
 }
 
 // ExtendResult is the answer to one ExtendRequest.
@@ -42,8 +111,8 @@ type ExtendResult struct {
 // (DoMulti); a key whose first step needs a fallback finishes on its own
 // afterwards. Results are in request order. All keys must live on this
 // session's node. It blocks until every key has an answer or an error; a
-// transport failure makes every unanswered request Uncertain (or
-// NotSubmitted if nothing was handed off).
+// transport failure makes every request handed off Uncertain (NotSubmitted
+// only when rueidis proves nothing was written, see ClassifyTransport).
 func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []ExtendResult {
 	results := make([]ExtendResult, len(requests))
 	if len(requests) == 0 {
@@ -57,28 +126,35 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	}
 	caps := s.caps.Load()
 	ops := make([]*Operation, len(requests))
+	built := make([]rueidisCompleted, 0, len(requests))
 	for i, r := range requests {
+		if !r.Route.carry(s) {
+			results[i] = ExtendResult{Result{Session: s}, &Error{Class: NotSubmitted, Op: "extend", Addr: s.node, Session: s, Err: ErrAborted}}
+			continue
+		}
 		ops[i] = NewExtend(r.Key, r.Token, r.TTLMillis, caps)
+		built = append(built, s.build(ops[i].Command()))
 	}
-	built := make([]rueidisCompleted, len(ops))
-	for i, o := range ops {
-		built[i] = s.build(o.Command())
+	if len(built) == 0 {
+		return results
 	}
 	sendCtx, sent := s.sendContext(ctx)
 	replies := s.client.DoMulti(sendCtx, built...)
 	sent()
-	for i, raw := range replies {
-		results[i] = s.finishPipelined(ctx, ops[i], raw)
+	next := 0
+	for i := range requests {
+		if ops[i] == nil {
+			continue
+		}
+		results[i] = s.finishPipelined(ctx, ops[i], replies[next], requests[i].Route)
+		next++
 	}
 	return results
 }
 
-func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult) ExtendResult {
+func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult, route *Route) ExtendResult {
 	if err := raw.NonRedisError(); err != nil {
-		if !cancelledByCaller(ctx, err) {
-			s.pool.retire(s)
-		}
-		return ExtendResult{Result{Session: s}, &Error{Class: classifyTransport(err), Op: "extend", Addr: s.node, Session: s, Err: err}}
+		return ExtendResult{Result{Session: s}, s.transportError(ctx, "extend", err)}
 	}
 	s.touch()
 	reply, redisErr := toReply(raw)
@@ -88,6 +164,6 @@ func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidis
 		res, err := s.finish("extend", out, redisErr)
 		return ExtendResult{res, err}
 	}
-	res, err := s.drive(ctx, "extend", o, false)
+	res, err := s.drive(ctx, "extend", o, false, route)
 	return ExtendResult{res, err}
 }
