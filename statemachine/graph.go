@@ -39,6 +39,7 @@ const (
 	Acquiring   State = iota // the SET NX PX has been, or is about to be, sent
 	Held                     // the handle believes it owns the lease
 	Releasing                // one shared compare-and-delete is in flight
+	Recovering               // a keep-alive renewal was interrupted; fence, then a fresh owner-compared renewal
 	Uncertain                // ownership was given up because a write may have run; a fence is in flight
 	Lost                     // ownership is lost or was never provable; nothing more is sent
 	Released                 // this handle's compare-and-delete removed the key
@@ -48,7 +49,7 @@ const (
 )
 
 var stateNames = [NumStates]string{
-	"Acquiring", "Held", "Releasing", "Uncertain", "Lost", "Released", "NotAcquired", "Abandoned",
+	"Acquiring", "Held", "Releasing", "Recovering", "Uncertain", "Lost", "Released", "NotAcquired", "Abandoned",
 }
 
 // String returns the state's name as used in docs/states.md.
@@ -83,6 +84,10 @@ const (
 	EventRenewalFailed
 	EventRenewalUncertain
 	EventRenewalSettled
+	EventRenewalInterrupted
+	EventRenewalRetry
+	EventRecovered
+	EventRecoveryFailed
 	EventDeadlineInFlight
 	EventDeadlineIdle
 	EventFenceDone
@@ -91,6 +96,7 @@ const (
 	EventKeepAliveStop
 	EventReleaseStarted
 	EventReleaseJoined
+	EventReleaseDeferred
 	EventReleaseAnswered
 	EventReleased
 	EventReleaseNotOwned
@@ -107,9 +113,10 @@ var eventNames = [NumEvents]string{
 	"acquired", "contended", "acquire-failed", "acquire-abandoned", "acquire-settled",
 	"reset-requested", "reset-refused", "renewal-due", "renewed", "reset-rejected",
 	"renewal-refused", "renewal-failed", "renewal-uncertain", "renewal-settled",
+	"renewal-interrupted", "renewal-retry", "recovered", "recovery-failed",
 	"deadline-in-flight", "deadline-idle", "fence-done",
 	"keepalive-started", "keepalive-refused", "keepalive-stop",
-	"release-started", "release-joined", "release-answered", "released",
+	"release-started", "release-joined", "release-deferred", "release-answered", "released",
 	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
 	"release-settled", "caller-cancelled",
 }

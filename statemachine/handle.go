@@ -50,6 +50,7 @@ type Handle struct {
 	timerSeq       uint32
 	renewalSeq     uint32 // Seq of the armed renewal timer; 0 = disarmed
 	deadlineSeq    uint32 // Seq of the armed deadline timer; 0 = disarmed
+	drift          Drift
 	duration       time.Duration
 	confirmedAt    time.Duration // send timestamp of the last confirmed acquire/extension
 	renewSentAt    time.Duration
@@ -68,32 +69,42 @@ func (h *Handle) State() State { return h.state }
 func (h *Handle) Duration() time.Duration { return h.duration }
 
 // RemainingEstimate is the time left until the lease deadline (see LeaseDeadline), clamped
-// at 0; 0 whenever the state is not Held (H2). It is a local estimate, not an ownership
-// check.
+// at 0; 0 whenever the handle does not hold the lease (Held, or Recovering). It is a local
+// estimate, not an ownership check.
 func (h *Handle) RemainingEstimate(now time.Duration) time.Duration {
-	if h.state != Held {
+	if !h.holding() {
 		return 0
 	}
 	return max(0, h.deadline()-now)
 }
 
 // LeaseDeadline returns the local monotonic time at which the lease estimate runs out, and
-// false when the state is not Held. It is the last confirmed send timestamp + Duration,
-// or earlier while a renewal with a shorter TTL is in flight: the server may already have
-// applied that renewal, so its deadline (send timestamp + its TTL) counts until it settles.
+// false when the handle does not hold the lease. It is the last confirmed send timestamp +
+// Duration − the drift margin, or earlier while a renewal with a shorter TTL is in flight:
+// the server may already have applied that renewal, so its deadline (send timestamp + its
+// TTL − its margin) counts until it settles.
 func (h *Handle) LeaseDeadline() (time.Duration, bool) {
-	return h.deadline(), h.state == Held
+	return h.deadline(), h.holding()
 }
 
-// deadline is the earliest time the server-side lease may expire: the confirmed deadline,
-// or the deadline of a renewal in flight if that is earlier (a shortening reset that may
-// have applied already).
+// holding reports whether the handle counts as holding the lease: Held, or Recovering (an
+// interrupted keep-alive renewal is being settled, the confirmed deadline still lasts).
+func (h *Handle) holding() bool { return h.state == Held || h.state == Recovering }
+
+// deadline is the earliest time the server-side lease may expire, less the drift margin:
+// the confirmed deadline, or the deadline of a renewal in flight if that is earlier (a
+// shortening reset that may have applied already).
 func (h *Handle) deadline() time.Duration {
-	d := h.confirmedAt + h.duration
-	if h.renewOp != 0 && (h.state == Held || h.state == Releasing) {
-		d = min(d, h.renewSentAt+h.renewTTL)
+	d := h.leaseEnd(h.confirmedAt, h.duration)
+	if h.renewOp != 0 && (h.holding() || h.state == Releasing) {
+		d = min(d, h.leaseEnd(h.renewSentAt, h.renewTTL))
 	}
 	return d
+}
+
+// leaseEnd is the local deadline of a lease of ttl sent at sentAt.
+func (h *Handle) leaseEnd(sentAt, ttl time.Duration) time.Duration {
+	return sentAt + ttl - h.drift.Of(ttl)
 }
 
 // IsReleased reports whether the handle no longer counts as holding the lock: the state is
@@ -111,6 +122,9 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 // completion for an op that is not in flight, or time going backwards.
 func (h *Handle) Step(in Input, out []Effect) []Effect {
 	h.out = out
+	if in.Kind >= InputResetExpiry && in.Kind <= InputClose {
+		h.observe(in.Now) // a request first sees a lease whose estimate ran out as lost
+	}
 	switch in.Kind {
 	case InputAcquire:
 		h.stepAcquire(in)
@@ -132,6 +146,8 @@ func (h *Handle) Step(in Input, out []Effect) []Effect {
 		h.stepTimer(in)
 	case InputFenceDone:
 		h.stepFenceDone(in)
+	case InputObserve:
+		h.observe(in.Now)
 	default:
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}
@@ -248,10 +264,11 @@ func (h *Handle) resolveAll(k waitKind, r Result) {
 // answering stoppers, releasing for closers, sending the next queued reset, and starting
 // the next release attempt after a not-submitted one (R5).
 func (h *Handle) pump(now time.Duration) {
+	h.observe(now)
 	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {
 		h.endKeepAlive(CauseStopped, nil)
 	}
-	if h.keepAlive != keepAliveStopping && h.fencesPending == 0 {
+	if h.keepAlive != keepAliveStopping && h.fencesPending == 0 && h.state != Recovering {
 		h.resolveAll(waitStop, Result{OK: true})
 		for _, w := range h.takeWaiters(waitClose) {
 			h.stepRelease(w.caller, now)

@@ -28,7 +28,7 @@ func (x *explorer) step(in Input) {
 			x.edgesSeen[[2]uint8{uint8(e.From), uint8(e.Event)}] = true
 			state = e.To
 		case EffectSendRenew:
-			x.expect(state == Held, "renew sent while %s", state)
+			x.expect(state == Held || state == Recovering, "renew sent while %s", state)
 			x.expect(!x.hasKind(EffectSendRenew), "two renewals in flight")
 			x.inFlight[e.Op] = e.Kind
 		case EffectSendRelease:
@@ -49,6 +49,7 @@ func (x *explorer) step(in Input) {
 				x.oldSeqs = append(x.oldSeqs, old)
 			}
 			x.timers[e.Timer] = e.Seq
+			x.timerAt[e.Timer] = e.At
 		case EffectDisarmTimer:
 			if old, ok := x.timers[e.Timer]; ok {
 				x.oldSeqs = append(x.oldSeqs, old)
@@ -61,7 +62,12 @@ func (x *explorer) step(in Input) {
 		}
 	}
 	x.expect(state == x.h.State(), "transitions end in %s, handle in %s", state, x.h.State())
-	x.expect(x.h.State() == Held || x.h.RemainingEstimate(x.now) == 0, "remaining > 0 while %s", x.h.State())
+	x.expect(x.h.State() == Held || x.h.State() == Recovering || x.h.RemainingEstimate(x.now) == 0,
+		"remaining > 0 while %s", x.h.State())
+	if in.Kind >= InputResetExpiry && in.Kind <= InputClose || in.Kind == InputObserve {
+		x.expect(x.h.RemainingEstimate(x.now) > 0 || (x.h.State() != Held && x.h.State() != Recovering),
+			"still %s after a request although the estimate ran out", x.h.State())
+	}
 	x.expect(!x.h.State().Terminal() || len(x.timers) == 0, "timers armed in terminal %s", x.h.State())
 }
 
@@ -92,7 +98,7 @@ func (x *explorer) drain() {
 		x.fences = x.fences[1:]
 		x.step(Input{Kind: InputFenceDone, Op: op})
 	}
-	if x.h.KeepAliveActive() && x.h.State() == Held {
+	if x.h.KeepAliveActive() && (x.h.State() == Held || x.h.State() == Recovering) {
 		return // a running keep-alive may keep callers (stoppers) legitimately waiting
 	}
 	for c := range x.waiting {
@@ -126,6 +132,6 @@ func TestPropertyRandomInputsKeepInvariantsAndWalkEveryEdge(t *testing.T) {
 
 // Deeper search: go test ./statemachine -run Property -property.seeds=100000 -property.steps=150
 var (
-	propertySeeds = flag.Uint64("property.seeds", 3000, "seeds for the property test")
+	propertySeeds = flag.Uint64("property.seeds", 20000, "seeds for the property test")
 	propertySteps = flag.Int("property.steps", 60, "inputs per seed in the property test")
 )

@@ -49,6 +49,7 @@ const (
 	InputCommandDone                          // Op, Outcome, Err, Unfenced: a command completed
 	InputTimer                                // Timer, Seq: a timer armed by EffectArmTimer fired
 	InputFenceDone                            // Op, Err: the fence of Op's session answered or failed
+	InputObserve                              // (Now only): the runtime looks at the handle; a lease whose estimate ran out is no longer held
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary
@@ -57,14 +58,38 @@ type Input struct {
 	Kind      InputKind
 	Outcome   Outcome
 	Timer     Timer
-	KeepAlive bool // InputAcquire: start an owned keep-alive on success (A4)
-	Unfenced  bool // InputCommandDone of a release: the client may not fence (R10)
+	KeepAlive bool  // InputAcquire: start an owned keep-alive on success
+	Drift     Drift // InputAcquire: how early the handle gives the lease up (see Drift)
+	Unfenced  bool  // InputCommandDone of a release: the client may not fence (R10)
 	Op        OpID
 	Seq       uint32 // InputTimer: the Seq of the EffectArmTimer that armed it
 	Now       time.Duration
 	TTL       time.Duration
 	Caller    CallerID
 	Err       error
+}
+
+// Drift is how much earlier than the server a handle gives its lease up: Floor plus PPM
+// millionths of the lease duration, like Redlock's clock drift factor. It absorbs a client
+// clock running slower than the server's, the server's whole-millisecond expiry, and the
+// delay between the deadline and the moment protected work sees its context cancelled (a
+// timer, a mailbox, a mutex, the scheduler, a GC pause). The zero value gives nothing up.
+type Drift struct {
+	PPM   int64         // millionths of the lease duration; 10_000 is 1%
+	Floor time.Duration // added to every margin
+}
+
+// DefaultDrift is Redlock's choice: 1% of the lease plus 2 ms.
+var DefaultDrift = Drift{PPM: 10_000, Floor: 2 * time.Millisecond}
+
+// Of returns the margin for a lease of duration d: Floor + d·PPM/10⁶, computed without
+// overflow for any duration up to the maximum time.Duration. It is pure.
+func (d Drift) Of(duration time.Duration) time.Duration {
+	const million = 1_000_000
+	if duration <= 0 {
+		return d.Floor
+	}
+	return d.Floor + duration/million*time.Duration(d.PPM) + duration%million*time.Duration(d.PPM)/million
 }
 
 // EffectKind says what the runtime must do.

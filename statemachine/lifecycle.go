@@ -8,7 +8,7 @@ func (h *Handle) stepAcquire(in Input) {
 	}
 	h.renewOp = h.nextOp()
 	h.renewSentAt, h.renewTTL, h.renewCaller = in.Now, in.TTL, in.Caller
-	h.acquireKeep = in.KeepAlive
+	h.acquireKeep, h.drift = in.KeepAlive, in.Drift
 	h.emit(Effect{Kind: EffectSendAcquire, Op: h.renewOp, TTL: in.TTL, Caller: in.Caller})
 }
 
@@ -65,11 +65,20 @@ func (h *Handle) stepRelease(caller CallerID, now time.Duration) {
 	case Releasing:
 		h.stay(EventReleaseJoined)
 		h.waiters = append(h.waiters, waiter{caller: caller, kind: waitRelease})
+	case Recovering:
+		// Started by pump once the recovery confirms the lease; NotOwned if it does not.
+		h.stay(EventReleaseDeferred)
+		h.waiters = append(h.waiters, waiter{caller: caller, kind: waitRelease})
+	case Uncertain:
+		// Answered NotOwned when the fence answers: until then a command of this
+		// handle may still run, and the caller must not go on as if it could not.
+		h.stay(EventReleaseAnswered)
+		h.waiters = append(h.waiters, waiter{caller: caller, kind: waitRelease})
 	case Released:
 		h.stay(EventReleaseAnswered)
 		h.resolve(caller, Result{Release: ReleaseAlreadyReleased})
 	default:
-		h.stay(EventReleaseAnswered) // panics outside Uncertain/Lost
+		h.stay(EventReleaseAnswered) // panics outside Lost
 		h.resolve(caller, Result{Release: ReleaseNotOwned})
 	}
 }
@@ -185,16 +194,20 @@ func (h *Handle) becomeUncertain(e Event, err error, abort bool, ops ...OpID) {
 }
 
 func (h *Handle) stepFenceDone(in Input) {
-	if h.state != Uncertain || h.fencesPending == 0 {
+	if h.fencesPending == 0 || (h.state != Uncertain && h.state != Recovering) {
 		panic("statemachine: fence completion without a fence in flight")
 	}
 	h.fencesPending--
+	if h.state == Recovering {
+		h.fenceDoneRecovering(in)
+		return
+	}
 	if h.fencesPending > 0 {
 		return
 	}
 	resetErr := h.fenceErr
 	if in.Err != nil {
-		resetErr = in.Err // H12: a failed fence propagates to the reset caller
+		resetErr = in.Err // a failed fence propagates to the reset caller
 	}
 	h.move(EventFenceDone, Lost)
 	h.resolveAll(waitFenceReset, Result{Err: resetErr, Outcome: OutcomeUncertain})
@@ -202,6 +215,21 @@ func (h *Handle) stepFenceDone(in Input) {
 	h.fenceErr = nil
 	if h.releaseOp == 0 {
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
+	}
+}
+
+// fenceDoneRecovering continues a recovery once the interrupted renewal's socket is fenced:
+// nothing of it can run any more, so an owner-compared renewal on a fresh session settles
+// ownership. A failed fence gives the recovery up: the old renewal may still run.
+func (h *Handle) fenceDoneRecovering(in Input) {
+	switch {
+	case in.Err != nil:
+		h.becomeLost(EventRecoveryFailed, CauseRenewalFailure, in.Err)
+	case in.Now >= h.deadline():
+		h.deadlinePassed() // the keep-alive was stopped meanwhile: no deadline timer saw it
+	default:
+		h.stay(EventFenceDone)
+		h.sendRenew(0, h.duration, in.Now)
 	}
 }
 

@@ -19,20 +19,24 @@ type explorer struct {
 	inFlight  map[OpID]EffectKind
 	fences    []OpID
 	timers    map[Timer]uint32
+	timerAt   map[Timer]time.Duration
 	oldSeqs   []uint32
 	waiting   map[CallerID]bool
 	resolved  map[CallerID]bool
 	looplab   func(from State, e Event, to State)
 	edgesSeen map[[2]uint8]bool
 	buf       []Effect
+	// calm seeds (every other one) rarely release and move time in small steps, so that a
+	// keep-alive lives long enough to meet interrupted renewals, retries and recoveries
+	calm bool
 }
 
 func newExplorer(t *testing.T, seed uint64, seen map[[2]uint8]bool) *explorer {
 	f := NewFSM(Acquiring)
 	return &explorer{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: time.Second,
-		inFlight: map[OpID]EffectKind{}, timers: map[Timer]uint32{},
-		waiting: map[CallerID]bool{}, resolved: map[CallerID]bool{}, edgesSeen: seen,
+		inFlight: map[OpID]EffectKind{}, timers: map[Timer]uint32{}, timerAt: map[Timer]time.Duration{},
+		waiting: map[CallerID]bool{}, resolved: map[CallerID]bool{}, edgesSeen: seen, calm: seed%2 == 0,
 		looplab: func(from State, e Event, to State) {
 			f.SetState(from.String())
 			if err := FireFSM(f, e); err != nil || f.Current() != to.String() {
@@ -50,19 +54,31 @@ func (x *explorer) newCaller() CallerID {
 
 // nextInput picks a random input that is valid for the handle's state.
 func (x *explorer) nextInput() Input {
-	x.now += time.Duration(x.rng.IntN(400)) * time.Millisecond
+	if x.rng.IntN(4) == 0 && !x.calm {
+		x.now += time.Duration(x.rng.IntN(300)) * time.Millisecond
+	} else {
+		x.now += time.Duration(x.rng.IntN(10)) * time.Millisecond // most things happen close together
+	}
 	s := x.h.State()
 	if s == Acquiring && len(x.inFlight) == 0 && x.caller == 0 {
-		return Input{Kind: InputAcquire, Caller: x.newCaller(), TTL: x.ttl(), KeepAlive: x.rng.IntN(2) == 0}
+		var drift Drift
+		if x.rng.IntN(2) == 0 {
+			drift = DefaultDrift
+		}
+		return Input{Kind: InputAcquire, Caller: x.newCaller(), TTL: x.ttl(), KeepAlive: x.calm || x.rng.IntN(2) == 0, Drift: drift}
 	}
 	returned := s != Acquiring && s != NotAcquired && s != Abandoned
 	for {
-		switch x.rng.IntN(12) {
+		switch x.rng.IntN(14) {
+		case 12:
+			if returned {
+				return Input{Kind: InputObserve}
+			}
 		case 0, 1, 2:
 			if op, ok := x.pickOp(); ok {
 				return x.completion(op)
 			}
-		case 3:
+		case 3, 13:
 			if len(x.fences) > 0 {
 				op := x.fences[0]
 				x.fences = x.fences[1:]
@@ -89,15 +105,15 @@ func (x *explorer) nextInput() Input {
 				return Input{Kind: InputKeepAliveStart, Caller: x.newCaller()}
 			}
 		case 8:
-			if returned {
+			if returned && (!x.calm || x.rng.IntN(10) == 0 || x.h.State() == Recovering) {
 				return Input{Kind: InputKeepAliveStop, Caller: x.newCaller()}
 			}
 		case 9, 10:
-			if returned {
+			if returned && (!x.calm || x.rng.IntN(20) == 0) {
 				return Input{Kind: InputRelease, Caller: x.newCaller()}
 			}
 		case 11:
-			if returned {
+			if returned && (!x.calm || x.rng.IntN(20) == 0) {
 				return Input{Kind: InputClose, Caller: x.newCaller()}
 			}
 		}
@@ -108,6 +124,9 @@ func (x *explorer) nextInput() Input {
 }
 
 func (x *explorer) ttl() time.Duration {
+	if x.calm {
+		return time.Duration(1000+x.rng.IntN(2000)) * time.Millisecond
+	}
 	return time.Duration(1+x.rng.IntN(3000)) * time.Millisecond
 }
 
@@ -125,6 +144,9 @@ func (x *explorer) pickOp() (OpID, bool) {
 
 func (x *explorer) completion(op OpID) Input {
 	o := Outcome(1 + x.rng.IntN(5))
+	if x.calm && x.rng.IntN(2) == 0 {
+		o = OutcomeOK
+	}
 	var err error
 	if o >= OutcomeNotSubmitted {
 		err = fmt.Errorf("failure %d", o)
@@ -139,6 +161,9 @@ func (x *explorer) timerFire() (Input, bool) {
 	}
 	for _, tm := range []Timer{TimerRenewal, TimerDeadline} {
 		if seq, ok := x.timers[tm]; ok && x.rng.IntN(2) == 0 {
+			if at := x.timerAt[tm]; x.rng.IntN(4) != 0 && at > x.now {
+				x.now = at // usually a timer fires when it is due (sometimes late, never early)
+			}
 			return Input{Kind: InputTimer, Timer: tm, Seq: seq}, true
 		}
 	}

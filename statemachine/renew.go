@@ -5,6 +5,13 @@ import "time"
 // minRenewalGap is the 10 ms floor of the K2 renewal delay.
 const minRenewalGap = 10 * time.Millisecond
 
+// RenewalRetryDelay is how long a keep-alive waits before sending again a renewal that
+// provably did not run: an eighth of the time left, at least 10 ms and at most 1 s, so a few
+// tries fit before the lease deadline without hammering an unreachable node. It is pure.
+func RenewalRetryDelay(remaining time.Duration) time.Duration {
+	return min(max(remaining/8, minRenewalGap), time.Second)
+}
+
 // RenewalDelay is the keep-alive delay before the next renewal, from the current Duration
 // and the remaining estimate (K2): base = remaining − duration/2; if base > 10 ms use it;
 // else 0 when remaining ≤ 0; else 10 ms when remaining > 10 ms; else remaining/2, at least
@@ -23,6 +30,11 @@ func RenewalDelay(duration, remaining time.Duration) time.Duration {
 }
 
 func (h *Handle) stepResetExpiry(in Input) {
+	if h.state == Recovering {
+		h.stay(EventResetRequested) // sent by pumpResets once the recovery confirmed the lease
+		h.waiters = append(h.waiters, waiter{caller: in.Caller, ttl: in.TTL, kind: waitReset})
+		return
+	}
 	if h.state != Held || h.RemainingEstimate(in.Now) == 0 {
 		h.stay(EventResetRefused)
 		h.resolve(in.Caller, Result{})
@@ -40,6 +52,9 @@ func (h *Handle) stepResetExpiry(in Input) {
 // remaining estimate is checked again when the slot is taken). Once the handle has left
 // Held, queued resets are answered false at once, whatever is still in flight.
 func (h *Handle) pumpResets(now time.Duration) {
+	if h.state == Recovering {
+		return // queued resets wait for the recovery's outcome
+	}
 	for (h.renewOp == 0 || h.state != Held) && h.hasWaiter(waitReset) {
 		queue := h.takeWaiters(waitReset)
 		first := queue[0]
@@ -55,7 +70,7 @@ func (h *Handle) pumpResets(now time.Duration) {
 
 // sendRenew sends a renewal; caller 0 means the keep-alive's own renewal.
 func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
-	if h.state != Held || h.renewOp != 0 {
+	if !h.holding() || h.renewOp != 0 {
 		panic("statemachine: renewal sent while not Held or with another in flight")
 	}
 	h.renewOp = h.nextOp()
@@ -64,7 +79,7 @@ func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
 	h.renewCaller = caller
 	h.renewByKeep = caller == 0
 	h.emit(Effect{Kind: EffectSendRenew, Op: h.renewOp, TTL: ttl, Caller: caller})
-	if h.keepAlive == keepAliveRunning && now+ttl < h.confirmedAt+h.duration {
+	if h.keepAlive == keepAliveRunning && h.leaseEnd(now, ttl) < h.leaseEnd(h.confirmedAt, h.duration) {
 		// A shortening renewal may apply before its reply: watch its deadline now (K5).
 		h.armTimer(TimerDeadline, h.deadline())
 	}
@@ -76,6 +91,8 @@ func (h *Handle) stepRenewDone(in Input) {
 	h.renewOp, h.renewCaller, h.renewByKeep = 0, 0, false
 	failed := Result{Err: in.Err, Outcome: outcomeOf(in)}
 	switch {
+	case h.state == Recovering:
+		h.recoveryDone(in)
 	case h.state != Held && h.state != Releasing:
 		h.stay(EventRenewalSettled)
 		h.resolve(caller, failed)
@@ -87,17 +104,68 @@ func (h *Handle) stepRenewDone(in Input) {
 	case in.Outcome == OutcomeMismatch:
 		h.resolve(caller, Result{})
 		h.becomeLost(EventRenewalRefused, CauseOwnershipLost, nil)
+	case in.Outcome == OutcomeUncertain && byKeep && h.state == Held && h.keepAlive == keepAliveRunning:
+		h.interrupted(in.Op)
 	case in.Outcome == OutcomeUncertain:
 		if caller != 0 {
 			h.waiters = append(h.waiters, waiter{caller: caller, kind: waitFenceReset})
 		}
 		h.becomeUncertain(EventRenewalUncertain, in.Err, false, in.Op)
+	case in.Outcome == OutcomeNotSubmitted && byKeep:
+		h.stay(EventRenewalRetry)
+		h.retryRenewal(in.Now)
 	case byKeep:
 		h.becomeLost(EventRenewalFailed, CauseRenewalFailure, in.Err)
 	default:
 		h.stay(EventResetRejected)
 		h.resolve(caller, failed)
 		h.scheduleKeepAlive(in.Now)
+	}
+}
+
+// interrupted enters (or stays in) Recovering after a keep-alive renewal with an unknown
+// outcome: the keep-alive context stays live, guarded by the deadline timer that is still
+// armed; the renewal's session is fenced first.
+func (h *Handle) interrupted(op OpID) {
+	h.move(EventRenewalInterrupted, Recovering)
+	h.emit(Effect{Kind: EffectFence, Op: op})
+	h.fencesPending++
+}
+
+// retryRenewal arms the renewal timer to send a renewal that provably did not run again,
+// while the keep-alive runs and the handle holds the lease (in Releasing the release
+// decides instead).
+func (h *Handle) retryRenewal(now time.Duration) {
+	if h.keepAlive == keepAliveRunning && h.holding() {
+		h.armTimer(TimerRenewal, now+RenewalRetryDelay(h.RemainingEstimate(now)))
+	}
+}
+
+// recoveryDone settles a recovery renewal: OK proves the lease ours again from its send
+// time; a false reply proves it lost; an unknown outcome is fenced again; one that did not
+// run is retried. Without a running keep-alive nothing is retried.
+func (h *Handle) recoveryDone(in Input) {
+	running := h.keepAlive == keepAliveRunning
+	switch {
+	case in.Outcome == OutcomeOK:
+		h.move(EventRecovered, Held)
+		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		if running {
+			h.scheduleKeepAlive(in.Now)
+		} else {
+			h.disarmTimers()
+		}
+	case in.Outcome == OutcomeMismatch:
+		h.becomeLost(EventRenewalRefused, CauseOwnershipLost, nil)
+	case in.Outcome == OutcomeUncertain && running:
+		h.interrupted(in.Op)
+	case in.Outcome == OutcomeUncertain:
+		h.becomeUncertain(EventRenewalUncertain, in.Err, false, in.Op)
+	case in.Outcome == OutcomeNotSubmitted && running:
+		h.stay(EventRenewalRetry)
+		h.retryRenewal(in.Now)
+	default:
+		h.becomeLost(EventRenewalFailed, CauseRenewalFailure, in.Err)
 	}
 }
 
@@ -111,7 +179,7 @@ func outcomeOf(in Input) Outcome {
 
 func (h *Handle) stepKeepAliveStart(in Input) {
 	switch {
-	case h.keepAlive != keepAliveNone && h.state == Held:
+	case h.keepAlive != keepAliveNone && h.holding():
 		h.stay(EventKeepAliveRefused)
 		h.resolve(in.Caller, Result{Err: ErrKeepAliveActive})
 	case h.state != Held || h.RemainingEstimate(in.Now) == 0:
@@ -180,7 +248,8 @@ func (h *Handle) stepTimer(in Input) {
 	// Any other fire is stale (disarmed or re-armed since): ignored.
 }
 
-// renewalDue is K4: one snapshot decides renew / wait for the release / lost.
+// renewalDue: one snapshot decides renew / wait for the release / lost. In Recovering the
+// timer is the retry of a recovery renewal that did not run.
 func (h *Handle) renewalDue(now time.Duration) {
 	switch {
 	case h.state == Releasing:
@@ -188,17 +257,31 @@ func (h *Handle) renewalDue(now time.Duration) {
 	case h.renewOp != 0:
 		h.stay(EventRenewalDue) // the renewal in flight reschedules on completion
 	case h.RemainingEstimate(now) == 0:
-		h.becomeLost(EventDeadlineIdle, CauseOwnershipLost, nil)
+		h.deadlinePassed()
+	case h.state == Recovering:
+		h.stay(EventRenewalDue)
+		if h.fencesPending == 0 {
+			h.sendRenew(0, h.duration, now)
+		}
 	default:
 		h.stay(EventRenewalDue)
 		h.sendRenew(0, h.duration, now)
 	}
 }
 
-// deadlinePassed is K5: with a command in flight the outcome is uncertain, so it is
-// aborted and its session fenced; otherwise ownership is simply lost.
+// observe gives up a lease whose estimate ran out: a handle whose lease ran out locally is
+// not held, whether or not a keep-alive's timer noticed it yet.
+func (h *Handle) observe(now time.Duration) {
+	if h.holding() && h.deadline() <= now {
+		h.deadlinePassed()
+	}
+}
+
+// deadlinePassed: with a command or a fence in flight the outcome is uncertain, so the
+// command is aborted and its session fenced (a pending fence is waited for); otherwise
+// ownership is simply lost.
 func (h *Handle) deadlinePassed() {
-	if h.renewOp == 0 && h.releaseOp == 0 {
+	if h.renewOp == 0 && h.releaseOp == 0 && h.fencesPending == 0 {
 		h.becomeLost(EventDeadlineIdle, CauseOwnershipLost, nil)
 		return
 	}
