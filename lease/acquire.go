@@ -97,7 +97,7 @@ func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, 
 	if len(opts) > 0 {
 		o = applyAcquireOptions(opts)
 	}
-	d, ms, err := validateAcquire(op, key, ttl, o)
+	d, ms, err := validateAcquire(op, key, ttl, o, l.core.drift)
 	if err != nil {
 		return nil, err
 	}
@@ -139,13 +139,13 @@ func applyAcquireOptions(opts []AcquireOption) acquireOptions {
 	return o
 }
 
-func validateAcquire(op, key string, ttl time.Duration, o acquireOptions) (time.Duration, int64, error) {
+func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift sm.Drift) (time.Duration, int64, error) {
 	if key == "" {
 		return 0, 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
 	}
-	ms, err := ttlMillis(ttl)
+	d, err := managedTTL(ttl, drift)
 	if err != nil {
-		return 0, 0, fmt.Errorf("lease: %s: %w (got %v)", op, err, ttl)
+		return 0, 0, fmt.Errorf("lease: %s: %w", op, err)
 	}
 	if o.wait < 0 {
 		return 0, 0, fmt.Errorf("lease: %s: %w: negative wait %v", op, ErrInvalidOption, o.wait)
@@ -153,7 +153,21 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions) (time.
 	if o.retryEverySet && o.retryEvery <= 0 {
 		return 0, 0, fmt.Errorf("lease: %s: %w: retry interval %v must be positive", op, ErrInvalidOption, o.retryEvery)
 	}
-	return time.Duration(ms) * time.Millisecond, ms, nil
+	return d, int64(d / time.Millisecond), nil
+}
+
+// managedTTL normalises the duration of a managed lease (whole milliseconds,
+// rounded up) and checks that it outlasts its drift margin: a lease the
+// handle would give up before it starts is refused.
+func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
+	d, err := normalizeTTL(ttl)
+	if err != nil {
+		return 0, fmt.Errorf("%w (got %v)", err, ttl)
+	}
+	if margin := drift.Of(d); d <= margin {
+		return 0, fmt.Errorf("%w: %v is not longer than its drift margin %v (see WithDriftMargin)", ErrInvalidTTL, ttl, margin)
+	}
+	return d, nil
 }
 
 // tryOnce makes one acquisition with a fresh token and handle.
@@ -165,15 +179,19 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	}
 	lock.mu.Lock()
 	id := lock.newCaller(ctx)
-	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive, Now: m.clock.Now()}, id)
+	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive,
+		Drift: l.core.drift, Now: m.clock.Now()}, id)
 	lock.mu.Unlock()
 
 	cmdCtx, cancel := m.commandContext(ctx)
-	sent, err := m.acquireOn(cmdCtx, lock.wireKey, lock.token.wire(), ms)
+	sent, err := m.acquireOn(cmdCtx, lock.wireKey, lock.token.wire(), ms, j.route)
 	cancel()
 	outcome := outcomeOf(sent.Owned, err)
 
 	lock.mu.Lock()
+	if s := j.route.Session(); s != nil {
+		lock.node = s.Node() // renewals go where the SET went, after any redirect
+	}
 	if ctx.Err() != nil && outcome == sm.OutcomeOK {
 		// The SET applied but the caller gave up: never return the handle.
 		lock.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: m.clock.Now()}, id)
@@ -189,7 +207,7 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 			lock.owned.cancel(res.Err)
 		}
 		if ctx.Err() != nil {
-			return nil, context.Cause(ctx) // the caller gave up (A9); cleanup runs in the background
+			return nil, context.Cause(ctx) // the caller gave up; cleanup runs in the background
 		}
 		return nil, res.Err
 	}
@@ -198,18 +216,17 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 
 // acquireOn sends SET NX PX on wireKey's session, the one that carries the
 // lock's release and renewals too, once more on a fresh session when the
-// first was found dead before the write. It follows redirects.
-func (m *managed) acquireOn(ctx context.Context, wireKey, token string, ms int64) (conn.Result, error) {
+// first was found dead before the hand-off. It follows redirects; route
+// records every session that carries it.
+func (m *managed) acquireOn(ctx context.Context, wireKey, token string, ms int64, route *conn.Route) (conn.Result, error) {
+	op := conn.AcquireOp(wireKey, token, ms)
 	for attempt := 0; ; attempt++ {
 		s, err := m.sessionFor(ctx, wireKey)
 		if err != nil {
 			return conn.Result{}, err
 		}
-		res, err := s.Acquire(ctx, wireKey, token, ms)
-		if isRedirect(err) {
-			return m.core.pool.Acquire(ctx, wireKey, token, ms)
-		}
-		if attempt > 0 || !retiredBeforeSend(err) {
+		res, err := m.run(ctx, s, op, route)
+		if attempt > 0 || !conn.RetriableOnFreshSession(err) {
 			return res, err
 		}
 	}

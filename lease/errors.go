@@ -15,8 +15,9 @@ var (
 	// ErrEmptyToken: the owner token is the zero or empty token.
 	ErrEmptyToken = errors.New("lease: empty owner token")
 	// ErrInvalidTTL: the duration is zero or negative (it must round up to at
-	// least 1 ms).
-	ErrInvalidTTL = errors.New("lease: lease duration must be positive")
+	// least 1 ms), longer than MaxTTL, or, for a managed lock, not longer
+	// than its drift margin (see WithDriftMargin).
+	ErrInvalidTTL = errors.New("lease: invalid lease duration")
 	// ErrInvalidToken: text that is not valid UTF-8 where a text token is
 	// required (TokenFromString, Token.Text).
 	ErrInvalidToken = errors.New("lease: token is not valid UTF-8")

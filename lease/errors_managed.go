@@ -19,6 +19,11 @@ var (
 	// ErrNotHeld: the lock is no longer held (released, lost, or its local
 	// estimate ran out), so a keep-alive cannot start.
 	ErrNotHeld = sm.ErrNotHeld
+	// ErrFencePending: the call's ctx ended while the connection that carried
+	// an uncertain command of this lock was still being fenced (CLIENT KILL
+	// not answered yet). The lock is no longer held; a command of it may
+	// still run until the fence answers, and Locks.Close waits for that.
+	ErrFencePending = errors.New("lease: fence of an uncertain command still pending")
 	// ErrFencingNotPermitted matches every *PermissionError: managed renewal
 	// needs CLIENT ID and CLIENT KILL and the server refused one of them.
 	ErrFencingNotPermitted = errors.New("lease: managed renewal needs CLIENT ID and CLIENT KILL permission")

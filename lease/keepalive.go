@@ -144,9 +144,9 @@ func (l *Lock) KeepAliveContext() context.Context {
 // with CLIENT KILL, and returns the error. A server error reply leaves the
 // handle unchanged.
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
-	d, err := normalizeTTL(ttl)
+	d, err := managedTTL(ttl, l.m.core.drift)
 	if err != nil {
-		return false, fmt.Errorf("lease: ResetExpiry: %w (got %v)", err, ttl)
+		return false, fmt.Errorf("lease: ResetExpiry: %w", err)
 	}
 	if ctx.Err() != nil {
 		return false, context.Cause(ctx)

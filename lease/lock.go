@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,8 @@ type Lock struct {
 	h         sm.Handle
 	callers   sm.CallerID // last CallerID handed out
 	waiters   []waiter
-	oneWaiter [1]waiter    // backing store for the usual single waiter
-	ops       [2]opSession // session that carried each command in flight
+	oneWaiter [1]waiter // backing store for the usual single waiter
+	ops       [2]opSlot // the Route of each command in flight
 	renewal   timerSlot
 	deadline  timerSlot
 	node      string     // node of the renewal session (keep-alive batches)
@@ -75,11 +76,11 @@ type waiter struct {
 	gone   bool // the caller stopped waiting; its answer is dropped
 }
 
-// opSession remembers which session carries a command, for the fence.
-type opSession struct {
-	op      sm.OpID
-	session *conn.Session
-	aborted bool // the lease deadline passed before the send: never send it
+// opSlot remembers which session carries a command in flight (its Route),
+// for the fence, and lets the core abort it before it is sent.
+type opSlot struct {
+	op    sm.OpID
+	route conn.Route
 }
 
 // Key returns the lock's key without the Locks' key prefix. It does not block.
@@ -98,11 +99,24 @@ func (l *Lock) Duration() time.Duration {
 	return l.h.Duration()
 }
 
-// State returns the handle's current state. It does not block.
+// State returns the handle's current state. A lock whose RemainingEstimate
+// reached 0 is not Held: State then reports it lost (or Uncertain while a
+// command of it is still being fenced), with or without a keep-alive. It
+// does not block.
 func (l *Lock) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.observeLocked()
 	return l.h.State()
+}
+
+// observeLocked steps the handle with the time when its lease estimate ran
+// out, so that it no longer counts as held; l.mu is held.
+func (l *Lock) observeLocked() {
+	now := l.m.clock.Now()
+	if deadline, holding := l.h.LeaseDeadline(); holding && deadline <= now {
+		l.step(sm.Input{Kind: sm.InputObserve, Now: now}, 0)
+	}
 }
 
 // RemainingEstimate is Duration minus the monotonic time elapsed since just
@@ -193,9 +207,11 @@ func (l *Lock) collect(id sm.CallerID) (sm.Result, bool) {
 // request steps the handle with in on behalf of a new caller and waits for
 // its answer. A command the step starts for this caller runs right here,
 // on the caller's goroutine, governed by ctx. When ctx ends while the caller
-// waits for others (a joined release, a queued reset), the caller stops
-// waiting and the handle goes on; a caller whose own command ran waits for
-// its fence, if any.
+// waits for others (a joined release, a queued reset, a fence), the caller
+// stops waiting and the handle goes on; if a fence is still pending then,
+// the error matches ErrFencePending (the lock is no longer held, and
+// Locks.Close waits for the fence). It returns within moments of ctx's end:
+// nothing after it waits for the server.
 func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	if ctx.Err() != nil {
 		return sm.Result{}, context.Cause(ctx)
@@ -204,14 +220,14 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	in.Caller = l.newCaller(ctx)
 	in.Now = l.m.clock.Now()
 	job := l.step(in, in.Caller)
-	waitCtx := ctx
+	var ownErr error // the uncertain error of a command this caller ran
 	for job.op != 0 {
-		// A caller whose own command may have reached the server waits for
-		// the fence that settles it, whatever its ctx says.
-		waitCtx = context.Background()
 		l.mu.Unlock()
 		done := l.execute(ctx, job)
 		l.mu.Lock()
+		if done.outcome == sm.OutcomeUncertain {
+			ownErr = done.err
+		}
 		job = jobNone
 		if next, ok := l.input(done); ok {
 			job = l.step(next, in.Caller)
@@ -224,22 +240,36 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	reply := actor.NewReply[sm.Result]()
 	l.waiters[l.waiterIndex(in.Caller)].reply = reply
 	l.mu.Unlock()
-	res, err := reply.Wait(waitCtx, nil)
+	res, err := reply.Wait(ctx, nil)
 	if err != nil {
-		l.abandon(in.Caller)
+		if l.abandon(in.Caller) {
+			err = fencePending(err, ownErr)
+		}
 	}
 	return res, err
 }
 
-// abandon tells the handle that caller id stopped waiting.
-func (l *Lock) abandon(id sm.CallerID) {
+// fencePending is the error of a caller whose ctx ended while a fence of
+// its lock was pending.
+func fencePending(cause, commandErr error) error {
+	if commandErr == nil {
+		return fmt.Errorf("%w: %w", ErrFencePending, cause)
+	}
+	return fmt.Errorf("%w: %w: %w", ErrFencePending, cause, commandErr)
+}
+
+// abandon tells the handle that caller id stopped waiting, and reports
+// whether a fence of the lock is still pending.
+func (l *Lock) abandon(id sm.CallerID) (fencing bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	fencing = l.h.State() == sm.Uncertain || l.h.State() == sm.Recovering
 	if l.waiterIndex(id) < 0 {
-		return
+		return fencing
 	}
 	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m.clock.Now()}, 0)
 	if i := l.waiterIndex(id); i >= 0 {
 		l.waiters[i].gone = true // its command still runs; nobody waits for the answer
 	}
+	return fencing
 }

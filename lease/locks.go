@@ -31,6 +31,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Locks is the entry point for locks on one rueidis client, with an optional
@@ -48,19 +49,22 @@ type core struct {
 	pool           *conn.Pool
 	logger         *slog.Logger
 	commandTimeout time.Duration
+	drift          sm.Drift // of managed leases
 
 	mu         sync.Mutex
 	closed     bool
-	closeHooks []func() // run once by Close, before the sessions close
+	closeHooks []func(sessionsClosed bool) // run by Close before and after the sessions close
 
 	managedOnce sync.Once
 	managed     *managed // the managed handles' runtime, created on first use
 }
 
-// onClose registers fn to run once when Locks.Close is called, before the
-// sessions close (for the managed-lock part of the package: stop handles,
-// wait for background cleanups). If Close already ran, fn runs now.
-func (c *core) onClose(fn func()) {
+// onClose registers fn to run when Locks.Close is called: once before the
+// sessions close (sessionsClosed false) and once after (true), for the
+// managed-lock part of the package to wait for its background work (fences
+// and clean-ups; closing the sessions can start fences of the commands that
+// were in flight on them). If Close already ran, fn runs now, twice.
+func (c *core) onClose(fn func(sessionsClosed bool)) {
 	c.mu.Lock()
 	if !c.closed {
 		c.closeHooks = append(c.closeHooks, fn)
@@ -68,7 +72,8 @@ func (c *core) onClose(fn func()) {
 		return
 	}
 	c.mu.Unlock()
-	fn()
+	fn(false)
+	fn(true)
 }
 
 // New returns Locks on client. It sends nothing: sessions (one pinned socket
@@ -88,7 +93,11 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout}
+	if !o.driftSet {
+		o.drift = sm.DefaultDrift
+	}
+	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
+		drift: o.drift}
 	return &Locks{core: c, prefix: o.keyPrefix}, nil
 }
 
@@ -102,11 +111,17 @@ func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 // KeyPrefix returns this view's full key prefix.
 func (l *Locks) KeyPrefix() string { return l.prefix }
 
-// Close closes the pinned sessions of this Locks and all its views (after
-// the close hooks of the managed-lock part, which run once); later calls
-// fail with an error matching conn.ErrNotSubmitted. It blocks until the
-// sockets are closed, does not close the rueidis client and is idempotent.
-// Locks held on the server are not released: they expire.
+// Close closes the pinned sessions of this Locks and all its views; later
+// calls fail with an error matching conn.ErrNotSubmitted. First it waits for
+// the background work of managed locks (clean-ups of abandoned
+// acquisitions, fences); then it closes the sessions, which makes commands
+// still in flight on them uncertain (a socket closed locally may still have
+// delivered them), and waits for the fences those start, so that once Close
+// returns nothing this Locks sent can still run on the server. Fences and
+// clean-ups are bounded (a clean-up by 5s, a fence by the client's own
+// timeouts, see Pool.Fence). It does not close the rueidis client — close
+// the client after Locks — and is idempotent. Locks held on the server are
+// not released: they expire; a running keep-alive ends at its next renewal.
 func (l *Locks) Close() {
 	c := l.core
 	c.mu.Lock()
@@ -114,9 +129,12 @@ func (l *Locks) Close() {
 	c.closeHooks, c.closed = nil, true
 	c.mu.Unlock()
 	for _, fn := range hooks {
-		fn()
+		fn(false)
 	}
 	c.pool.Close()
+	for _, fn := range hooks {
+		fn(true)
+	}
 }
 
 // key returns the wire key for a user key.

@@ -2,20 +2,20 @@ package lease
 
 import "testing"
 
-func TestCloseRunsHooksOnceBeforeSessionsClose(t *testing.T) {
+func TestCloseRunsHooksOnceBeforeAndOnceAfterTheSessionsClose(t *testing.T) {
 	locks, err := New(newIdleClient(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
-	locks.core.onClose(func() { calls++ })
+	var calls []bool
+	locks.core.onClose(func(after bool) { calls = append(calls, after) })
 	locks.WithKeyPrefix("v:").Close()
 	locks.Close()
-	if calls != 1 {
-		t.Fatalf("close hook ran %d times; want 1", calls)
+	if len(calls) != 2 || calls[0] || !calls[1] {
+		t.Fatalf("close hook calls %v; want [false true]", calls)
 	}
-	locks.core.onClose(func() { calls++ })
-	if calls != 2 {
+	locks.core.onClose(func(after bool) { calls = append(calls, after) })
+	if len(calls) != 4 {
 		t.Fatal("a hook registered after Close did not run at once")
 	}
 }

@@ -31,10 +31,9 @@ type managed struct {
 
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
-	closed   bool                // Locks.Close ran: background work is no longer awaited
 
 	unfencedWarning sync.Once
-	background      sync.WaitGroup
+	background      tracker // fences and clean-ups; Locks.Close waits for them
 }
 
 func (l *Locks) managed() *managed {
@@ -46,20 +45,16 @@ func (l *Locks) managed() *managed {
 			cluster:  c.client.Mode() == rueidis.ClientModeCluster,
 			renewers: map[string]*renewer{},
 		}
-		c.onClose(c.managed.close)
+		c.onClose(c.managed.closing)
 	})
 	return c.managed
 }
 
-// close waits for the background work of this Locks (cleanup deletes of
-// abandoned acquisitions, fences; each bounded). Locks.Close runs it once,
-// before the sessions close.
-func (m *managed) close() {
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
-	m.background.Wait()
-}
+// closing waits for the background work of this Locks (clean-up deletes of
+// abandoned acquisitions, fences; each bounded). Locks.Close runs it before
+// the sessions close and again after, for the fences of the commands that
+// were in flight on them.
+func (m *managed) closing(bool) { m.background.wait() }
 
 // mayFence reports whether session s can be fenced: its CLIENT ID is known
 // and the user may run CLIENT KILL (probed once per session with the SKIPME
@@ -152,19 +147,93 @@ func (m *managed) commandContext(ctx context.Context) (context.Context, context.
 	return ctx, func() {}
 }
 
-// goBackground runs f on a goroutine that Locks.Close waits for (after
-// Close, on a goroutine nobody waits for: the WaitGroup is never reused).
+// goBackground runs f on a goroutine that Locks.Close waits for.
 func (m *managed) goBackground(f func()) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		go f()
-		return
-	}
-	m.background.Add(1)
-	m.mu.Unlock()
+	m.background.add()
 	go func() {
-		defer m.background.Done()
+		defer m.background.done()
 		f()
 	}()
 }
+
+// tracker counts running background work. Unlike a sync.WaitGroup, work may
+// start while someone waits (closing the sessions starts fences). The zero
+// value is ready to use; it is safe for concurrent use.
+type tracker struct {
+	mu      sync.Mutex
+	running int
+	idle    *sync.Cond
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.running++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.running--
+	if t.running == 0 && t.idle != nil {
+		t.idle.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// wait blocks until no work runs.
+func (t *tracker) wait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.idle == nil {
+		t.idle = sync.NewCond(&t.mu)
+	}
+	for t.running > 0 {
+		t.idle.Wait()
+	}
+}
+
+// cleanupDelete deletes key if it still holds token, once the SET that an
+// abandoned acquisition sent on setOn can no longer run after the delete:
+// on setOn itself while it lives (the delete queues behind the SET on the
+// same socket), otherwise after fencing setOn (nothing it carried can run
+// after the kill's reply), on a fresh session. A delete that provably did
+// not run is tried again while ctx lasts; an uncertain one is fenced and not
+// re-sent. Without an identity setOn cannot be fenced and the delete is best
+// effort (the key then lives at most until its expiry).
+func (m *managed) cleanupDelete(ctx context.Context, setOn *conn.Session, key, token string) error {
+	op := conn.ReleaseOp(key, token)
+	if setOn != nil && !setOn.Retired() {
+		route := &conn.Route{}
+		_, err := setOn.Do(ctx, op, route)
+		if err == nil || (conn.ClassOf(err) == conn.Definite && !isRedirect(err)) {
+			return err
+		}
+		if conn.ClassOf(err) == conn.Uncertain {
+			return m.core.pool.Fence(ctx, setOn) // ran or never will; not re-sent
+		}
+	}
+	if setOn != nil {
+		if err := m.core.pool.Fence(ctx, setOn); err != nil && !errors.Is(err, conn.ErrNoIdentity) {
+			return err
+		}
+	}
+	for {
+		route := &conn.Route{}
+		_, err := m.core.pool.Do(ctx, op, route)
+		switch {
+		case err == nil || conn.ClassOf(err) == conn.Definite:
+			return err
+		case conn.ClassOf(err) == conn.Uncertain:
+			if s := route.Session(); s != nil {
+				_ = m.core.pool.Fence(ctx, s)
+			}
+			return err
+		}
+		if sleepContext(ctx, actor.RealClock(), cleanupRetry) != nil || errors.Is(err, conn.ErrPoolClosed) {
+			return err
+		}
+	}
+}
+
+// cleanupRetry is the pause between clean-up deletes that could not be sent.
+const cleanupRetry = 50 * time.Millisecond

@@ -9,6 +9,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // managedSim starts a sim node of profile and Locks on it (default user).
@@ -101,3 +102,7 @@ func seqOf(log []sim.Entry, match func(sim.Entry) bool) int64 {
 	}
 	return 0
 }
+
+// estimateOf is the RemainingEstimate of a lease of ttl just confirmed:
+// ttl less the default drift margin.
+func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift.Of(ttl) }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Option configures New. Options are plain values with no hidden state, so
@@ -14,6 +16,8 @@ type options struct {
 	keyPrefix      string
 	logger         *slog.Logger
 	commandTimeout time.Duration
+	drift          sm.Drift
+	driftSet       bool
 }
 
 // WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
@@ -42,3 +46,33 @@ func WithCommandTimeout(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithDriftMargin sets how much earlier than the server a managed lock gives
+// its lease up: floor plus fraction of the lease duration. A held lock's
+// RemainingEstimate, its State and its keep-alive context all end that much
+// before the lease can have expired on the server, which absorbs a client
+// clock running slower than the server's, the server's whole-millisecond
+// expiry, and the delay between the deadline and the moment protected work
+// sees the cancellation (timer, scheduler, a GC pause). Default 1% + 2ms,
+// as Redlock's drift factor (DefaultDriftFraction, DefaultDriftFloor). A
+// managed lease must be longer than its margin, or the acquisition and
+// ResetExpiry refuse it with ErrInvalidTTL. fraction must be in [0, 0.5] and
+// floor ≥ 0, else ErrInvalidOption. Zero for both gives the margin up: only
+// for tests that need exact arithmetic. The raw-token API has no estimate
+// and is not affected.
+func WithDriftMargin(fraction float64, floor time.Duration) Option {
+	return func(o *options) error {
+		if !(fraction >= 0 && fraction <= 0.5) || floor < 0 {
+			return fmt.Errorf("%w: drift margin %v + %v×lease (want a fraction in [0, 0.5] and floor ≥ 0)",
+				ErrInvalidOption, floor, fraction)
+		}
+		o.drift, o.driftSet = sm.Drift{PPM: int64(fraction * 1e6), Floor: floor}, true
+		return nil
+	}
+}
+
+// The default drift margin (see WithDriftMargin).
+const (
+	DefaultDriftFraction = 0.01
+	DefaultDriftFloor    = 2 * time.Millisecond
+)

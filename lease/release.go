@@ -68,11 +68,11 @@ func (l *Lock) execute(ctx context.Context, j job) event {
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		ev := l.executeOnce(ctx, j)
-		if attempt > 0 || ev.outcome != sm.OutcomeNotSubmitted || !retiredBeforeSend(ev.err) {
+		if attempt > 0 || ev.outcome != sm.OutcomeNotSubmitted || !conn.RetriableOnFreshSession(ev.err) {
 			return ev
 		}
-		// The session was found dead before the command was written: once
-		// more on a fresh session.
+		// The session was found dead before the command was handed to it:
+		// once more on a fresh session.
 	}
 }
 
@@ -93,15 +93,8 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		unfenced = true
 		l.m.warnUnfenced(err)
 	}
-	if !l.noteSession(j.op, s) {
-		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: ErrOwnershipLost}
-	}
-	res, err := s.Release(ctx, l.wireKey, l.token.wire())
-	if isRedirect(err) {
-		res, err = l.m.core.pool.Release(ctx, l.wireKey, l.token.wire())
-	}
-	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err,
-		unfenced: unfenced, session: sessionOf(res, err)}
+	res, err := l.m.run(ctx, s, conn.ReleaseOp(l.wireKey, l.token.wire()), j.route)
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
 func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
@@ -112,14 +105,18 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
 	}
-	if !l.noteSession(j.op, s) {
-		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: ErrOwnershipLost}
-	}
-	res, err := s.Extend(ctx, l.wireKey, l.token.wire(), ms)
+	res, err := l.m.run(ctx, s, conn.ExtendOp(l.wireKey, l.token.wire(), ms), j.route)
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err}
+}
+
+// run sends op on session s, the key's current session, and follows a
+// redirect through the pool. route records every session that carries it.
+func (m *managed) run(ctx context.Context, s *conn.Session, op conn.Op, route *conn.Route) (conn.Result, error) {
+	res, err := s.Do(ctx, op, route)
 	if isRedirect(err) {
-		res, err = l.m.core.pool.Extend(ctx, l.wireKey, l.token.wire(), ms)
+		return m.core.pool.Do(ctx, op, route)
 	}
-	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, session: sessionOf(res, err)}
+	return res, err
 }
 
 // notSentOutcome classifies a failure that happened before the command was

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -12,9 +11,10 @@ import (
 
 // renewal is one keep-alive renewal waiting to be sent.
 type renewal struct {
-	lock *Lock
-	op   sm.OpID
-	ttl  time.Duration
+	lock  *Lock
+	op    sm.OpID
+	ttl   time.Duration
+	route *conn.Route // the lock's Route for op (records the carrier, may abort)
 }
 
 // Bounds of a renewer: a batch carries at most maxRenewalBatch renewals and
@@ -103,7 +103,7 @@ func (r *renewer) send(batch []renewal) {
 		}
 		if err != nil {
 			for _, rn := range batch {
-				rn.lock.deliverDone(rn.op, notSentOutcome(err), err, nil)
+				rn.lock.deliverDone(rn.op, notSentOutcome(err), err)
 			}
 			return
 		}
@@ -114,47 +114,43 @@ func (r *renewer) send(batch []renewal) {
 }
 
 // sendOn sends the batch on s and delivers every completion. When retry is
-// set and s turned out dead before anything was written, it delivers nothing
-// and returns false.
+// set and s turned out dead before anything was handed to it, it delivers
+// nothing and returns false.
 func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, retry bool) bool {
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
 		ms, err := ttlMillis(rn.ttl)
-		if err != nil || !rn.lock.noteSession(rn.op, s) {
-			rn.lock.deliverDone(rn.op, sm.OutcomeNotSubmitted, errors.Join(ErrOwnershipLost, err), nil)
+		if err != nil {
+			rn.lock.deliverDone(rn.op, sm.OutcomeDefinite, err)
 			continue
 		}
-		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token.wire(), TTLMillis: ms})
+		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token.wire(),
+			TTLMillis: ms, Route: rn.route})
 		sent = append(sent, rn)
 	}
 	if len(sent) == 0 {
 		return true
 	}
 	results := s.ExtendMany(ctx, requests)
-	if retry && retiredBeforeSend(results[0].Err) {
-		return false
+	if retry && conn.RetriableOnFreshSession(results[0].Err) {
+		return false // notSendable refused the whole batch: nothing was handed off
 	}
 	for i, res := range results {
 		rn, err := sent[i], res.Err
 		if isRedirect(err) {
-			res.Result, err = r.m.core.pool.Extend(ctx, requests[i].Key, requests[i].Token, requests[i].TTLMillis)
+			op := conn.ExtendOp(requests[i].Key, requests[i].Token, requests[i].TTLMillis)
+			res.Result, err = r.m.core.pool.Do(ctx, op, rn.route)
 		}
-		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, sessionOf(res.Result, err))
+		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err)
 	}
 	return true
-}
-
-// retiredBeforeSend reports a session that was found dead or retired before
-// the command was handed to it: a fresh session may send it.
-func retiredBeforeSend(err error) bool {
-	return err != nil && conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrSessionRetired)
 }
 
 // deliverDone steps the lock with a renewal's completion right on the
 // sender goroutine (under the lock's mutex, like its mailbox handler does):
 // a completion needs no goroutine of its own, which matters when thousands
 // of renewals complete together.
-func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error, s *conn.Session) {
-	l.handle(event{kind: eventDone, op: op, outcome: outcome, err: err, session: s})
+func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error) {
+	l.handle(event{kind: eventDone, op: op, outcome: outcome, err: err})
 }

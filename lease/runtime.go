@@ -37,14 +37,15 @@ type event struct {
 	op       sm.OpID
 	gen      uint64
 	err      error
-	session  *conn.Session
 }
 
-// job is a command a step asked the runtime to send.
+// job is a command a step asked the runtime to send, with the Route that
+// records which session carries it (for the fence, after any redirect).
 type job struct {
-	kind sm.EffectKind
-	op   sm.OpID
-	ttl  time.Duration
+	kind  sm.EffectKind
+	op    sm.OpID
+	ttl   time.Duration
+	route *conn.Route
 }
 
 var jobNone job
@@ -81,9 +82,8 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 		}
 		return sm.Input{Kind: sm.InputTimer, Timer: ev.timer, Seq: slot.seq, Now: now}, true
 	case eventDone:
-		l.noteSessionLocked(ev.op, ev.session)
-		if ev.session != nil {
-			l.node = ev.session.Node() // after a cluster redirect, renew where the key now lives
+		if s := l.carrierOf(ev.op); s != nil {
+			l.node = s.Node() // after a cluster redirect, renew where the key now lives
 		}
 		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
 			Unfenced: ev.unfenced, Now: now}, true
@@ -123,21 +123,24 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 	switch e.Kind {
 	case sm.EffectSendAcquire:
-		return job{kind: e.Kind, op: e.Op, ttl: e.TTL}
+		return job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
 	case sm.EffectSendRenew, sm.EffectSendRelease:
-		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL}
+		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
 		switch {
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
-			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL})
+			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route})
 		case e.Caller == self:
 			return j
 		default:
 			go l.runJob(l.mailboxLocked(), l.callerContext(e.Caller), j)
 		}
 	case sm.EffectCleanupDelete:
-		l.m.goBackground(l.cleanup)
+		setOn := l.carrierOf(e.Op)
+		l.m.goBackground(func() { l.cleanup(setOn) })
 	case sm.EffectAbort:
-		l.abortOp(e.Op)
+		if r := l.routeOf(e.Op); r != nil {
+			r.Abort()
+		}
 	case sm.EffectFence:
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
@@ -199,65 +202,53 @@ func (l *Lock) mailboxLocked() *actor.Mailbox[event] {
 	return l.mailbox
 }
 
-// noteSession records, before the send, the session that will carry op, so
-// a fence can name it. It returns false when op was aborted meanwhile (the
-// lease deadline passed first): then the command must not be sent.
-func (l *Lock) noteSession(op sm.OpID, s *conn.Session) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.noteSessionLocked(op, s)
-}
-
-func (l *Lock) noteSessionLocked(op sm.OpID, s *conn.Session) bool {
-	free := -1
+// trackOp gives op one of the lock's two command slots and returns its
+// Route; l.mu is held. At most two commands of a lock are in flight at once
+// (a renewal and a release, or the SET and nothing else).
+func (l *Lock) trackOp(op sm.OpID) *conn.Route {
 	for i := range l.ops {
-		switch l.ops[i].op {
-		case op:
-			if l.ops[i].aborted {
-				return false
-			}
-			if s != nil {
-				l.ops[i].session = s
-			}
-			return true
-		case 0:
-			free = i
+		if l.ops[i].op == 0 {
+			l.ops[i].op = op
+			l.ops[i].route.Reset()
+			return &l.ops[i].route
 		}
 	}
-	if free >= 0 {
-		l.ops[free] = opSession{op: op, session: s}
+	panic("lease: a third command in flight on one lock")
+}
+
+// routeOf returns op's Route, or nil when op is not in flight; l.mu is held.
+func (l *Lock) routeOf(op sm.OpID) *conn.Route {
+	for i := range l.ops {
+		if l.ops[i].op == op {
+			return &l.ops[i].route
+		}
 	}
-	return true
+	return nil
+}
+
+// carrierOf returns the session that carried op's last attempt, nil if op
+// never reached one; l.mu is held.
+func (l *Lock) carrierOf(op sm.OpID) *conn.Session {
+	if r := l.routeOf(op); r != nil {
+		return r.Session()
+	}
+	return nil
 }
 
 func (l *Lock) forgetOp(op sm.OpID) {
 	for i := range l.ops {
 		if l.ops[i].op == op {
-			l.ops[i] = opSession{}
-		}
-	}
-}
-
-// abortOp marks op so that, if it was not sent yet, it never is. A command
-// already sent is ended by the fence that always follows an abort.
-func (l *Lock) abortOp(op sm.OpID) {
-	l.noteSessionLocked(op, nil)
-	for i := range l.ops {
-		if l.ops[i].op == op {
-			l.ops[i].aborted = true
+			l.ops[i].op = 0
 		}
 	}
 }
 
 // fence kills the session that carried op, from another connection, and
-// reports the answer. A command that was never sent needs no fence.
+// reports the answer. A command that never reached a session needs no
+// fence. Fences of one session are shared (conn.Pool.Fence), so the other
+// locks whose commands rode the same socket pay no second kill.
 func (l *Lock) fence(op sm.OpID) {
-	var s *conn.Session
-	for i := range l.ops {
-		if l.ops[i].op == op {
-			s = l.ops[i].session
-		}
-	}
+	s := l.carrierOf(op)
 	mailbox := l.mailboxLocked()
 	if s == nil {
 		_ = mailbox.Deliver(event{kind: eventFence, op: op})
@@ -276,16 +267,19 @@ func (l *Lock) fence(op sm.OpID) {
 }
 
 // cleanup deletes the lock of an abandoned acquisition, bounded, in the
-// background.
-func (l *Lock) cleanup() {
+// background, once its SET (carried by setOn) can no longer run after the
+// delete (see managed.cleanupDelete).
+func (l *Lock) cleanup(setOn *conn.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if _, err := l.m.core.pool.Release(ctx, l.wireKey, l.token.wire()); err != nil {
+	if err := l.m.cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
 		l.m.core.logger.Debug("lease: cleanup of an abandoned acquisition failed", "key", l.key, "error", err)
 	}
 }
 
-// outcomeOf classifies a command's answer for the handle.
+// outcomeOf classifies a command's answer for the handle. A command refused
+// because this Locks was closed did not run, but no retry can succeed: it
+// counts as a definite failure, so a keep-alive ends at once.
 func outcomeOf(ok bool, err error) sm.Outcome {
 	if err == nil {
 		if ok {
@@ -299,22 +293,12 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 		return sm.OutcomeDefinite
 	case conn.ClassOf(err) == conn.Definite:
 		return sm.OutcomeDefinite
+	case conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrPoolClosed):
+		return sm.OutcomeDefinite
 	case conn.ClassOf(err) == conn.NotSubmitted:
 		return sm.OutcomeNotSubmitted
 	}
 	return sm.OutcomeUncertain
-}
-
-// sessionOf returns the session that carried a conn operation's last attempt.
-func sessionOf(res conn.Result, err error) *conn.Session {
-	if err == nil {
-		return res.Session
-	}
-	var e *conn.Error
-	if errors.As(err, &e) && e.Session != nil {
-		return e.Session
-	}
-	return res.Session
 }
 
 // isRedirect reports a MOVED/ASK answer (the command did not run there).

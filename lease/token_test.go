@@ -115,7 +115,8 @@ func TestDurationsRoundUpToWholeMilliseconds(t *testing.T) {
 		{1500 * time.Microsecond, 2},
 		{30 * time.Second, 30000},
 		{30*time.Second + time.Nanosecond, 30001},
-		{time.Duration(1<<63 - 1), (1<<63-1)/1_000_000 + 1},
+		{MaxTTL, int64(MaxTTL / time.Millisecond)},
+		{MaxTTL - time.Nanosecond, int64(MaxTTL / time.Millisecond)},
 	}
 	for _, tt := range tests {
 		got, err := ttlMillis(tt.in)
@@ -129,7 +130,7 @@ func TestDurationsRoundUpToWholeMilliseconds(t *testing.T) {
 }
 
 func TestNonPositiveDurationsAreRejected(t *testing.T) {
-	for _, d := range []time.Duration{0, -time.Nanosecond, -time.Hour} {
+	for _, d := range []time.Duration{0, -time.Nanosecond, -time.Hour, MaxTTL + 1, time.Duration(1<<63 - 1)} {
 		if _, err := ttlMillis(d); !errors.Is(err, ErrInvalidTTL) {
 			t.Errorf("ttlMillis(%v) err = %v; want ErrInvalidTTL", d, err)
 		}

@@ -8,14 +8,17 @@ import (
 	"strings"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
 
 // fenced: worker-a's release is sent but its reply does not come back before
-// worker-a stops waiting, so whether the delete ran is unknown. The lock
-// counts as lost and the connection that carried the delete is killed
+// worker-a stops waiting, so whether the delete ran is unknown. The lock is
+// no longer held at once; Release returns when its ctx ends, saying the
+// fence is pending. The connection that carried the delete is killed
 // (CLIENT KILL ID … ADDR …, sent on another connection), so nothing still
-// queued on it can run later. The server holds the reply (a scripted fault).
+// queued on it can run later, and a later Release answers NotOwned only once
+// that kill has answered. The server holds the reply (a scripted fault).
 func (s *stage) fenced(ctx context.Context) error {
 	lock, err := s.a.locks.Acquire(ctx, lockKey, longLease)
 	if err != nil {
@@ -37,23 +40,38 @@ func (s *stage) fenced(ctx context.Context) error {
 	_, err = lock.Release(releaseCtx)
 	cancel()
 	<-watched
-	if !errors.Is(err, conn.ErrOutcomeUnknown) {
-		return fmt.Errorf("release: want an unknown outcome, got %v", err)
-	}
-	fence := "is being fenced"
-	if s.fencedSince(mark) {
-		fence = "was killed with CLIENT KILL before Release returned"
+	if !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFencePending) {
+		return fmt.Errorf("release: want an unknown outcome with the fence pending, got %v", err)
 	}
 	s.say("fenced", "worker-a Acquire(%v); the server holds the reply to its Release (a scripted fault)", longLease)
-	s.say("", "worker-a stops waiting → the error matches conn.ErrOutcomeUnknown, state %v,", lock.State())
-	s.say("", "and the session that carried the delete %s", fence)
+	s.say("", "worker-a stops waiting → the error matches conn.ErrOutcomeUnknown and lease.ErrFencePending,")
+	s.say("", "state %v: the lock is no longer held; its session is being fenced", lock.State())
 	mark = s.mark()
 	outcome, err := lock.Release(ctx)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
-	s.say("", "worker-a Release again → %v (%d commands sent)", outcome, len(s.since(mark)))
+	fence := "before the fence answered (wrong)"
+	if s.fencedSince(0) {
+		fence = "once the session that carried the delete was killed with CLIENT KILL"
+	}
+	s.say("", "worker-a Release again → %v (no delete sent), answered %s", outcome, deletes(s.since(mark)))
+	s.say("", "  %s", fence)
 	return nil
+}
+
+// deletes describes how many release commands entries hold.
+func deletes(entries []sim.Entry) string {
+	n := 0
+	for _, e := range entries {
+		if isRelease(e.Args) {
+			n++
+		}
+	}
+	if n == 0 {
+		return "after waiting for the fence"
+	}
+	return fmt.Sprintf("after %d delete(s) (wrong)", n)
 }
 
 // isRelease reports whether args is a release command (DELEX, DELIFEQ or

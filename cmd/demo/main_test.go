@@ -57,9 +57,10 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"context.Cause = ErrOwnershipLost",
 		"then Release → Released",
 		"Release again → AlreadyReleased (0 commands sent)",
-		"the error matches conn.ErrOutcomeUnknown, state Lost",
-		"the session that carried the delete was killed with CLIENT KILL before Release returned",
-		"worker-a Release again → NotOwned (0 commands sent)",
+		"the error matches conn.ErrOutcomeUnknown and lease.ErrFencePending,",
+		"state Uncertain: the lock is no longer held; its session is being fenced",
+		"worker-a Release again → NotOwned (no delete sent), answered after waiting for the fence",
+		"once the session that carried the delete was killed with CLIENT KILL",
 		"CLIENT KILL ID <id of worker-a session> ADDR <addr>",
 	}
 	for _, profile := range sim.Profiles {

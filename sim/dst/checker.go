@@ -78,8 +78,9 @@ func (k *checker) onSend(w *world, r *request) {
 		k.fail(w, 3, "%s replayed %s after its outcome became uncertain", h.name, name)
 	case op.sent > 0 && !(op.replied && op.confirmed):
 		k.fail(w, 3, "%s sent fallback %s without a confirming reply to the previous command", h.name, name)
-	case op.afterUncertainWrite && op.kind != OpVerify:
-		k.fail(w, 3, "%s sent %s after an uncertain write", h.name, op.kind)
+	case op.kind != OpVerify && k.unsealed(op.mustSeal) != nil:
+		k.fail(w, 3, "%s sent %s while its uncertain write on connection id=%d may still run (not fenced)",
+			h.name, op.kind, k.unsealed(op.mustSeal).clientID)
 	case op.afterUncertainSet && (op.kind == OpAcquire || op.kind == OpExtend):
 		k.fail(w, 3, "%s sent %s after its acquisition was uncertain", h.name, op.kind)
 	}
@@ -90,10 +91,27 @@ func (k *checker) onReply(*world, *request, conn.Reply) {}
 func (k *checker) onUncertain(_ *world, op *opRun) {
 	switch op.kind {
 	case OpExtend, OpRelease:
-		op.h.uncertainWrite = true
+		if op.wrote != nil {
+			op.h.uncertainWrites = append(op.h.uncertainWrites, op.wrote)
+		}
 	case OpAcquire:
 		op.h.uncertainSet = true
 	}
+}
+
+// unsealed returns one of conns (connections that carried an uncertain
+// write of a handle) that may still run it: neither fenced (its CLIENT KILL
+// answered) nor closed on the server. A new write of the handle before that
+// would race the old one (invariant 3); after it, nothing of the old write
+// can run any more.
+func (k *checker) unsealed(conns []*connection) *connection {
+	for _, c := range conns {
+		serverClosed := c.closed || c.generation != c.node.generation
+		if !serverClosed && !k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
+			return c
+		}
+	}
+	return nil
 }
 
 // confirming is the checker's own table of fallback-confirming replies

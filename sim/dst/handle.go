@@ -33,8 +33,8 @@ type handle struct {
 	waitBudget time.Duration // liveness: the acquirer's wait budget
 	outcome    string        // the acquire call's outcome, once resolved
 	// checker bookkeeping
-	uncertainWrite bool // an extend or release of this handle was uncertain
-	uncertainSet   bool // its acquire was uncertain
+	uncertainWrites []*connection // connections that carried an uncertain extend or release of this handle
+	uncertainSet    bool          // its acquire was uncertain
 }
 
 // userCall is a pending user call: cancellable until resolved.

@@ -33,10 +33,12 @@ type opRun struct {
 	replied   bool // the last command got a reply
 	confirmed bool // ... and it was a confirming fallback reply
 	uncertain bool
-	// the core decided this op after it had learned that an earlier write
-	// of the handle was uncertain (invariant 3)
-	afterUncertainWrite, afterUncertainSet bool
-	asking                                 bool // after ASK: every command goes after ASKING
+	// the core decided this op after it had learned that its acquisition
+	// was uncertain, or while earlier uncertain writes of the handle may
+	// still run (invariant 3: those must be sealed before this op writes)
+	afterUncertainSet bool
+	mustSeal          []*connection
+	asking            bool // after ASK: every command goes after ASKING
 }
 
 // opLabel renders an op id as attempt.op for the transcript.
@@ -50,8 +52,8 @@ func opLabel(id int64) string {
 
 // startOp executes EffSend.
 func (w *world) startOp(h *handle, e Effect) {
-	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced,
-		afterUncertainWrite: h.uncertainWrite, afterUncertainSet: h.uncertainSet}
+	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced, afterUncertainSet: h.uncertainSet,
+		mustSeal: append([]*connection(nil), h.uncertainWrites...)}
 	h.ops[op.id] = op
 	if e.Token != "" && e.Token != h.token {
 		h.token = e.Token // a new acquisition try with a fresh token
