@@ -51,6 +51,21 @@ type Config struct {
 	Addr     string  // listen address; default "127.0.0.1:0"
 	Password string  // password of the "default" user; "" means no AUTH needed
 	Clock    Clock   // nil means real time (time.Now)
+	// History keeps every command a client's connection executed, with its
+	// reply (see Engine.History); off by default, as it grows without bound.
+	History bool
+}
+
+// Execution is one command a client's connection executed (History): unlike
+// the log, which records arrivals, it holds only what ran, in the order it
+// ran, with the reply. Commands inside scripts are part of their script.
+type Execution struct {
+	Seq      int64     // order of execution on this node, from 1
+	ClientID int64     // CLIENT ID of the connection that ran it
+	Addr     string    // that connection's address as CLIENT INFO reports it
+	Args     []string  // the command and its arguments
+	Reply    string    // the reply bytes in the connection's protocol
+	At       time.Time // the node's clock when it ran
 }
 
 // Entry is one command in a node's command log (like MONITOR).

@@ -33,6 +33,9 @@ type Engine struct {
 	logSeq  int64
 	logWake chan struct{} // closed and replaced on every log append
 
+	keepHistory bool
+	history     []Execution
+
 	onKill  func(id int64) // network hook: close the victim's socket
 	cluster *clusterView   // nil in standalone mode
 }
@@ -81,7 +84,7 @@ func NewEngine(cfg Config) *Engine {
 		spec: spec, profile: cfg.Profile, clock: cfg.Clock,
 		clients: map[int64]*client{}, killed: map[int64]bool{},
 		users: map[string]*user{}, scripts: map[string]string{},
-		logWake: make(chan struct{}),
+		logWake: make(chan struct{}), keepHistory: cfg.History,
 	}
 	if e.clock == nil {
 		e.clock = realClock{}
@@ -173,8 +176,20 @@ func (e *Engine) execute(clientID int64, args []string) []byte {
 	}
 	r := e.dispatch(c, args)
 	out := r.encode(nil, c.proto)
+	if e.keepHistory && clientID != 0 {
+		e.history = append(e.history, Execution{Seq: int64(len(e.history)) + 1, ClientID: clientID, Addr: c.addr,
+			Args: append([]string(nil), args...), Reply: string(out), At: e.clock.Now()})
+	}
 	e.unlockAndCloseVictims(clientID)
 	return out
+}
+
+// History returns a copy of the commands clients executed, in execution
+// order, when Config.History is set (nil otherwise). Safe for concurrent use.
+func (e *Engine) History() []Execution {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Execution(nil), e.history...)
 }
 
 // unlockAndCloseVictims releases e.mu, then lets the network layer close

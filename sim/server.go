@@ -101,6 +101,9 @@ func (s *Server) Exec(args ...string) string { return s.e.AdminExec(args...) }
 // Log returns a copy of the node's command log.
 func (s *Server) Log() []Entry { return s.e.Log() }
 
+// History returns the commands clients executed (see Engine.History).
+func (s *Server) History() []Execution { return s.e.History() }
+
 // ResetLog empties the node's command log.
 func (s *Server) ResetLog() { s.e.ResetLog() }
 

@@ -119,6 +119,7 @@ func TestSimulateCatchesMutation(t *testing.T) {
 		{"renewal without the owner compare", dst.MutationRenewWithoutCompare},
 		{"fence never sent", dst.MutationSkipFence},
 		{"fencing token from a stale read", dst.MutationReuseFencingToken},
+		{"a locally closed socket counted as not submitted", dst.MutationClosingNotSubmitted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(*schedulesFlag); seed++ {

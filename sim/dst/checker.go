@@ -44,6 +44,7 @@ type checker struct {
 	owners     []keyState               // scratch: each key's owner this step
 	fenced     map[fenceKey]bool
 	handouts   map[string][]handout // counter -> tokens accepted (invariant 6)
+	cleaned    map[string]string    // token of an abandoned acquisition -> key, once its ordered clean-up answered (invariant 8)
 }
 
 type fenceKey struct {
@@ -202,6 +203,13 @@ func (k *checker) afterStep(w *world) {
 		owners = append(owners, w.keyState(key))
 	}
 	k.owners = owners
+	for i, key := range w.keys {
+		if o := owners[i]; o.found && k.cleaned[o.token] == key {
+			k.fail(w, 8, "%s holds the token of an abandoned acquisition (%s) after its clean-up answered",
+				key, w.ownerName(o))
+			return
+		}
+	}
 	live := w.live[:0]
 	for _, h := range w.live {
 		b := h.core.Belief()

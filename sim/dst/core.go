@@ -124,6 +124,8 @@ type Effect struct {
 	OpKind  OpKind
 	TTL     time.Duration
 	Fenced  bool   // EffSend: the op may be fenced, so the session needs an identity
+	Cleanup bool   // EffSend of a release: the clean-up of the abandoned acquisition After
+	After   int64  // EffSend with Cleanup: the acquisition op whose SET must not run after the delete
 	Token   string // EffSend of an acquisition: the owner token of this try ("" = keep the handle's)
 	Timer   int64
 	At      time.Duration

@@ -1,6 +1,10 @@
 package dst
 
-import "github.com/respire-go/respire/conn"
+import (
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+)
 
 // fence executes EffFence: CLIENT KILL ID <id> ADDR <addr> of the
 // connection that carried op's last command, sent on the process's control
@@ -33,7 +37,7 @@ func (w *world) fence(h *handle, opID int64) {
 	cmd := conn.FenceCommand(op.clientID, op.addr)
 	w.trace.logf(w, p, h.name, "fence id=%d of op %s", op.clientID, opLabel(opID))
 	w.write(c, &request{cmd: cmd,
-		onLost: func() { report(OpResult{Class: Uncertain, Err: "fence connection lost"}) },
+		onLost: func(error) { report(OpResult{Class: Uncertain, Err: "fence connection lost"}) },
 		onReply: func(r conn.Reply) {
 			if r.Kind == conn.ReplyError {
 				report(OpResult{Class: Definite, Err: r.Text})
@@ -49,18 +53,19 @@ func (w *world) fence(h *handle, opID int64) {
 		}})
 }
 
-// reapKilled closes, on the client side, every connection the server
-// killed (the process sees EOF).
+// reapKilled marks every connection the server killed as closed by the
+// server (the process notices it a little later).
 func (w *world) reapKilled() {
 	for _, c := range w.conns {
 		if !c.closed && c.generation == c.node.generation && c.node.engine.Killed(c.clientID) {
-			w.closeConn(c)
+			w.serverClose(c)
 		}
 	}
 }
 
-// abandon closes c from the client side: the process stops waiting for
-// its replies (each unanswered request is lost), but commands already
+// abandon closes c from the client side, as rueidis' Close does when its
+// drain gives up: the process stops waiting for its replies (each
+// unanswered request fails with rueidis.ErrClosing), but commands already
 // written still reach the server and run; the server drops the connection
 // once they have.
 func (w *world) abandon(c *connection) {
@@ -74,11 +79,33 @@ func (w *world) abandon(c *connection) {
 		w.schedule(c.proc, w.now, func() {
 			if !r.settled {
 				r.settled = true
-				r.onLost()
+				r.onLost(rueidis.ErrClosing)
 			}
 		})
 	}
-	if len(c.toServer) == 0 {
-		w.closeConn(c)
+	if len(c.toServer) == 0 || c.serverGone {
+		w.closeConn(c, rueidis.ErrClosing)
 	}
+}
+
+// fenceConn fences connection victim of session s (CLIENT KILL on p's
+// control connection) and then calls next with whether the kill answered.
+func (w *world) fenceConn(p *process, victim *connection, s *session, next func(ok bool)) {
+	if victim.closed && !victim.abandoned {
+		next(true) // closed on both sides: nothing of it can run
+		return
+	}
+	c := w.liveConn(p, &p.control, victim.node, "control")
+	w.trace.logf(w, p, "", "fence id=%d before a clean-up", s.id)
+	w.write(c, &request{cmd: conn.FenceCommand(s.id, s.addr),
+		onLost: func(error) { w.schedule(p, w.now, func() { next(false) }) },
+		onReply: func(r conn.Reply) {
+			ok := r.Kind != conn.ReplyError
+			if ok && victim.generation == victim.node.generation {
+				w.check.onFenced(w, victim)
+				w.reapKilled()
+				w.abandon(victim)
+			}
+			w.schedule(p, w.now, func() { next(ok) })
+		}})
 }

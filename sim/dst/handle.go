@@ -3,6 +3,7 @@ package dst
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -114,6 +115,9 @@ func (w *world) apply(h *handle, e Effect) {
 	case EffCancelKeepAlive:
 		w.trace.logf(w, p, h.name, "-> keep-alive cancelled: %s", e.Cause)
 	case EffTrace:
+		if strings.Contains(e.Outcome, "-recovered->") {
+			w.stats.Recoveries++
+		}
 		w.trace.logf(w, p, h.name, "   %s", e.Outcome)
 	}
 }

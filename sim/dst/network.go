@@ -1,8 +1,11 @@
 package dst
 
 import (
+	"io"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 )
@@ -21,6 +24,7 @@ type connection struct {
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
 	retired    bool       // no new commands; closed once the written ones are answered
+	serverGone bool       // the server closed it; the process has not noticed yet (writes vanish)
 	asking     bool       // server side: the last command was ASKING
 	inFlight   []*request // written, not yet answered (order of writing)
 	toServer   []*request // written, not yet arrived (FIFO)
@@ -41,7 +45,7 @@ type request struct {
 	op      *opRun // nil for identity/fence traffic
 	conn    *connection
 	onReply func(conn.Reply)
-	onLost  func() // the connection died before the reply arrived
+	onLost  func(err error) // the connection died before the reply arrived; err is what rueidis reports
 	settled bool
 }
 
@@ -76,10 +80,11 @@ func (w *world) write(c *connection, r *request) {
 }
 
 // arrive is the server side of a command: faults, execution, the reply's
-// trip back. While the node is paused the arrival is retried later.
+// trip back. While the node is paused the arrival is retried later. A
+// command reaching a connection the server already closed never runs.
 func (w *world) arrive(c *connection) {
 	n := c.node
-	if c.closed || c.generation != n.generation || len(c.toServer) == 0 {
+	if c.closed || c.serverGone || c.generation != n.generation || len(c.toServer) == 0 {
 		return
 	}
 	if n.paused {
@@ -91,23 +96,23 @@ func (w *world) arrive(c *connection) {
 	c.toServer = c.toServer[1:]
 	if w.shouldDropBeforeExec() {
 		w.trace.logf(w, c.proc, "", "fault: connection %d lost before %s ran", c.clientID, r.cmd.Args[0])
-		w.closeConn(c)
+		w.serverClose(c)
 		return
 	}
 	reply, ok := n.exec(w, c, r)
 	if !ok {
-		w.closeConn(c)
+		w.serverClose(c)
 		return
 	}
 	if c.abandoned {
 		if len(c.toServer) == 0 {
-			w.closeConn(c)
+			w.closeConn(c, rueidis.ErrClosing)
 		}
 		return
 	}
 	if w.shouldDropAfterExec() {
 		w.trace.logf(w, c.proc, "", "fault: connection %d lost after %s ran", c.clientID, r.cmd.Args[0])
-		w.closeConn(c)
+		w.serverClose(c)
 		return
 	}
 	delay := w.between(w.opt.LatencyMin, w.opt.LatencyMax)
@@ -135,7 +140,7 @@ func (w *world) deliver(c *connection) {
 	w.check.onReply(w, r, reply)
 	r.onReply(reply)
 	if c.retired && len(c.inFlight) == 0 {
-		w.closeConn(c)
+		w.closeConn(c, rueidis.ErrClosing)
 	}
 }
 
@@ -148,14 +153,33 @@ func (w *world) removeInFlight(c *connection, r *request) {
 	}
 }
 
-// closeConn kills c: the server forgets it and every unanswered request on
-// it is lost; the process notices each loss as its own event.
-func (w *world) closeConn(c *connection) {
+// serverClose is the server closing c (a drop, a kill, a failover): it
+// forgets the client at once, replies already on their way still arrive,
+// and the process notices only later — until then its writes on c vanish
+// (a write into a socket the peer closed succeeds locally), and then every
+// unanswered request fails with io.EOF.
+func (w *world) serverClose(c *connection) {
+	if c.closed || c.serverGone {
+		return
+	}
+	c.serverGone = true
+	if c.generation == c.node.generation {
+		c.node.engine.CloseClient(c.clientID)
+	}
+	c.toServer = nil
+	notice := w.now + w.between(w.opt.LatencyMin, 2*w.opt.LatencyMax)
+	w.schedule(c.proc, notice, func() { w.closeConn(c, io.EOF) })
+}
+
+// closeConn kills c on both sides: the server forgets it and every
+// unanswered request on it is lost with err, each noticed by the process as
+// its own event.
+func (w *world) closeConn(c *connection, err error) {
 	if c.closed {
 		return
 	}
 	c.closed = true
-	if c.generation == c.node.generation {
+	if c.generation == c.node.generation && !c.serverGone {
 		c.node.engine.CloseClient(c.clientID)
 	}
 	lost := c.inFlight
@@ -164,7 +188,7 @@ func (w *world) closeConn(c *connection) {
 		w.schedule(c.proc, w.now+w.opt.LatencyMin, func() {
 			if !r.settled {
 				r.settled = true
-				r.onLost()
+				r.onLost(err)
 			}
 		})
 	}

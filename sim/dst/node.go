@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"io"
 	"strconv"
 	"time"
 
@@ -130,7 +131,7 @@ func (n *node) failover(w *world, profile sim.Profile) {
 	for _, c := range w.conns {
 		if !c.closed && c.node == n && c.generation == n.generation-1 {
 			old.CloseClient(c.clientID)
-			w.closeConn(c)
+			w.closeConn(c, io.EOF)
 		}
 	}
 	for _, k := range n.keys {

@@ -1,7 +1,11 @@
 package dst
 
 import (
+	"errors"
+	"io"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 )
@@ -38,7 +42,10 @@ type opRun struct {
 	// still run (invariant 3: those must be sealed before this op writes)
 	afterUncertainSet bool
 	mustSeal          []*connection
-	asking            bool // after ASK: every command goes after ASKING
+	asking            bool   // after ASK: every command goes after ASKING
+	token             string // the owner token of the attempt this op belongs to
+	cleanup           bool   // the clean-up delete of an abandoned acquisition
+	ordered           bool   // ... sent where its SET cannot run after it (same connection, or after a fence)
 }
 
 // opLabel renders an op id as attempt.op for the transcript.
@@ -53,13 +60,49 @@ func opLabel(id int64) string {
 // startOp executes EffSend.
 func (w *world) startOp(h *handle, e Effect) {
 	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced, afterUncertainSet: h.uncertainSet,
-		mustSeal: append([]*connection(nil), h.uncertainWrites...)}
+		mustSeal: append([]*connection(nil), h.uncertainWrites...), cleanup: e.Cleanup}
 	h.ops[op.id] = op
 	if e.Token != "" && e.Token != h.token {
 		h.token = e.Token // a new acquisition try with a fresh token
 		w.trace.nameToken(h.token, h.name)
 	}
+	op.token = h.token
+	if e.Cleanup {
+		w.startCleanup(op, h.ops[e.After])
+		return
+	}
 	if w.bind(op, w.routeFor(h.proc, h.key)) {
+		w.writeOp(op)
+	}
+}
+
+// startCleanup sends the clean-up delete of an abandoned acquisition as
+// lease does: on the SET's own connection while it lives (the delete
+// queues behind the SET), otherwise after fencing that connection, so that
+// the SET cannot run after the delete. Without an identity to fence, the
+// delete is best effort.
+func (w *world) startCleanup(op, set *opRun) {
+	if set == nil || set.wrote == nil || set.sess == nil {
+		w.bindAndWrite(op, w.routeFor(op.h.proc, op.h.key))
+		return
+	}
+	target := set.wrote.node
+	switch {
+	case set.wrote.stale() && set.sess.identity != identityReady:
+		w.bindAndWrite(op, target)
+	case set.wrote.stale():
+		w.fenceConn(op.h.proc, set.wrote, set.sess, func(ok bool) {
+			op.ordered = ok
+			w.bindAndWrite(op, target)
+		})
+	default:
+		op.ordered = true // liveSession returns the SET's own session
+		w.bindAndWrite(op, target)
+	}
+}
+
+func (w *world) bindAndWrite(op *opRun, n *node) {
+	if w.bind(op, n) {
 		w.writeOp(op)
 	}
 }
@@ -73,7 +116,7 @@ func (w *world) bind(op *opRun, n *node) bool {
 	h, p := op.h, op.h.proc
 	if op.kind == OpAcquire && h.fenced {
 		op.carrier = w.liveConn(p, &p.mux, n, "mux")
-		op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), h.token, millis(op.ttl))
+		op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), op.token, millis(op.ttl))
 		return true
 	}
 	op.sess = w.liveSession(p, n)
@@ -81,11 +124,11 @@ func (w *world) bind(op *opRun, n *node) bool {
 	caps := op.sess.caps.Load()
 	switch op.kind {
 	case OpAcquire:
-		op.protocol = conn.NewAcquire(h.key, h.token, millis(op.ttl))
+		op.protocol = conn.NewAcquire(h.key, op.token, millis(op.ttl))
 	case OpExtend:
-		op.protocol = conn.NewExtend(h.key, h.token, millis(op.ttl), caps)
+		op.protocol = conn.NewExtend(h.key, op.token, millis(op.ttl), caps)
 	case OpRelease:
-		op.protocol = conn.NewRelease(h.key, h.token, caps)
+		op.protocol = conn.NewRelease(h.key, op.token, caps)
 	case OpVerify:
 		op.protocol = conn.NewOwnerQuery(h.key)
 	}
@@ -147,12 +190,20 @@ func (w *world) sendStep(op *opRun) {
 		w.finish(op, OpResult{Class: NotSubmitted, Err: "connection closed before the write"})
 		return
 	}
+	if c.serverGone && op.wrote != c && w.shouldNoticeDead() {
+		// conn's idle PING or death watch finds the socket dead before the
+		// hand-off: the session is retired and the op goes to a fresh one.
+		w.trace.logf(w, op.h.proc, op.h.name, "%s found connection %d dead before the write", op.kind, c.clientID)
+		w.closeConn(c, io.EOF)
+		w.bindAndWrite(op, c.node)
+		return
+	}
 	if op.asking {
-		w.write(c, &request{cmd: conn.AskingCommand(), onReply: func(conn.Reply) {}, onLost: func() {}})
+		w.write(c, &request{cmd: conn.AskingCommand(), onReply: func(conn.Reply) {}, onLost: func(error) {}})
 	}
 	req := &request{cmd: w.command(op), op: op}
 	req.onReply = func(r conn.Reply) { w.opReply(op, req, r) }
-	req.onLost = func() { w.opLost(op) }
+	req.onLost = func(err error) { w.opLost(op, err) }
 	w.write(c, req) // the checker sees the op as it was before this command
 	op.written, op.replied, op.confirmed = true, false, false
 	op.sent++
@@ -261,15 +312,28 @@ func definite(owned bool, err *conn.ServerError) OpResult {
 	return OpResult{Class: Definite, Owned: owned}
 }
 
-// opLost: the connection died after the write.
-func (w *world) opLost(op *opRun) {
+// opLost: the connection failed after the write with err, the error
+// rueidis reports; conn's classification decides what it proves.
+func (w *world) opLost(op *opRun, err error) {
 	if op.done {
 		return
 	}
 	if op.sess != nil {
 		w.retire(op.sess)
 	}
-	w.finish(op, OpResult{Class: Uncertain, Err: "connection lost"})
+	w.finish(op, OpResult{Class: w.classify(err), Err: "connection lost: " + err.Error()})
+}
+
+// classify is conn.ClassifyTransport, except under
+// MutationClosingNotSubmitted.
+func (w *world) classify(err error) Class {
+	if w.opt.Mutation == MutationClosingNotSubmitted && errors.Is(err, rueidis.ErrClosing) {
+		return NotSubmitted
+	}
+	if conn.ClassifyTransport(err) == conn.NotSubmitted {
+		return NotSubmitted
+	}
+	return Uncertain
 }
 
 // cancelOp executes EffCancelOp: before the write it is NotSubmitted;
@@ -310,6 +374,9 @@ func (w *world) finish(op *opRun, res OpResult) {
 	}
 	h := op.h
 	w.trace.logf(w, h.proc, h.name, "%s %s ends %s owned=%v %s", op.kind, opLabel(op.id), res.Class, res.Owned, res.Err)
+	if op.cleanup && op.ordered && res.Class == Definite && res.Err == "" {
+		w.check.cleaned[op.token] = h.key // invariant 8 from now on
+	}
 	w.schedule(h.proc, w.now, func() {
 		if op.uncertain {
 			w.check.onUncertain(w, op) // from now on the core knows

@@ -49,6 +49,12 @@ type Options struct {
 	CancelPercent         int // per user decision: a pending call is cancelled
 	PauseProcessPercent   int // per tick: a process freezes (GC-style) for 1-2 × LeaseMax
 	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
+	CloseSessionPercent   int // per tick: a process closes one of its sessions itself, busy or not (another lock's fence, Locks.Close)
+	KillClientsPercent    int // per tick: an outsider kills every client of a node (CLIENT KILL TYPE normal)
+	// NoticeDeadPercent is the chance that a process finds a session the
+	// server closed dead before writing on it (conn's idle PING or death
+	// watch); otherwise the write vanishes into the dead socket. Default 50.
+	NoticeDeadPercent int
 	// Mutation breaks the runtime on purpose (tests of the checker only).
 	Mutation   Mutation
 	Transcript bool // keep the readable transcript (Result.Transcript)
@@ -72,6 +78,10 @@ const (
 	// the process's stale view of the counter (its last token + 1) instead
 	// of the script's reply.
 	MutationReuseFencingToken
+	// MutationClosingNotSubmitted: a command whose connection the process
+	// closed itself (rueidis.ErrClosing) counts as not submitted, the bug
+	// real sockets showed: a delete that may have run restores Held.
+	MutationClosingNotSubmitted
 )
 
 // Swarm derives a varied configuration from seed (swarm testing: each seed
@@ -116,6 +126,8 @@ func Swarm(seed uint64) Options {
 	o.CancelPercent = pick(30)
 	o.PauseProcessPercent = pick(2)
 	o.DelayWritePercent = pick(30)
+	o.CloseSessionPercent = pick(3)
+	o.KillClientsPercent = pick(2)
 	return o
 }
 
@@ -144,5 +156,8 @@ func (o Options) withDefaults() Options {
 	def(&o.CommandTimeout, 30*time.Millisecond)
 	def(&o.LatencyMin, 100*time.Microsecond)
 	def(&o.LatencyMax, 3*time.Millisecond)
+	if o.NoticeDeadPercent == 0 {
+		o.NoticeDeadPercent = 50
+	}
 	return o
 }

@@ -2,6 +2,8 @@ package dst
 
 import (
 	"strconv"
+
+	"github.com/redis/rueidis"
 	"strings"
 	"time"
 
@@ -93,7 +95,10 @@ func (w *world) liveConn(p *process, conns *[]*connection, n *node, role string)
 
 // retire retires s as conn's pool does: no new command goes to it, the
 // replies of commands already written are still read, then the socket is
-// closed. The process opens a new session (fresh capabilities) next time.
+// closed. Like rueidis' Close, the wait for those replies is bounded: once
+// the escape time has passed, the requests still unanswered fail with
+// rueidis.ErrClosing although the server may still run them. The process
+// opens a new session (fresh capabilities) next time.
 func (w *world) retire(s *session) {
 	c := s.conn
 	if c.closed || c.retired {
@@ -101,8 +106,15 @@ func (w *world) retire(s *session) {
 	}
 	c.retired = true
 	if len(c.inFlight) == 0 {
-		w.closeConn(c)
+		w.closeConn(c, rueidis.ErrClosing)
+		return
 	}
+	w.schedule(c.proc, w.now+w.between(0, 2*w.opt.LatencyMax), func() {
+		if !c.closed && len(c.inFlight) > 0 {
+			w.trace.logf(w, c.proc, "", "closing connection %d gave up waiting for %d replies", c.clientID, len(c.inFlight))
+			w.abandon(c)
+		}
+	})
 }
 
 // ensureIdentity makes op wait until s's opening handshake (CLIENT ID and
@@ -128,7 +140,7 @@ func (w *world) ensureIdentity(s *session, op *opRun) bool {
 		}
 	})
 	var idReply conn.Reply
-	lost := func() { w.identityFailed(s) }
+	lost := func(error) { w.identityFailed(s) }
 	w.write(s.conn, &request{cmd: conn.ClientIDCommand(), onLost: lost,
 		onReply: func(r conn.Reply) { idReply = r }})
 	w.write(s.conn, &request{cmd: conn.ClientInfoCommand(), onLost: lost,

@@ -105,6 +105,7 @@ func newWorld(opt Options, newCore CoreFactory) *world {
 	w.trace.enabled = opt.Transcript
 	w.check.expiry = map[string]time.Duration{}
 	w.check.fenced = map[fenceKey]bool{}
+	w.check.cleaned = map[string]string{}
 	for i := range opt.Keys {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
 	}

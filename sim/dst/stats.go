@@ -18,6 +18,9 @@ type Stats struct {
 	NodePauses    int // node pauses
 	ProcessPauses int // process pauses
 	FencingTokens int // fencing tokens handed out by the fenced script
+	LocalCloses   int // sessions a process closed itself
+	ClientKills   int // outsiders' CLIENT KILL TYPE normal
+	Recoveries    int // handles that left Recovering for Held
 }
 
 // Add adds o's counts to s.
@@ -37,4 +40,7 @@ func (s *Stats) Add(o Stats) {
 	s.NodePauses += o.NodePauses
 	s.ProcessPauses += o.ProcessPauses
 	s.FencingTokens += o.FencingTokens
+	s.LocalCloses += o.LocalCloses
+	s.ClientKills += o.ClientKills
+	s.Recoveries += o.Recoveries
 }

@@ -155,6 +155,35 @@ func (w *world) chaos() {
 		if !p.paused {
 			w.pauseProcess(p, w.between(w.opt.LeaseMax, 2*w.opt.LeaseMax))
 		}
+	case w.shouldCloseSession():
+		w.closeSomeSession(w.procs[w.rng.IntN(len(w.procs))], n)
+	case w.shouldKillClients():
+		w.killClients(n)
+	}
+}
+
+// closeSomeSession closes p's session to n locally, busy or not, as
+// another lock's fence or Locks.Close would: commands in flight on it get
+// their replies, or rueidis.ErrClosing once the close gives up waiting.
+func (w *world) closeSomeSession(p *process, n *node) {
+	if n.index >= len(p.sessions) || p.sessions[n.index] == nil || p.sessions[n.index].conn.stale() {
+		return
+	}
+	s := p.sessions[n.index]
+	w.stats.LocalCloses++
+	w.trace.logf(w, p, "", "fault: closing session id=%d locally with %d command(s) in flight", s.conn.clientID, len(s.conn.inFlight))
+	w.retire(s)
+}
+
+// killClients is an outsider's CLIENT KILL TYPE normal on n: the server
+// closes every client connection; the processes notice later.
+func (w *world) killClients(n *node) {
+	w.stats.ClientKills++
+	w.trace.logf(w, nil, "", "fault: every client of %s killed", n.name)
+	for _, c := range w.conns {
+		if c.node == n && !c.closed && c.generation == n.generation {
+			w.serverClose(c)
+		}
 	}
 }
 

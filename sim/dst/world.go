@@ -142,6 +142,9 @@ func (w *world) shouldDenyACL() bool      { return w.chance(w.opt.DenyACLPercent
 func (w *world) shouldCancel() bool       { return w.chance(w.opt.CancelPercent) }
 func (w *world) shouldPauseProcess() bool { return w.chance(w.opt.PauseProcessPercent) }
 func (w *world) shouldDelayWrite() bool   { return w.chance(w.opt.DelayWritePercent) }
+func (w *world) shouldCloseSession() bool { return w.chance(w.opt.CloseSessionPercent) }
+func (w *world) shouldKillClients() bool  { return w.chance(w.opt.KillClientsPercent) }
+func (w *world) shouldNoticeDead() bool   { return w.chance(w.opt.NoticeDeadPercent) }
 
 // process clock: each process's monotonic clock runs at rate
 // 1 + driftPPM/1e6 from a private offset.
