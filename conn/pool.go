@@ -58,6 +58,22 @@ func (p *Pool) Close() {
 	p.closing.Wait()
 }
 
+// RetireAll retires every session open now, as Close does, but leaves the
+// pool usable: later calls open fresh sessions. Commands in flight on the
+// retired sessions get their replies while rueidis drains them, or an
+// Uncertain error. It blocks until their sockets are closed.
+func (p *Pool) RetireAll() {
+	p.mu.Lock()
+	open := p.open
+	p.open = map[*Session]struct{}{}
+	p.sessions = map[string]*Session{}
+	p.mu.Unlock()
+	for s := range open {
+		s.close()
+	}
+	p.closing.Wait()
+}
+
 // track records a newly opened session; false when the pool is closed.
 func (p *Pool) track(s *Session) bool {
 	p.mu.Lock()

@@ -183,7 +183,7 @@ func forEachServer(t *testing.T, fn func(t *testing.T, tg *target)) {
 	for _, profile := range sim.Profiles {
 		t.Run(string(profile), func(t *testing.T) {
 			clock := sim.NewManualClock(time.Unix(1_700_000_000, 0))
-			srv := startSim(t, sim.Config{Profile: profile, Clock: clock})
+			srv := startSim(t, sim.Config{Profile: profile, Clock: clock, History: true})
 			fn(t, &target{profile: profile, srv: srv, password: simPassword, clock: clock})
 		})
 	}

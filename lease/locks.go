@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -52,7 +53,8 @@ type core struct {
 	drift          sm.Drift // of managed leases
 
 	mu         sync.Mutex
-	closed     bool
+	closed     bool                        // guarded by mu
+	closing    atomic.Bool                 // Close began: read on every managed command, without mu
 	closeHooks []func(sessionsClosed bool) // run by Close before and after the sessions close
 
 	managedOnce sync.Once
@@ -114,27 +116,41 @@ func (l *Locks) KeyPrefix() string { return l.prefix }
 // Close closes the pinned sessions of this Locks and all its views; later
 // calls fail with an error matching conn.ErrNotSubmitted. First it waits for
 // the background work of managed locks (clean-ups of abandoned
-// acquisitions, fences); then it closes the sessions, which makes commands
+// acquisitions, fences); then it retires the sessions, which makes commands
 // still in flight on them uncertain (a socket closed locally may still have
-// delivered them), and waits for the fences those start, so that once Close
-// returns nothing this Locks sent can still run on the server. Fences and
-// clean-ups are bounded (a clean-up by 5s, a fence by the client's own
-// timeouts, see Pool.Fence). It does not close the rueidis client — close
-// the client after Locks — and is idempotent. Locks held on the server are
-// not released: they expire; a running keep-alive ends at its next renewal.
+// delivered them), and waits for the fences and clean-ups that starts, so
+// that once Close returns nothing this Locks sent can still run on the
+// server. Fences and clean-ups are bounded (a clean-up by 5s, a fence by the
+// client's own timeouts, see conn.Pool.Fence). It does not close the rueidis
+// client — close the client after Locks — and is idempotent. Locks held on
+// the server are not released: they expire; a running keep-alive ends at its
+// next renewal.
 func (l *Locks) Close() {
 	c := l.core
 	c.mu.Lock()
 	hooks := c.closeHooks
 	c.closeHooks, c.closed = nil, true
+	c.closing.Store(true)
 	c.mu.Unlock()
 	for _, fn := range hooks {
 		fn(false)
 	}
-	c.pool.Close()
+	c.pool.RetireAll()
 	for _, fn := range hooks {
 		fn(true)
 	}
+	c.pool.Close()
+}
+
+// closedErr returns the error of a managed command started after Close
+// began: NotSubmitted, matching conn.ErrPoolClosed (a keep-alive ends with
+// it at once). Background clean-ups and fences still run until Close
+// returns.
+func (c *core) closedErr() error {
+	if c.closing.Load() {
+		return &conn.Error{Class: conn.NotSubmitted, Op: "open", Err: conn.ErrPoolClosed}
+	}
+	return nil
 }
 
 // key returns the wire key for a user key.

@@ -34,6 +34,7 @@ type managed struct {
 
 	unfencedWarning sync.Once
 	background      tracker // fences and clean-ups; Locks.Close waits for them
+	inflight        tracker // lock commands sent and the steps of their completions
 }
 
 func (l *Locks) managed() *managed {
@@ -52,9 +53,17 @@ func (l *Locks) managed() *managed {
 
 // closing waits for the background work of this Locks (clean-up deletes of
 // abandoned acquisitions, fences; each bounded). Locks.Close runs it before
-// the sessions close and again after, for the fences of the commands that
-// were in flight on them.
-func (m *managed) closing(bool) { m.background.wait() }
+// the sessions are retired and again after; the second time it first waits
+// for the lock commands that were in flight on them (their sockets are
+// closed now, so they end within rueidis' one-second drain, or at their
+// ctx), so that the fences their uncertain outcomes start are waited for
+// too.
+func (m *managed) closing(sessionsRetired bool) {
+	if sessionsRetired {
+		m.inflight.wait()
+	}
+	m.background.wait()
+}
 
 // mayFence reports whether session s can be fenced: its CLIENT ID is known
 // and the user may run CLIENT KILL (probed once per session with the SKIPME
@@ -87,6 +96,9 @@ type fenceVerdict struct{ err error }
 // sessionFor returns the session for wireKey: in standalone mode the cached
 // current session while it is not retired, otherwise the pool's routing.
 func (m *managed) sessionFor(ctx context.Context, wireKey string) (*conn.Session, error) {
+	if err := m.core.closedErr(); err != nil {
+		return nil, err
+	}
 	if !m.cluster {
 		if s := m.standalone.Load(); s != nil && !s.Retired() {
 			return s, nil
@@ -156,39 +168,48 @@ func (m *managed) goBackground(f func()) {
 	}()
 }
 
-// tracker counts running background work. Unlike a sync.WaitGroup, work may
-// start while someone waits (closing the sessions starts fences). The zero
-// value is ready to use; it is safe for concurrent use.
+// tracker counts running work (background work, or lock commands in
+// flight). Unlike a sync.WaitGroup, work may start while someone waits
+// (retiring the sessions starts fences). add and done cost two atomic
+// operations unless someone waits. The zero value is ready to use; it is
+// safe for concurrent use.
 type tracker struct {
-	mu      sync.Mutex
-	running int
-	idle    *sync.Cond
+	running atomic.Int64
+	waiting atomic.Bool // someone is in wait: done must signal idle
+
+	mu   sync.Mutex
+	idle chan struct{} // closed when running reaches 0 while waiting
 }
 
-func (t *tracker) add() {
-	t.mu.Lock()
-	t.running++
-	t.mu.Unlock()
-}
+func (t *tracker) add() { t.running.Add(1) }
 
 func (t *tracker) done() {
-	t.mu.Lock()
-	t.running--
-	if t.running == 0 && t.idle != nil {
-		t.idle.Broadcast()
+	if t.running.Add(-1) == 0 && t.waiting.Load() {
+		t.mu.Lock()
+		if t.idle != nil {
+			close(t.idle)
+			t.idle = nil
+		}
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
 }
 
 // wait blocks until no work runs.
 func (t *tracker) wait() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.idle == nil {
-		t.idle = sync.NewCond(&t.mu)
-	}
-	for t.running > 0 {
-		t.idle.Wait()
+	t.waiting.Store(true)
+	defer t.waiting.Store(false)
+	for {
+		t.mu.Lock()
+		if t.running.Load() == 0 {
+			t.mu.Unlock()
+			return
+		}
+		if t.idle == nil {
+			t.idle = make(chan struct{})
+		}
+		idle := t.idle
+		t.mu.Unlock()
+		<-idle
 	}
 }
 

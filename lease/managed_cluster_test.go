@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -107,5 +108,43 @@ func TestAcquisitionFollowsAMovedSlot(t *testing.T) {
 	}
 	if out, err := lock.Release(ctxT(t)); out != Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
+	}
+}
+
+// TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedirect:
+// a keep-alive renewal follows MOVED to the slot's new owner and hangs
+// there past the lease deadline. The fence kills the new owner's session
+// (on that node, with that session's CLIENT ID), not the one the renewal
+// started on.
+func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedirect(t *testing.T) {
+	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: []sim.Profile{sim.Redis84, sim.Valkey90}, Password: simPassword})
+	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	key := keyForNode(t, c, "", 0)
+	lock, err := locks.Acquire(ctxT(t), key, 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	c.MoveSlot(sim.Slot(key), 1)
+	c.Node(1).Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
+	clock.Advance(5 * time.Second)
+	renewal, err := c.Node(1).WaitFor(ctxT(t), isRenewal(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second) // past the deadline: the renewal on node 1 is cut off
+	waitDone(t, lock.KeepAliveContext())
+	kill, err := c.Node(1).WaitFor(ctxT(t), isKill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kill.Args[3] != strconv.FormatInt(renewal.ClientID, 10) {
+		t.Fatalf("fence %v on node 1; want CLIENT KILL ID %d (the session that carried the renewal)", kill.Args, renewal.ClientID)
+	}
+	if seqOf(c.Node(0).Log(), isKill) != 0 {
+		t.Fatalf("a fence went to node 0, where the renewal started: %v", c.Node(0).Log())
 	}
 }

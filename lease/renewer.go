@@ -70,7 +70,9 @@ func (r *renewer) drain() {
 		if batch == nil {
 			return
 		}
+		r.m.inflight.add()
 		r.send(batch)
+		r.m.inflight.done()
 	}
 }
 
@@ -97,7 +99,11 @@ func (r *renewer) send(batch []renewal) {
 	ctx, cancel := r.m.commandContext(context.Background())
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		s, err := r.m.core.pool.SessionFor(ctx, r.node)
+		err := r.m.core.closedErr()
+		var s *conn.Session
+		if err == nil {
+			s, err = r.m.core.pool.SessionFor(ctx, r.node)
+		}
 		if err == nil {
 			err = r.m.mayFence(ctx, s)
 		}

@@ -132,7 +132,8 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 		case e.Caller == self:
 			return j
 		default:
-			go l.runJob(l.mailboxLocked(), l.callerContext(e.Caller), j)
+			l.m.inflight.add()
+			go l.runJob(l.callerContext(e.Caller), j)
 		}
 	case sm.EffectCleanupDelete:
 		setOn := l.carrierOf(e.Op)
@@ -189,8 +190,12 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 }
 
 // runJob runs a command for a caller other than the current goroutine.
-func (l *Lock) runJob(mailbox *actor.Mailbox[event], ctx context.Context, j job) {
-	_ = mailbox.Deliver(l.execute(ctx, j))
+// It steps the completion right on this goroutine (not through the
+// mailbox), so Locks.Close, which waits for commands in flight, sees the
+// fence the completion may start.
+func (l *Lock) runJob(ctx context.Context, j job) {
+	defer l.m.inflight.done()
+	l.handle(l.execute(ctx, j))
 }
 
 // mailboxLocked returns the lock's mailbox, creating it on first need (a
@@ -262,7 +267,10 @@ func (l *Lock) fence(op sm.OpID) {
 			l.m.core.logger.Warn("lease: fencing the connection of an interrupted lock command failed",
 				"key", l.key, "error", err)
 		}
-		_ = mailbox.Deliver(event{kind: eventFence, op: op, err: err})
+		// Stepped right here (not through the mailbox), so that once this
+		// background work ends — Locks.Close waits for it — the lock has
+		// taken the fence's answer.
+		l.handle(event{kind: eventFence, op: op, err: err})
 	})
 }
 
