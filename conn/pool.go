@@ -119,7 +119,8 @@ func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		res, err := s.drive(ctx, op.name(), op.operation(s), asking, route)
+		o := op.operation(s)
+		res, err := s.drive(ctx, op.name(), &o, asking, route)
 		var e *Error
 		if err == nil || !errors.As(err, &e) || hop >= maxRedirects {
 			return res, err
@@ -141,6 +142,9 @@ func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 // reached its socket because the session was retired or found dead first: a
 // fresh session may send it.
 func RetriableOnFreshSession(err error) bool {
+	if err == nil {
+		return false
+	}
 	var e *Error
 	return errors.As(err, &e) && e.Class == NotSubmitted && errors.Is(e.Err, ErrSessionRetired)
 }

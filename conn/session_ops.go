@@ -47,17 +47,18 @@ func (o Op) name() string {
 }
 
 // operation builds the pure protocol state machine for o on a session with
-// s's capabilities.
-func (o Op) operation(s *Session) *Operation {
+// s's capabilities. It returns a value, so that a caller that does not keep
+// it (drive) allocates nothing for it.
+func (o Op) operation(s *Session) Operation {
 	switch o.kind {
 	case opAcquire:
-		return NewAcquire(o.key, o.token, o.ttlMillis)
+		return Operation{key: o.key, token: o.token, ttlMillis: o.ttlMillis, step: StepAcquire}
 	case opExtend:
-		return NewExtend(o.key, o.token, o.ttlMillis, s.caps.Load())
+		return *NewExtend(o.key, o.token, o.ttlMillis, s.caps.Load())
 	case opRelease:
-		return NewRelease(o.key, o.token, s.caps.Load())
+		return *NewRelease(o.key, o.token, s.caps.Load())
 	}
-	return NewOwnerQuery(o.key)
+	return Operation{key: o.key, step: StepGet}
 }
 
 // Do runs op on this session only, through its fallback steps. route, when
@@ -68,7 +69,8 @@ func (o Op) operation(s *Session) *Operation {
 // error; after an Uncertain error the command may have run and is never
 // replayed.
 func (s *Session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
-	return s.drive(ctx, op.name(), op.operation(s), false, route)
+	o := op.operation(s)
+	return s.drive(ctx, op.name(), &o, false, route)
 }
 
 // Release runs ReleaseOp on this session only (see Do).
