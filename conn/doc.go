@@ -22,22 +22,28 @@
 // # Errors
 //
 // Every failure is an *Error with a Class: Definite (a server error reply;
-// errors.As to *rueidis.RedisError gives the reply), NotSubmitted (nothing
-// was written: ctx already done, session retired or closing, dial failure)
-// or Uncertain (the command may have run: timeout, cancellation or
-// connection loss after hand-off). errors.Is matches ErrServerReply,
+// errors.As to *rueidis.RedisError gives the reply), NotSubmitted (provably
+// never handed to a socket: ctx already done, session retired or found dead
+// before the hand-off, a Route that aborted it, rueidis'
+// ErrDedicatedClientRecycled, a dial failure) or Uncertain (anything else
+// after the hand-off: timeout, cancellation, io.EOF, a reset, and
+// rueidis.ErrClosing too — a socket closed locally, by a retired session or
+// Pool.Close, answers commands it had already written, even executed, with
+// ErrClosing; see ClassifyTransport). errors.Is matches ErrServerReply,
 // ErrNotSubmitted and ErrOutcomeUnknown respectively. Uncertain writes are
-// never replayed; NotSubmitted ones caused by a dead socket are retried once
-// per hop on a fresh session by Pool operations.
+// never replayed; NotSubmitted ones refused by a dead or retired session are
+// retried once per hop on a fresh session by Pool operations.
 //
 // # Using it from a managed lock
 //
-// Pool.Release and Pool.Extend return a Result whose Session is the session
-// that carried the last attempt; on error the *Error's Session is the same.
-// After an Uncertain outcome, pass it to Pool.Fence (check Session.Identity
-// first: a session without identity cannot be fenced). When keep-alive
-// starts, Session.ProbeKill checks CLIENT KILL permission with the harmless
-// SKIPME form. Session.ExtendMany renews many keys of one node in one
-// pipelined round trip. Sessions are retired after MOVED, ASK, READONLY, any
-// non-server error and a fence; Pool.SessionFor then opens a fresh one.
+// Session.Do and Pool.Do take a *Route, told the session right before every
+// hand-off (again after each redirect); after an Uncertain outcome
+// Route.Session names the socket to pass to Pool.Fence, and Route.Abort
+// stops a command not yet sent. Pool.Fence shares one CLIENT KILL per
+// session among its callers and re-sends it when its own connection fails.
+// When keep-alive starts, Session.ProbeKill checks CLIENT KILL permission
+// with the harmless SKIPME form. Session.ExtendMany renews many keys of one
+// node in one pipelined round trip. Sessions are retired after MOVED, ASK,
+// READONLY, any non-server error and a fence; Pool.SessionFor then opens a
+// fresh one.
 package conn

@@ -11,7 +11,7 @@ import (
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int           // 1-7, as numbered in the package's invariants list
+	Invariant int           // 0-8, as numbered in the package's invariants list
 	At        time.Duration // virtual time
 	Message   string
 }

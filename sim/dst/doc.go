@@ -20,6 +20,19 @@
 // transcript. Swarm derives varied Options (which faults, how often, which
 // server profile) from the seed alone.
 //
+// # Transport
+//
+// Connections behave as rueidis' sockets do (rueidis-transport notes, as
+// verified over real sockets): a connection the process closes itself
+// while commands are in flight (a retired session, a process closing it as
+// another lock's fence or Locks.Close would) answers those commands with
+// rueidis.ErrClosing once its drain gives up, while the server still runs
+// what it already read; a connection the server closes is noticed late —
+// writes into it vanish and end with io.EOF — unless the process finds it
+// dead first (conn's idle PING or death watch, NoticeDeadPercent). Every
+// transport error is classified by conn.ClassifyTransport, so the
+// invariants judge production's classification.
+//
 // # Faults
 //
 // Connection loss before or after the server runs a command, replies late
@@ -31,8 +44,9 @@
 // right after ASKING, then MOVED), ACL changes denying CLIENT, DELEX, DELIFEQ or EVALSHA,
 // cancellation at every point where a call can be cancelled (before the
 // write, while waiting for the session handshake, after the write, while
-// polling), writes delayed while waiting for in-flight capacity, and
-// GC-style process pauses longer than the lease.
+// polling), writes delayed while waiting for in-flight capacity, GC-style
+// process pauses longer than the lease, a process closing one of its busy
+// sessions, and an outsider killing every client of a node.
 //
 // # Fencing-token locks
 //
@@ -54,14 +68,18 @@
 // Checked after every event (see checker.go): (1) a handle that believes it
 // holds a key, less the drift bound, is the server's owner; (2) a command of
 // a handle that is not the owner never extends, deletes or creates the key;
-// (3) no uncertain write is replayed and a fallback follows only the exact
-// confirming reply; (4) a live keep-alive context is cancelled before the
+// (3) no uncertain write is replayed, a fallback follows only the exact
+// confirming reply, and no new write of a handle goes out while an earlier
+// uncertain write of it may still run (its connection neither fenced nor
+// closed by the server); (4) a live keep-alive context is cancelled before the
 // server-side lease can have expired; (5) a fenced connection runs nothing
 // after its CLIENT KILL reply; (6) per fencing counter, the tokens processes
 // accept (replies received and parsed as an acquisition) increase strictly
 // in the order the server handed them out; there is no modelled rollback
 // (failover loses no increment), so nothing is exempt; (7) in fault-free
-// liveness schedules every waiting acquirer acquires within its budget. A
+// liveness schedules every waiting acquirer acquires within its budget; (8)
+// the token of an abandoned acquisition never holds its key after the
+// clean-up delete, sent where the SET cannot run after it, answered. A
 // panic of the core or the runtime is reported as invariant 0. A failing
 // run reports its seed and the command that replays it (ReplayCommand).
 //
