@@ -45,6 +45,12 @@ var (
 	ErrNotSubmitted = errors.New("conn: command not submitted")
 	// ErrServerReply matches Definite errors: the server answered with an error.
 	ErrServerReply = errors.New("conn: server error reply")
+	// ErrDidNotRun matches Definite errors whose reply proves the command did
+	// not run and a later attempt may succeed: CLUSTERDOWN, TRYAGAIN,
+	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, and a MOVED or ASK
+	// that was not followed. Permanent refusals (NOPERM, WRONGTYPE, script
+	// errors) do not match.
+	ErrDidNotRun = errors.New("conn: the command did not run; a later attempt may succeed")
 	// ErrSessionRetired is the cause when a command was offered to a session
 	// already retired; it is NotSubmitted.
 	ErrSessionRetired = errors.New("conn: session retired")
@@ -94,6 +100,8 @@ func (e *Error) Is(target error) bool {
 		return e.Class == NotSubmitted
 	case ErrServerReply:
 		return e.Class == Definite
+	case ErrDidNotRun:
+		return e.Class == Definite && (e.Redirect != nil || IsDidNotRunReply(e.Code+" "))
 	}
 	return false
 }

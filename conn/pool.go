@@ -207,7 +207,10 @@ func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error)
 	}
 	if out.Err != nil {
 		if IsReadOnlyReply(out.Err.Message) {
-			s.pool.retire(s)
+			s.pool.retire(s) // not a primary any more
+		}
+		if IsDidNotRunReply(out.Err.Message) {
+			s.pool.markSlotsStale()
 		}
 		return Result{Session: s}, definite(op, s.node, s, out.Err, redisErr)
 	}

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -143,6 +144,21 @@ func ParseRedirect(text string) (Redirect, bool) {
 
 // IsReadOnlyReply recognises the replica's "READONLY ..." write refusal.
 func IsReadOnlyReply(text string) bool { return strings.HasPrefix(text, "READONLY ") }
+
+// didNotRunCodes are the error codes whose reply proves the command did not
+// run and says a later attempt may succeed: the cluster cannot serve the
+// slot now (CLUSTERDOWN), a migration is under way (TRYAGAIN), the node is
+// not a primary (READONLY) or has lost its primary (MASTERDOWN), is loading
+// its data (LOADING), runs a script (BUSY), or has too few replicas to
+// accept writes (NOREPLICAS).
+var didNotRunCodes = []string{"CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN", "LOADING", "BUSY", "NOREPLICAS"}
+
+// IsDidNotRunReply reports whether text is an error reply of one of those
+// codes (the first word, exact case, as servers send it).
+func IsDidNotRunReply(text string) bool {
+	code, _, _ := strings.Cut(text, " ")
+	return slices.Contains(didNotRunCodes, code)
+}
 
 // isOK recognises +OK (the transport may report it as a string of either kind).
 func isOK(r Reply) bool { return (r.Kind == ReplyStatus || r.Kind == ReplyBulk) && r.Text == "OK" }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -15,11 +17,27 @@ import (
 const slotCount = 16384
 
 // slotMap is the cluster slot → master address map, learned with CLUSTER
-// SLOTS on first need and updated from MOVED replies.
+// SLOTS on first need, updated from MOVED replies, and read again when a
+// node failed or the cluster said it cannot serve a slot (stale): no MOVED
+// ever comes from a primary that died.
 type slotMap struct {
 	mu     sync.RWMutex
 	loaded bool
 	owner  [slotCount]string
+
+	stale    atomic.Bool  // read CLUSTER SLOTS again before the next route
+	loadedAt atomic.Int64 // monotonic time of the last successful read (monoNow)
+}
+
+// slotReloadGap bounds how often a stale slot map is read again.
+const slotReloadGap = 100 * time.Millisecond
+
+// markSlotsStale makes the next route read CLUSTER SLOTS again (cluster
+// mode; at most every slotReloadGap).
+func (p *Pool) markSlotsStale() {
+	if p.slots != nil {
+		p.slots.stale.Store(true)
+	}
 }
 
 // SessionFor returns the current session to node, opening one (with empty
@@ -38,6 +56,7 @@ func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
 			if r.Err == nil {
 				return r.Val.(*Session), nil
 			}
+			p.markSlotsStale() // the node may be gone: a failover moves its slots
 			if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
 				continue // the caller that led the open gave up; ours is still live: open again
 			}
@@ -134,6 +153,9 @@ func (p *Pool) route(ctx context.Context, op, key string) (string, error) {
 	}
 	probe := p.client.B().Get().Key(key).Build()
 	slot := int(probe.Slot())
+	if p.slots.stale.Load() && monoNow()-p.slots.loadedAt.Load() >= int64(slotReloadGap) {
+		_ = p.loadSlots(ctx, op) // on failure the old map stays, stale, for the next route
+	}
 	if node := p.slots.lookup(slot); node != "" {
 		return node, nil
 	}
@@ -161,7 +183,8 @@ func (p *Pool) learnSlot(slot int, addr string) {
 	p.slots.mu.Unlock()
 }
 
-// loadSlots asks any node for CLUSTER SLOTS through the ordinary client.
+// loadSlots asks any node for CLUSTER SLOTS through the ordinary client and
+// replaces the map (slots no range covers are forgotten).
 func (p *Pool) loadSlots(ctx context.Context, op string) error {
 	result := p.client.Do(ctx, buildCommand(p.client.B(), ClusterSlotsCommand()))
 	ranges, err := result.ToArray()
@@ -172,26 +195,34 @@ func (p *Pool) loadSlots(ctx context.Context, op string) error {
 		}
 		return &Error{Class: class, Op: op, Err: err}
 	}
-	p.slots.mu.Lock()
-	defer p.slots.mu.Unlock()
+	var owner [slotCount]string
 	for _, r := range ranges {
-		fields, err := r.ToArray()
-		if err != nil || len(fields) < 3 {
-			continue
-		}
-		start, _ := fields[0].AsInt64()
-		end, _ := fields[1].AsInt64()
-		master, err := fields[2].ToArray()
-		if err != nil || len(master) < 2 {
-			continue
-		}
-		host, _ := master[0].ToString()
-		port, _ := master[1].AsInt64()
-		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
-		for slot := start; slot <= end && slot < slotCount; slot++ {
-			p.slots.owner[slot] = addr
+		start, end, addr, ok := parseSlotRange(r)
+		for slot := start; ok && slot <= end && slot < slotCount; slot++ {
+			owner[slot] = addr
 		}
 	}
-	p.slots.loaded = true
+	p.slots.mu.Lock()
+	p.slots.owner, p.slots.loaded = owner, true
+	p.slots.mu.Unlock()
+	p.slots.loadedAt.Store(monoNow())
+	p.slots.stale.Store(false)
 	return nil
+}
+
+// parseSlotRange reads one CLUSTER SLOTS entry: [start, end, [host, port, …], …].
+func parseSlotRange(r rueidis.RedisMessage) (start, end int64, addr string, ok bool) {
+	fields, err := r.ToArray()
+	if err != nil || len(fields) < 3 {
+		return 0, 0, "", false
+	}
+	start, _ = fields[0].AsInt64()
+	end, _ = fields[1].AsInt64()
+	master, err := fields[2].ToArray()
+	if err != nil || len(master) < 2 {
+		return 0, 0, "", false
+	}
+	host, _ := master[0].ToString()
+	port, _ := master[1].AsInt64()
+	return start, end, net.JoinHostPort(host, strconv.FormatInt(port, 10)), true
 }

@@ -172,6 +172,7 @@ func (s *Session) transportError(ctx context.Context, op string, err error) *Err
 	class := ClassifyTransport(err)
 	if !cancelledByCaller(ctx, err) {
 		s.pool.retire(s)
+		s.pool.markSlotsStale()
 	}
 	if class == NotSubmitted {
 		err = errors.Join(ErrSessionRetired, err)

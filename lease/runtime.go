@@ -85,6 +85,9 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 		if s := l.carrierOf(ev.op); s != nil {
 			l.node = s.Node() // after a cluster redirect, renew where the key now lives
 		}
+		if ev.outcome == sm.OutcomeNotSubmitted {
+			l.node = "" // the node may be gone (failover): route the next renewal by key
+		}
 		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
 			Unfenced: ev.unfenced, Now: now}, true
 	case eventFence:
@@ -127,8 +130,11 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 	case sm.EffectSendRenew, sm.EffectSendRelease:
 		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
 		switch {
-		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
+		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.node != "":
 			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route})
+		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
+			l.m.inflight.add() // no known node: routed by key, on its own
+			go l.runJob(context.Background(), j)
 		case e.Caller == self:
 			return j
 		default:
@@ -285,9 +291,12 @@ func (l *Lock) cleanup(setOn *conn.Session) {
 	}
 }
 
-// outcomeOf classifies a command's answer for the handle. A command refused
-// because this Locks was closed did not run, but no retry can succeed: it
-// counts as a definite failure, so a keep-alive ends at once.
+// outcomeOf classifies a command's answer for the handle. A reply proving
+// the command did not run and that a later attempt may succeed counts as
+// not submitted (a keep-alive retries it while the deadline lasts; a
+// release restores Held). A command refused because this Locks was closed
+// did not run either, but no retry can succeed: it counts as a definite
+// failure, so a keep-alive ends at once.
 func outcomeOf(ok bool, err error) sm.Outcome {
 	if err == nil {
 		if ok {
@@ -299,6 +308,8 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 	switch {
 	case errors.As(err, &permErr):
 		return sm.OutcomeDefinite
+	case errors.Is(err, conn.ErrDidNotRun):
+		return sm.OutcomeNotSubmitted // CLUSTERDOWN, TRYAGAIN, READONLY…: nothing ran, a retry may succeed
 	case conn.ClassOf(err) == conn.Definite:
 		return sm.OutcomeDefinite
 	case conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrPoolClosed):

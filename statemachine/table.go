@@ -40,7 +40,7 @@ var Graph = []Edge{
 	edge(EventRenewalDue, Recovering, "The retry timer of a recovery renewal that was not submitted fired: the recovery renewal is sent again once no fence or renewal is in flight.", Recovering),
 	edge(EventRenewed, Held, "A renewal replied OK: Duration and the renewal's send timestamp are published and the keep-alive is rescheduled.", Held),
 	edge(EventRenewed, Releasing, "A renewal that was in flight when the release started replied OK: the new Duration is published; the release goes on.", Releasing),
-	edge(EventRenewalRetry, Held, "A keep-alive renewal provably did not run (not submitted): nothing changed on the server, so it is sent again after a short delay while the lease deadline lasts; the deadline watch, not the error, guards safety.", Held),
+	edge(EventRenewalRetry, Held, "A keep-alive renewal provably did not run (not submitted, or a reply such as CLUSTERDOWN, TRYAGAIN, READONLY, LOADING that proves it did not run): nothing changed on the server, so it is sent again after a short delay while the lease deadline lasts; the deadline watch, not the error, guards safety.", Held),
 	edge(EventRenewalRetry, Releasing, "A keep-alive renewal in flight when the release started provably did not run: nothing is re-sent; the release outcome decides.", Releasing),
 	edge(EventRenewalRetry, Recovering, "The recovery renewal provably did not run: it is sent again after a short delay while the lease deadline lasts.", Recovering),
 	edge(EventResetRejected, Held, "A manual reset got a definite server error or was not submitted: the error goes to its caller, state unchanged.", Held),
