@@ -35,6 +35,14 @@ type fenceCall struct {
 // *Error. It blocks until the reply, at most until ctx ends. Safe for
 // concurrent use.
 func (p *Pool) Fence(ctx context.Context, s *Session) error {
+	if s.demoted.Load() || (p.sentinel && !p.IsPrimary(s.node)) {
+		// Nothing s still carries can reach the primary's data: its server is
+		// not the primary any more (and is not among the client's nodes to
+		// send a kill to); Sentinel kills its clients when it reconfigures it.
+		s.demoted.Store(true)
+		p.retire(s)
+		return nil
+	}
 	id, ok := s.Identity()
 	if !ok {
 		p.retire(s)

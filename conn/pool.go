@@ -17,8 +17,9 @@ const maxRedirects = 5
 // concurrent use. Create it with NewPool (the zero value is not usable) and
 // Close it when done; it never closes the rueidis client it was given.
 type Pool struct {
-	client  rueidis.Client
-	cluster bool
+	client   rueidis.Client
+	cluster  bool
+	sentinel bool // the primary may change under us: replies are checked (see checkPrimary)
 
 	mu       sync.Mutex
 	sessions map[string]*Session   // current session per node address
@@ -33,9 +34,12 @@ type Pool struct {
 // NewPool wraps client. It sends nothing; sessions open on first use.
 func NewPool(client rueidis.Client) *Pool {
 	p := &Pool{client: client, sessions: map[string]*Session{}, open: map[*Session]struct{}{}}
-	if client.Mode() == rueidis.ClientModeCluster {
+	switch client.Mode() {
+	case rueidis.ClientModeCluster:
 		p.cluster = true
 		p.slots = &slotMap{}
+	case rueidis.ClientModeSentinel:
+		p.sentinel = true
 	}
 	return p
 }
@@ -180,6 +184,9 @@ func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) 
 func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool, route *Route) (Result, error) {
 	for {
 		reply, redisErr, err := s.exchange(ctx, op, o.Command(), asking, route)
+		if err == nil {
+			err = s.checkPrimary(op)
+		}
 		if err != nil {
 			return Result{Session: s}, err
 		}

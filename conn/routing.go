@@ -146,10 +146,11 @@ func (p *Pool) retire(s *Session) {
 // route returns the node address key belongs to.
 func (p *Pool) route(ctx context.Context, op, key string) (string, error) {
 	if !p.cluster {
-		for node := range p.client.Nodes() {
-			return node, nil
+		node, err := p.primary()
+		if err != nil {
+			return "", &Error{Class: NotSubmitted, Op: op, Err: err}
 		}
-		return "", &Error{Class: NotSubmitted, Op: op, Err: fmt.Errorf("conn: client has no node")}
+		return node, nil
 	}
 	probe := p.client.B().Get().Key(key).Build()
 	slot := int(probe.Slot())

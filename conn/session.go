@@ -42,6 +42,7 @@ type Session struct {
 	identityErr error // why there is no identity (server reply), when !hasIdentity
 
 	retired   atomic.Bool
+	demoted   atomic.Bool // its node stopped being the primary (Sentinel): see checkPrimary
 	closeOnce sync.Once
 
 	watchOnce sync.Once

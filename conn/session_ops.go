@@ -143,6 +143,14 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	sendCtx, sent := s.sendContext(ctx)
 	replies := s.client.DoMulti(sendCtx, built...)
 	sent()
+	if err := s.checkPrimary("extend"); err != nil {
+		for i := range requests {
+			if ops[i] != nil {
+				results[i] = ExtendResult{Result{Session: s}, err}
+			}
+		}
+		return results
+	}
 	next := 0
 	for i := range requests {
 		if ops[i] == nil {

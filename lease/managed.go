@@ -100,7 +100,7 @@ func (m *managed) sessionFor(ctx context.Context, wireKey string) (*conn.Session
 		return nil, err
 	}
 	if !m.cluster {
-		if s := m.standalone.Load(); s != nil && !s.Retired() {
+		if s := m.standalone.Load(); s != nil && !s.Retired() && m.core.pool.IsPrimary(s.Node()) {
 			return s, nil
 		}
 	}

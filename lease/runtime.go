@@ -85,7 +85,7 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 		if s := l.carrierOf(ev.op); s != nil {
 			l.node = s.Node() // after a cluster redirect, renew where the key now lives
 		}
-		if ev.outcome == sm.OutcomeNotSubmitted {
+		if s := l.carrierOf(ev.op); ev.outcome == sm.OutcomeNotSubmitted || (s != nil && s.Demoted()) {
 			l.node = "" // the node may be gone (failover): route the next renewal by key
 		}
 		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
