@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/internal/realserver"
 )
 
 // realCluster70 returns the addresses and password of the real 3-master
@@ -24,6 +26,7 @@ func realCluster70(t *testing.T) (addrs []string, password string) {
 // on 7.0), read back and released, and another client sees exactly that.
 func TestRawTokenAPIRoutesEveryKeyToItsPrimaryOnARealCluster(t *testing.T) {
 	addrs, password := realCluster70(t)
+	realserver.Lock(t, strings.Join(addrs, ",")) // failover tests use the cluster too
 	locks := newLocks(t, newClient(t, addrs, "", password, true), WithKeyPrefix(fmt.Sprintf("realcluster:%d:", time.Now().UnixNano())))
 	observer := newClient(t, addrs, "", password, true)
 	ctx := ctxT(t)
