@@ -105,4 +105,4 @@ func seqOf(log []sim.Entry, match func(sim.Entry) bool) int64 {
 
 // estimateOf is the RemainingEstimate of a lease of ttl just confirmed:
 // ttl less the default drift margin.
-func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift.Of(ttl) }
+func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift().Of(ttl) }

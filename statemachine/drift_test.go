@@ -10,7 +10,7 @@ func TestTheLeaseDeadlineIsEarlierThanTheServersByTheDriftMargin(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	sent := d.now
-	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: 10 * time.Second, KeepAlive: true, Drift: DefaultDrift})
+	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: 10 * time.Second, KeepAlive: true, Drift: DefaultDrift()})
 	eff = d.done(find(t, eff, EffectSendAcquire).Op, OutcomeOK, nil)
 	want := sent + 10*time.Second - (2*time.Millisecond + 100*time.Millisecond)
 	if deadline, _ := d.h.LeaseDeadline(); deadline != want {
@@ -27,8 +27,8 @@ func TestDriftOfDoesNotOverflow(t *testing.T) {
 		duration time.Duration
 		want     time.Duration
 	}{
-		{DefaultDrift, time.Second, 12 * time.Millisecond},
-		{DefaultDrift, 0, 2 * time.Millisecond},
+		{DefaultDrift(), time.Second, 12 * time.Millisecond},
+		{DefaultDrift(), 0, 2 * time.Millisecond},
 		{Drift{PPM: 1_000_000}, math.MaxInt64, math.MaxInt64},
 		{Drift{PPM: 10_000}, math.MaxInt64, math.MaxInt64 / 100},
 	} {

@@ -7,9 +7,9 @@
 // Input carries Now, a monotonic time.Duration since an arbitrary origin. The production
 // actor and the deterministic simulator drive the same Handle.
 //
-// The state graph is defined once, in [Graph]; looplab/fsm validates it at init and renders
+// The state graph is defined once (see [Graph]); looplab/fsm validates it at init and renders
 // docs/states.md. Each Handle stores only a small State; the legal next state comes from an
-// immutable [NumStates][NumEvents] table built from [Graph] at init.
+// immutable [NumStates][NumEvents] table built from the graph at init.
 //
 // # Driving a Handle
 //

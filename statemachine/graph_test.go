@@ -31,7 +31,7 @@ func TestGraphEveryStateReachableAndNamed(t *testing.T) {
 	seen := map[State]bool{Acquiring: true}
 	for changed := true; changed; {
 		changed = false
-		for _, ed := range Graph {
+		for _, ed := range Graph() {
 			for _, from := range ed.From {
 				if seen[from] && !seen[ed.To] {
 					seen[ed.To], changed = true, true
@@ -43,12 +43,12 @@ func TestGraphEveryStateReachableAndNamed(t *testing.T) {
 		if !seen[s] {
 			t.Errorf("state %s unreachable from Acquiring", s)
 		}
-		if StateDocs[s] == "" {
+		if StateDoc(s) == "" {
 			t.Errorf("state %s has no doc sentence", s)
 		}
 	}
 	used := map[Event]bool{}
-	for _, ed := range Graph {
+	for _, ed := range Graph() {
 		used[ed.Event] = true
 		if ed.Doc == "" {
 			t.Errorf("edge %v -%s-> has no doc sentence", ed.From, ed.Event)
@@ -62,7 +62,7 @@ func TestGraphEveryStateReachableAndNamed(t *testing.T) {
 }
 
 func TestTerminalStatesHaveNoExit(t *testing.T) {
-	for _, ed := range Graph {
+	for _, ed := range Graph() {
 		for _, from := range ed.From {
 			if from.Terminal() && ed.To != from {
 				t.Errorf("terminal %s leaves to %s on %s", from, ed.To, ed.Event)
@@ -74,7 +74,7 @@ func TestTerminalStatesHaveNoExit(t *testing.T) {
 // TestDocsStatesMdMatchesGraph fails when docs/states.md drifts from the code. Regenerate
 // with `go generate ./statemachine` or `go test ./statemachine -run Docs -update`.
 func TestDocsStatesMdMatchesGraph(t *testing.T) {
-	want, err := Markdown()
+	want, err := Markdown(".")
 	if err != nil {
 		t.Fatal(err)
 	}

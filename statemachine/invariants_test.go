@@ -119,7 +119,7 @@ func TestPropertyRandomInputsKeepInvariantsAndWalkEveryEdge(t *testing.T) {
 		x.drain()
 	}
 	pairs := 0
-	for _, ed := range Graph {
+	for _, ed := range Graph() {
 		for _, from := range ed.From {
 			pairs++
 			if !seen[[2]uint8{uint8(from), uint8(ed.Event)}] {

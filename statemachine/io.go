@@ -80,7 +80,7 @@ type Drift struct {
 }
 
 // DefaultDrift is Redlock's choice: 1% of the lease plus 2 ms.
-var DefaultDrift = Drift{PPM: 10_000, Floor: 2 * time.Millisecond}
+func DefaultDrift() Drift { return Drift{PPM: 10_000, Floor: 2 * time.Millisecond} }
 
 // Of returns the margin for a lease of duration d: Floor + d·PPM/10⁶, computed without
 // overflow for any duration up to the maximum time.Duration. It is pure.

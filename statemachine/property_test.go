@@ -63,7 +63,7 @@ func (x *explorer) nextInput() Input {
 	if s == Acquiring && len(x.inFlight) == 0 && x.caller == 0 {
 		var drift Drift
 		if x.rng.IntN(2) == 0 {
-			drift = DefaultDrift
+			drift = DefaultDrift()
 		}
 		return Input{Kind: InputAcquire, Caller: x.newCaller(), TTL: x.ttl(), KeepAlive: x.calm || x.rng.IntN(2) == 0, Drift: drift}
 	}

@@ -21,9 +21,9 @@ func edge(e Event, to State, doc string, from ...State) Edge {
 	return Edge{Event: e, From: from, To: to, Doc: doc}
 }
 
-// Graph is the single definition of the handle's state graph. Step may only move a handle
-// along these edges; any other (state, event) pair panics. Do not modify it.
-var Graph = []Edge{
+// graph is the single definition of the handle's state graph. Step may only move a handle
+// along these edges; any other (state, event) pair panics. Graph returns a copy.
+var graph = []Edge{
 	edge(EventAcquired, Held, "The SET NX PX replied OK: the handle owns the lease from the timestamp taken before the send.", Acquiring),
 	edge(EventContended, NotAcquired, "The SET NX PX replied nil: another owner holds the key; nothing else is sent.", Acquiring),
 	edge(EventAcquireFailed, Abandoned, "The SET was provably not submitted or got a definite server error: nothing was written, no cleanup.", Acquiring),
@@ -92,8 +92,26 @@ var Graph = []Edge{
 	edge(EventCallerCancelled, Lost, "A releaser waiting for a delete still in flight after the loss gave up: it is answered; the delete goes on.", Lost),
 }
 
-// StateDocs holds the sentence docs/states.md prints for each state.
-var StateDocs = [NumStates]string{
+// Graph returns the state graph: every edge Step may follow (a fresh copy, safe to modify).
+func Graph() []Edge {
+	out := make([]Edge, len(graph))
+	for i, ed := range graph {
+		out[i] = ed
+		out[i].From = append([]State(nil), ed.From...)
+	}
+	return out
+}
+
+// StateDoc returns the sentence docs/states.md prints for state s.
+func StateDoc(s State) string {
+	if s < NumStates {
+		return stateDocs[s]
+	}
+	return ""
+}
+
+// stateDocs holds the sentence docs/states.md prints for each state.
+var stateDocs = [NumStates]string{
 	Acquiring:   "The SET NX PX is being sent; the handle is not yet visible to the caller.",
 	Held:        "The handle believes it owns the lease; RemainingEstimate counts down from the last confirmed send timestamp.",
 	Releasing:   "One shared compare-and-delete is in flight; renewals are not sent and joiners wait for its outcome.",
@@ -117,7 +135,7 @@ func buildNextState() (table [NumStates][NumEvents]State) {
 			table[s][e] = invalidState
 		}
 	}
-	for _, ed := range Graph {
+	for _, ed := range graph {
 		for _, from := range ed.From {
 			if table[from][ed.Event] != invalidState {
 				panic(fmt.Sprintf("statemachine: duplicate edge %s -%s->", from, ed.Event))
@@ -140,10 +158,14 @@ func Next(s State, e Event) (State, bool) {
 	return to, to != invalidState
 }
 
-// Events returns Graph as a looplab/fsm table (one EventDesc per edge).
+// Events returns the graph as a looplab/fsm table (one EventDesc per edge).
 func Events() fsm.Events {
-	events := make(fsm.Events, 0, len(Graph))
-	for _, ed := range Graph {
+	return eventsOf(graph)
+}
+
+func eventsOf(edges []Edge) fsm.Events {
+	events := make(fsm.Events, 0, len(edges))
+	for _, ed := range edges {
 		src := make([]string, len(ed.From))
 		for i, s := range ed.From {
 			src[i] = s.String()
@@ -153,7 +175,7 @@ func Events() fsm.Events {
 	return events
 }
 
-// NewFSM returns a fresh looplab FSM for Graph, starting at initial, without callbacks. It
+// NewFSM returns a fresh looplab FSM for the graph, starting at initial, without callbacks. It
 // is for validation, visualisation and tests; handles never hold one.
 func NewFSM(initial State) *fsm.FSM {
 	return fsm.NewFSM(initial.String(), Events(), nil)

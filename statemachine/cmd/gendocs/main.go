@@ -1,6 +1,6 @@
 // Command gendocs writes docs/states.md from the statemachine graph.
 //
-// Usage: go run ./statemachine/cmd/gendocs [-o docs/states.md]
+// Usage: go run ./statemachine/cmd/gendocs [-o docs/states.md] [-src statemachine]
 package main
 
 import (
@@ -13,8 +13,9 @@ import (
 
 func main() {
 	out := flag.String("o", "docs/states.md", "file to write")
+	src := flag.String("src", ".", "the statemachine package's source directory")
 	flag.Parse()
-	text, err := statemachine.Markdown()
+	text, err := statemachine.Markdown(*src)
 	if err != nil {
 		log.Fatal(err)
 	}
