@@ -129,7 +129,7 @@ func TestClusterFailoverToAnotherVersionStartsFresh(t *testing.T) {
 	if err := c.Failover(0, sim.Redis70); err != nil {
 		t.Fatal(err)
 	}
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	c.Node(0).ResetLog()
 	c.Node(1).ResetLog()
 	clusterSet(t, c, 0, key0, "tok")

@@ -40,7 +40,7 @@ func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
 			if !s.Retired() {
 				t.Fatal("fenced session not retired")
 			}
-			pingBeforeEveryCommand(t)
+			pingBeforeEveryCommand(t, p)
 			if fresh, err := p.SessionFor(ctx, s.Node()); err != nil || fresh == s {
 				t.Fatalf("SessionFor after fence = %v, %v; want a new session", fresh == s, err)
 			}

@@ -83,10 +83,9 @@ func mustSet(t *testing.T, srv *sim.Server, key, value string) {
 // pingBeforeEveryCommand lowers the idle threshold to zero for the rest of
 // the test, so the next command on a session the server closed finds it dead
 // with its PING (the rule of checkIdle) without waiting out DefaultIdleCheck.
-func pingBeforeEveryCommand(t *testing.T) {
+func pingBeforeEveryCommand(t *testing.T, p *Pool) {
 	t.Helper()
-	old := SetIdleCheck(0)
-	t.Cleanup(func() { SetIdleCheck(old) })
+	p.SetIdleCheck(0)
 }
 
 func mustRelease(t *testing.T, p *Pool, key, token string) Result {

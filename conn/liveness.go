@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -13,22 +12,15 @@ import (
 // next lock command on it is preceded by a PING.
 const DefaultIdleCheck = time.Second
 
-var (
-	idleCheck = func() *atomic.Int64 {
-		var d atomic.Int64
-		d.Store(int64(DefaultIdleCheck))
-		return &d
-	}()
-	monoEpoch = time.Now() // reference for monotonic reply times
-)
+var monoEpoch = time.Now() // reference for monotonic reply times
 
-// SetIdleCheck sets how long a session may stay without a reply before the
-// next command on it is preceded by a liveness PING, and returns the previous
-// value. It is safe for concurrent use and takes effect for the next command;
-// zero or less pings before every command (tests use that to check the rule
-// without waiting). The default is DefaultIdleCheck.
-func SetIdleCheck(d time.Duration) time.Duration {
-	return time.Duration(idleCheck.Swap(int64(d)))
+// SetIdleCheck sets how long a session of this pool may stay without a
+// reply before the next command on it is preceded by a liveness PING, and
+// returns the previous value. It is safe for concurrent use and takes effect
+// for the next command; zero or less pings before every command. The
+// default is DefaultIdleCheck.
+func (p *Pool) SetIdleCheck(d time.Duration) time.Duration {
+	return time.Duration(p.idleCheck.Swap(int64(d)))
 }
 
 func monoNow() int64 { return int64(time.Since(monoEpoch)) }
@@ -62,7 +54,7 @@ func (s *Session) touch() {
 // conservative, never unsafe. Busy sessions skip the PING and keep rueidis'
 // synchronous path. It blocks for the PING's round trip, until ctx ends.
 func (s *Session) checkIdle(ctx context.Context) error {
-	if monoNow()-s.lastReply.Load() <= idleCheck.Load() {
+	if monoNow()-s.lastReply.Load() <= s.pool.idleCheck.Load() {
 		return nil
 	}
 	sendCtx, sent := s.sendContext(ctx)

@@ -29,7 +29,7 @@ func TestASessionIdlePastTheThresholdIsCheckedWithPingBeforeALockCommandADeadOne
 	mustSet(t, srv, "k", "tok")
 	old := mustRelease(t, p, "k", "tok").Session
 	oldID, _ := old.Identity()
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	if !srv.KillClient(oldID.ID) {
 		t.Fatal("KillClient found no such client")
 	}
@@ -55,8 +55,7 @@ func TestASessionIdlePastTheThresholdIsCheckedWithPingBeforeALockCommandADeadOne
 func TestABusySessionSendsNoPing(t *testing.T) {
 	srv := startSim(t, sim.Redis84)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
-	old := SetIdleCheck(time.Hour)
-	t.Cleanup(func() { SetIdleCheck(old) })
+	p.SetIdleCheck(time.Hour)
 	for range 3 {
 		mustSet(t, srv, "k", "tok")
 		mustRelease(t, p, "k", "tok")
@@ -76,7 +75,7 @@ func TestAPingDeniedByACLCountsAsAlive(t *testing.T) {
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	mustSet(t, srv, "k", "tok")
 	first := mustRelease(t, p, "k", "tok").Session
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
 	again := mustRelease(t, p, "k", "tok").Session
@@ -98,7 +97,7 @@ func TestExtendManyOnADeadIdleSessionIsNotSubmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := s.Identity()
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	srv.KillClient(id.ID)
 	for _, r := range s.ExtendMany(ctx, []ExtendRequest{{Key: "a", Token: "tok", TTLMillis: 1000}, {Key: "b", Token: "tok", TTLMillis: 1000}}) {
 		if !errors.Is(r.Err, ErrNotSubmitted) || !errors.Is(r.Err, ErrSessionRetired) {
@@ -115,8 +114,7 @@ func TestExtendManyOnADeadIdleSessionIsNotSubmitted(t *testing.T) {
 func TestABusySessionInBackgroundModeIsFoundDeadBeforeTheNextCommand(t *testing.T) {
 	srv := startSim(t, sim.Redis84)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
-	old := SetIdleCheck(time.Hour)
-	t.Cleanup(func() { SetIdleCheck(old) })
+	p.SetIdleCheck(time.Hour)
 	ctx, cancel := context.WithCancel(ctxT(t)) // cancellable: background mode, watched socket
 	defer cancel()
 	mustSet(t, srv, "k", "tok")

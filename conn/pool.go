@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
 	"golang.org/x/sync/singleflight"
@@ -21,6 +22,8 @@ type Pool struct {
 	cluster  bool
 	sentinel bool // the primary may change under us: replies are checked (see checkPrimary)
 
+	idleCheck atomic.Int64 // see SetIdleCheck
+
 	mu       sync.Mutex
 	sessions map[string]*Session   // current session per node address
 	open     map[*Session]struct{} // every session not yet retired
@@ -34,6 +37,7 @@ type Pool struct {
 // NewPool wraps client. It sends nothing; sessions open on first use.
 func NewPool(client rueidis.Client) *Pool {
 	p := &Pool{client: client, sessions: map[string]*Session{}, open: map[*Session]struct{}{}}
+	p.idleCheck.Store(int64(DefaultIdleCheck))
 	switch client.Mode() {
 	case rueidis.ClientModeCluster:
 		p.cluster = true

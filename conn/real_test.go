@@ -53,7 +53,7 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if err := p.Fence(ctx, s); err != nil {
 		t.Fatalf("Fence = %v", err)
 	}
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	res, err := p.Release(ctx, "conn-real", "tok")
 	if err != nil || !res.Owned || res.Session == s {
 		t.Fatalf("Release after fence = %+v, %v; want owned on a new session", res, err)
@@ -81,7 +81,7 @@ func TestRealRedis70PingDeniedByACLCountsAsAlive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Release = %v", err)
 	}
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	again, err := p.Release(ctx, "conn-real-noping", "tok")
 	if err != nil || again.Session != first.Session || first.Session.Dead() {
 		t.Fatalf("Release after a denied PING = %+v, %v; want the same live session", again, err)

@@ -115,7 +115,7 @@ func TestSessionRetiredAndReopenedEmptyAfterConnectionKill(t *testing.T) {
 	if !srv.KillClient(id.ID) {
 		t.Fatal("KillClient found no such client")
 	}
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
 	fresh := mustRelease(t, p, "k", "tok").Session
@@ -140,7 +140,7 @@ func TestSessionRetiredAndReopenedEmptyAfterFailover(t *testing.T) {
 	if err := srv.Failover(sim.Redis84); err != nil {
 		t.Fatal(err)
 	}
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
 	fresh := mustRelease(t, p, "k", "tok").Session
@@ -162,7 +162,7 @@ func TestCommandOnKilledSessionIsNotSubmittedOrUncertainNeverReplayed(t *testing
 	}
 	id, _ := s.Identity()
 	srv.KillClient(id.ID)
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	_, err = s.Release(ctx, "k", "tok")
 	if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrSessionRetired) {
 		t.Fatalf("Release on a dead session = %v; want not submitted (retired)", err)
@@ -182,7 +182,7 @@ func TestDialFailureIsNotSubmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
-	pingBeforeEveryCommand(t)
+	pingBeforeEveryCommand(t, p)
 	_, err = p.Release(ctxT(t), "k", "tok")
 	if !errors.Is(err, ErrNotSubmitted) || errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("Release with the server gone = %v; want not submitted", err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -250,8 +249,7 @@ func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
 	if !ok || !srv.KillClient(id.ID) {
 		t.Fatalf("cannot kill the session (identity %v)", ok)
 	}
-	old := conn.SetIdleCheck(0)
-	t.Cleanup(func() { conn.SetIdleCheck(old) })
+	lock.m.core.pool.SetIdleCheck(0)
 }
 
 func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {

@@ -96,10 +96,13 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if !o.driftSet {
-		o.drift = sm.DefaultDrift
+		o.drift = sm.DefaultDrift()
 	}
 	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
 		drift: o.drift}
+	if o.idleCheckSet {
+		c.pool.SetIdleCheck(o.idleCheck)
+	}
 	return &Locks{core: c, prefix: o.keyPrefix}, nil
 }
 

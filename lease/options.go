@@ -18,6 +18,8 @@ type options struct {
 	commandTimeout time.Duration
 	drift          sm.Drift
 	driftSet       bool
+	idleCheck      time.Duration
+	idleCheckSet   bool
 }
 
 // WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
@@ -76,3 +78,24 @@ const (
 	DefaultDriftFraction = 0.01
 	DefaultDriftFloor    = 2 * time.Millisecond
 )
+
+// WithIdleCheck sets how long a session (the pinned connection of one node)
+// may stay without a reply before the next lock command on it is first
+// preceded by a PING, which finds a socket the server closed while it was
+// idle (a timeout, CLIENT KILL, a failover) before anything of the lock is
+// written to it; the command then goes to a fresh session. Default 1s
+// (DefaultIdleCheck). Zero pings before every command on a session that is
+// not busy; negative is rejected with ErrInvalidOption. Busy sessions never
+// ping.
+func WithIdleCheck(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: negative idle check %v", ErrInvalidOption, d)
+		}
+		o.idleCheck, o.idleCheckSet = d, true
+		return nil
+	}
+}
+
+// DefaultIdleCheck is WithIdleCheck's default.
+const DefaultIdleCheck = time.Second
