@@ -165,33 +165,50 @@ type FencedResult struct {
 // whose cause wraps ErrMalformedFencingToken: the lease may exist and the
 // caller must release it by token).
 func AcquireFenced(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis int64) (FencedResult, error) {
-	const op = "fenced-acquire"
-	if err := ctx.Err(); err != nil {
-		return FencedResult{}, &Error{Class: NotSubmitted, Op: op, Err: err}
-	}
-	if client.Mode() == rueidis.ClientModeCluster && slotOf(client, leaseKey) != slotOf(client, counterKey) {
-		return FencedResult{}, &Error{Class: NotSubmitted, Op: op, Err: ErrCrossSlot}
+	if err := checkFenced(ctx, client, leaseKey, counterKey); err != nil {
+		return FencedResult{}, err
 	}
 	f := NewFencedAcquire(leaseKey, counterKey, token, ttlMillis)
 	for {
 		result := client.Do(ctx, buildFenced(client.B(), f.Command()))
 		if err := result.NonRedisError(); err != nil {
-			return FencedResult{}, &Error{Class: ClassifyTransport(err), Op: op, Err: err}
+			return FencedResult{}, &Error{Class: ClassifyTransport(err), Op: fencedOp, Err: err}
 		}
 		reply, redisErr := toReply(result)
 		out := f.Interpret(reply)
-		switch {
-		case !out.Done:
+		if !out.Done {
 			continue
-		case out.Err != nil:
-			return FencedResult{}, definite(op, "", nil, out.Err, redisErr)
-		case out.Malformed != nil:
-			return FencedResult{}, &Error{Class: Definite, Op: op, Code: "PROTOCOL", Err: out.Malformed}
-		case out.Redirect != nil: // rueidis follows redirects itself; seen only if it gave up
-			return FencedResult{}, &Error{Class: Definite, Op: op, Code: "MOVED", Redirect: out.Redirect, Err: redisErr}
 		}
-		return FencedResult{Acquired: out.Acquired, FencingToken: out.FencingToken}, nil
+		return finishFenced(out, redisErr)
 	}
+}
+
+const fencedOp = "fenced-acquire"
+
+// checkFenced refuses, before anything is sent, a fenced acquisition whose
+// ctx is already done or whose keys hash to different cluster slots.
+func checkFenced(ctx context.Context, client rueidis.Client, leaseKey, counterKey string) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Class: NotSubmitted, Op: fencedOp, Err: err}
+	}
+	if client.Mode() == rueidis.ClientModeCluster && slotOf(client, leaseKey) != slotOf(client, counterKey) {
+		return &Error{Class: NotSubmitted, Op: fencedOp, Err: ErrCrossSlot}
+	}
+	return nil
+}
+
+// finishFenced turns the final outcome of a fenced acquisition into its
+// result or *Error (redisErr is the transport's error reply, if any).
+func finishFenced(out FencedOutcome, redisErr error) (FencedResult, error) {
+	switch {
+	case out.Err != nil:
+		return FencedResult{}, definite(fencedOp, "", nil, out.Err, redisErr)
+	case out.Malformed != nil:
+		return FencedResult{}, &Error{Class: Definite, Op: fencedOp, Code: "PROTOCOL", Err: out.Malformed}
+	case out.Redirect != nil: // rueidis follows redirects itself; seen only if it gave up (or on a dedicated client)
+		return FencedResult{}, &Error{Class: Definite, Op: fencedOp, Code: "MOVED", Redirect: out.Redirect, Err: redisErr}
+	}
+	return FencedResult{Acquired: out.Acquired, FencingToken: out.FencingToken}, nil
 }
 
 // buildFenced marks both keys of the fenced command as keys.

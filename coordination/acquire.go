@@ -13,10 +13,8 @@ import (
 // when another owner holds the lease (the only case worth polling again).
 func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, contended bool, err error) {
 	owner := lease.NewToken()
-	prefix := c.locks.KeyPrefix()
 	sentAt := time.Now() // before the send: the estimate never outlives the server's lease
-	res, err := c.acquire(ctx, c.client, prefix+r.key, prefix+r.counterKey,
-		string(owner.Bytes()), r.ttl.Milliseconds())
+	res, err := c.runScript(ctx, r, owner)
 	if c.afterScript != nil {
 		c.afterScript()
 	}
@@ -31,6 +29,8 @@ func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, 
 		return Attempt{}, false, err
 	case !res.Acquired:
 		return Attempt{}, true, nil
+	case r.opts.replicas > 0 && (res.WaitErr != nil || res.Acknowledged < int64(r.opts.replicas)):
+		return Attempt{}, false, c.notReplicated(ctx, r, owner, res)
 	}
 	if ctx.Err() != nil { // F6: the caller is gone; nobody will use this lease
 		c.releaseInBackground(ctx, r.key, owner)
@@ -43,17 +43,44 @@ func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, 
 	return Attempt{lock: newFencedLock(c.locks, r, owner, res.FencingToken, sentAt)}, false, nil
 }
 
+// runScript sends the acquisition script, followed by WAIT on the same
+// connection when WithReplicas asked for it.
+func (c *Coordinator) runScript(ctx context.Context, r request, owner lease.Token) (conn.ReplicatedFencedResult, error) {
+	prefix := c.locks.KeyPrefix()
+	leaseKey, counterKey, token := prefix+r.key, prefix+r.counterKey, string(owner.Bytes())
+	if r.opts.replicas == 0 {
+		res, err := c.acquire(ctx, c.client, leaseKey, counterKey, token, r.ttl.Milliseconds())
+		return conn.ReplicatedFencedResult{FencedResult: res}, err
+	}
+	return c.acquireReplicated(ctx, c.client, leaseKey, counterKey, token, r.ttl.Milliseconds(),
+		int64(r.opts.replicas), r.opts.replicaTimeout.Milliseconds())
+}
+
+// notReplicated releases a lease whose increment WAIT did not confirm and
+// returns the error that says so. The script's reply is in, so the delete
+// cannot overtake it.
+func (c *Coordinator) notReplicated(ctx context.Context, r request, owner lease.Token, res conn.ReplicatedFencedResult) error {
+	released, _ := c.releaseNow(ctx, r.key, owner)
+	e := &NotReplicatedError{Key: r.key, Required: r.opts.replicas, Timeout: r.opts.replicaTimeout,
+		Acknowledged: int(res.Acknowledged), Released: released, Err: res.WaitErr}
+	if res.WaitErr != nil {
+		e.Acknowledged = -1
+	}
+	return e
+}
+
 // cleanupContext is a context that outlives the caller's cancellation but
 // keeps its values, bounded to cleanupTimeout.
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
-// releaseNow deletes the lease if it still holds owner, best effort.
-func (c *Coordinator) releaseNow(ctx context.Context, key string, owner lease.Token) {
+// releaseNow deletes the lease if it still holds owner, best effort, and
+// reports whether it did.
+func (c *Coordinator) releaseNow(ctx context.Context, key string, owner lease.Token) (bool, error) {
 	cleanup, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, _ = c.locks.Release(cleanup, key, owner)
+	return c.locks.Release(cleanup, key, owner)
 }
 
 // releaseInBackground is releaseNow without delaying the caller; Close

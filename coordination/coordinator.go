@@ -45,11 +45,14 @@ type Coordinator struct {
 	cleanups sync.WaitGroup // background releases of unreturned leases
 
 	// Seams for tests: acquire runs the script (conn.AcquireFenced),
-	// afterScript (nil in production) runs once its reply has been parsed,
-	// since measures elapsed local time (time.Since).
-	acquire     func(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis int64) (conn.FencedResult, error)
-	afterScript func()
-	since       func(time.Time) time.Duration
+	// acquireReplicated runs it followed by WAIT
+	// (conn.AcquireFencedReplicated), afterScript (nil in production) runs
+	// once its reply has been parsed, since measures elapsed local time
+	// (time.Since).
+	acquire           func(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis int64) (conn.FencedResult, error)
+	acquireReplicated func(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis, replicas, waitMillis int64) (conn.ReplicatedFencedResult, error)
+	afterScript       func()
+	since             func(time.Time) time.Duration
 }
 
 // New returns a Coordinator that acquires with client and renews, verifies
@@ -63,7 +66,8 @@ func New(client rueidis.Client, locks *lease.Locks) (*Coordinator, error) {
 	if locks == nil {
 		return nil, ErrNilLocks
 	}
-	return &Coordinator{client: client, locks: locks, acquire: conn.AcquireFenced, since: time.Since}, nil
+	return &Coordinator{client: client, locks: locks, acquire: conn.AcquireFenced,
+		acquireReplicated: conn.AcquireFencedReplicated, since: time.Since}, nil
 }
 
 // Close makes later acquisitions fail with ErrClosed and blocks until the
@@ -85,6 +89,8 @@ type AcquireOption func(*acquireOptions) error
 
 type acquireOptions struct {
 	wait, retryEvery time.Duration
+	replicas         int           // WithReplicas' n; 0: no WAIT
+	replicaTimeout   time.Duration // WithReplicas' timeout, rounded up to whole ms
 }
 
 // DefaultRetryEvery is the polling period of WithWait unless WithRetryEvery
@@ -175,7 +181,11 @@ func roundUpMillis(ttl time.Duration) time.Duration {
 // and ctx's cause is returned. If the local estimate had already run out
 // when the reply arrived, the lease is released and the attempt is not
 // acquired. A malformed reply releases the lease and returns an error
-// matching ErrMalformedFencingToken. Once acquired, ctx no longer matters.
+// matching ErrMalformedFencingToken. With WithReplicas, a lease whose WAIT
+// reported fewer replicas than required, or failed, is released (waiting
+// for the delete, bounded to one second) and the error is a
+// *NotReplicatedError matching ErrNotReplicated. Once acquired, ctx no
+// longer matters.
 func (c *Coordinator) TryAcquire(ctx context.Context, key, counterKey string, ttl time.Duration, opts ...AcquireOption) (Attempt, error) {
 	r, err := c.validate(ctx, key, counterKey, ttl, opts)
 	if err != nil {

@@ -21,8 +21,11 @@
 //
 // # Limitations (read before relying on the tokens)
 //
-// Tokens increase only within one retained Redis history. They are not
-// globally monotonic and this is not a consensus-backed fencing service:
+// docs/fencing.md in the repository states what a token guarantees, every
+// way the counter can go back, what WithReplicas changes and what the
+// protected resource must do. In short: tokens increase only within one
+// retained Redis history. They are not globally monotonic and this is not a
+// consensus-backed fencing service:
 //
 //   - The counter must never be deleted, reset, given a TTL or evicted. Run
 //     the deployment with a no-eviction policy (maxmemory-policy noeviction)
@@ -32,9 +35,15 @@
 //     again from 1.
 //   - Failover with asynchronous replication can lose the latest increments:
 //     the promoted replica hands out tokens that were already handed out.
+//     WithReplicas narrows this: the token is handed out only once WAIT
+//     reports that n replicas acknowledged the increment; otherwise the
+//     lease is released and the acquisition fails with ErrNotReplicated
+//     (the counter stays incremented). A failover to a replica that was not
+//     among the n, or a restart that loses memory, still rolls it back.
 //   - Restoring a backup rolls the counter back in the same way.
-//   - Gaps are normal: a contended or cancelled acquisition whose script ran
-//     spends a token, and an acquisition whose reply was lost is never
+//   - Gaps are normal: a cancelled acquisition whose script took the lease,
+//     or one refused by WithReplicas, spends a token (a contended one does
+//     not), and an acquisition whose reply was lost is never
 //     replayed (its token is spent and its lease, if created, lives until it
 //     expires or the best-effort cleanup deletes it).
 //   - VerifyStillHeld is a point-in-time check only; use the fencing token
@@ -52,7 +61,12 @@
 //
 // Acquisition runs conn.FencedAcquireScript with EVALSHA on the ordinary
 // rueidis client (EVAL only after the definite NOSCRIPT reply); an
-// uncertain outcome is never replayed. Renewal, ownership checks and release
+// uncertain outcome is never replayed. With WithReplicas it runs on a
+// dedicated connection instead, pipelined with WAIT n timeout
+// (conn.AcquireFencedReplicated): WAIT waits for the replication offset the
+// server recorded for the connection it is sent on, so it must follow the
+// script on the script's own connection. WAITAOF is not used (see
+// docs/fencing.md). Renewal, ownership checks and release
 // delegate to the raw-token API of lease.Locks (lease.Locks.ResetExpiry,
 // OwnerToken and Release) on the same key-prefixed view, so they use the
 // native commands and fallbacks of lease/ and need no CLIENT permission.

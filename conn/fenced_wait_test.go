@@ -1,0 +1,193 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+func TestWaitReplyIsACountOrAnErrorWithoutMatchingTexts(t *testing.T) {
+	for _, tc := range []struct {
+		reply Reply
+		count int64
+		class Class
+	}{
+		{Reply{Kind: ReplyInt, Int: 0}, 0, 0},
+		{Reply{Kind: ReplyInt, Int: 2}, 2, 0},
+		{Reply{Kind: ReplyInt, Int: -1}, 0, Definite},
+		{errReply("ERR any text at all"), 0, Definite},
+		{errReply("NOPERM whatever"), 0, Definite},
+		{Reply{Kind: ReplyBulk, Text: "1"}, 0, Definite},
+		{nilReply, 0, Definite},
+	} {
+		count, err := waitCount(tc.reply, nil)
+		if count != tc.count || ClassOf(err) != tc.class || (err == nil) != (tc.class == 0) {
+			t.Errorf("waitCount(%+v) = %d, %v; want %d, class %v", tc.reply, count, err, tc.count, tc.class)
+		}
+	}
+}
+
+// scriptAndWaitCommands lists the EVALSHA/EVAL/WAIT commands of log and the
+// connections that sent them.
+func scriptAndWaitCommands(log []sim.Entry) (names []string, clients map[int64]bool) {
+	clients = map[int64]bool{}
+	for _, e := range log {
+		switch name := strings.ToUpper(e.Args[0]); name {
+		case "EVALSHA", "EVAL", "WAIT":
+			names = append(names, name)
+			clients[e.ClientID] = true
+		}
+	}
+	return names, clients
+}
+
+func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testing.T) {
+	for _, p := range sim.Profiles {
+		t.Run(string(p), func(t *testing.T) {
+			srv := startSim(t, p)
+			client := newClient(t, []string{srv.Addr()}, "", simPassword)
+			res, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+			// The simulator has no replicas: WAIT answers 0.
+			if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
+				t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
+			}
+			names, clients := scriptAndWaitCommands(srv.Log())
+			if want := []string{"EVALSHA", "WAIT", "EVAL", "WAIT"}; !reflect.DeepEqual(names, want) || len(clients) != 1 {
+				t.Fatalf("commands = %q on %d connections; want %q on one", names, len(clients), want)
+			}
+			if log := srv.Log(); !reflect.DeepEqual(log[len(log)-1].Args, []string{"WAIT", "1", "50"}) {
+				t.Fatalf("last command = %q; want WAIT 1 50", log[len(log)-1].Args)
+			}
+			res, err = AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
+			if err != nil || res.Acquired || res.WaitErr != nil {
+				t.Fatalf("contended AcquireFencedReplicated = %+v, %v; want not acquired", res, err)
+			}
+		})
+	}
+}
+
+func TestReplicatedFencedAcquisitionRefusesBadWaitsBeforeSending(t *testing.T) {
+	srv := startSim(t, sim.Valkey90)
+	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	srv.ResetLog()
+	for _, tc := range [][2]int64{{0, 100}, {-1, 100}, {1, 0}, {1, -5}} {
+		_, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, tc[0], tc[1])
+		if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrInvalidWait) {
+			t.Errorf("AcquireFencedReplicated(%d replicas, %d ms) = %v; want not submitted, ErrInvalidWait", tc[0], tc[1], err)
+		}
+	}
+	if names, _ := scriptAndWaitCommands(srv.Log()); len(names) != 0 {
+		t.Fatalf("commands sent by refused calls: %q", names)
+	}
+}
+
+// In cluster mode a cross-slot pair is refused before the dedicated
+// connection is taken (rueidis would panic on a cross-slot pipeline), and a
+// hash-tagged pair runs on the primary of its slot.
+func TestReplicatedFencedAcquisitionInClusterModeBindsToTheKeysPrimary(t *testing.T) {
+	c := startCluster(t, sim.Redis70, sim.Valkey90)
+	client := newClient(t, c.Addrs(), "", simPassword)
+	_, err := AcquireFencedReplicated(ctxT(t), client, "a:lease", "b:fence", "tok", 60000, 1, 50)
+	if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrCrossSlot) {
+		t.Fatalf("AcquireFencedReplicated(cross-slot) = %v; want not submitted, ErrCrossSlot", err)
+	}
+	res, err := AcquireFencedReplicated(ctxT(t), client, "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000, 1, 50)
+	if err != nil || res.FencingToken != 1 || res.Acknowledged != 0 {
+		t.Fatalf("AcquireFencedReplicated(hash-tagged) = %+v, %v; want token 1, 0 acknowledged", res, err)
+	}
+	for i := range 2 {
+		names, clients := scriptAndWaitCommands(c.Node(i).Log())
+		if len(names) != 0 && (names[len(names)-1] != "WAIT" || len(clients) != 1) {
+			t.Fatalf("node %d saw %q on %d connections; want the script and WAIT on one", i, names, len(clients))
+		}
+	}
+}
+
+func TestReplicatedFencedAcquisitionWaitErrorReplyIsReportedNotMatched(t *testing.T) {
+	srv := startSim(t, sim.Redis70)
+	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
+	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "WAIT", Error: "ERR made up by the test"})
+	res, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Definite || !errors.Is(res.WaitErr, ErrServerReply) {
+		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with a definite WaitErr", res, err)
+	}
+}
+
+func TestReplicatedFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testing.T) {
+	srv := startSim(t, sim.Valkey90)
+	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
+	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "EVALSHA"})
+	_, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("AcquireFencedReplicated after a lost reply = %v; want ErrOutcomeUnknown", err)
+	}
+	names, _ := scriptAndWaitCommands(srv.Log())
+	if !reflect.DeepEqual(names, []string{"EVALSHA"}) || srv.Exec("GET", "{j}:fence") != "$1\r\n1\r\n" {
+		t.Fatalf("commands %q, counter %q; want one EVALSHA (never replayed), counter 1", names, srv.Exec("GET", "{j}:fence"))
+	}
+}
+
+// A connection lost while WAIT is pending, after the script's reply arrived
+// (rueidis keeps earlier replies of a pipeline in its background mode),
+// gives an acquired result with an uncertain WaitErr.
+func TestReplicatedFencedAcquisitionLostWaitAfterTheScriptIsAnUncertainWait(t *testing.T) {
+	srv := startSim(t, sim.Redis84)
+	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
+	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	srv.Inject(sim.Fault{Kind: sim.DropBeforeExec, Command: "WAIT"})
+	ctx, cancel := context.WithCancel(context.Background()) // cancellable, no deadline: background mode
+	defer cancel()
+	res, err := AcquireFencedReplicated(ctx, client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Uncertain {
+		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with an uncertain WaitErr", res, err)
+	}
+}
+
+func TestReplicatedFencedAcquisitionOnARealServerWithoutReplicasIsNotAcknowledged(t *testing.T) {
+	addr := os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
+	}
+	lockRealServer(t, addr)
+	client := newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
+	prefix := "conn-fenced-wait:" + time.Now().Format(time.RFC3339Nano) + ":"
+	lease, fence := prefix+"{j}:lease", prefix+"{j}:fence"
+	defer client.Do(context.Background(), client.B().Del().Key(lease, fence).Build())
+	start := time.Now()
+	res, err := AcquireFencedReplicated(ctxT(t), client, lease, fence, "a", 60000, 1, 200)
+	if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
+		t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
+	}
+	if elapsed := time.Since(start); elapsed < 190*time.Millisecond {
+		t.Fatalf("WAIT 1 200 answered after %v; want it to wait its timeout", elapsed)
+	}
+}
+
+// A slot that moved after rueidis read the slot map answers MOVED on the
+// dedicated connection, which rueidis does not follow there: a definite
+// error that proves nothing ran (ErrDidNotRun), so a later try is safe.
+func TestReplicatedFencedAcquisitionMovedSlotIsDefiniteAndDidNotRun(t *testing.T) {
+	c := startCluster(t, sim.Redis70, sim.Valkey90)
+	client := newClient(t, c.Addrs(), "", simPassword)
+	key, fence := "{invoice:7}:lease", "{invoice:7}:fence"
+	if _, err := AcquireFenced(ctxT(t), client, "{invoice:7}:warm", fence, "w", 60000); err != nil {
+		t.Fatal(err) // rueidis has read the slot map
+	}
+	from := c.NodeFor(key)
+	c.MoveSlot(sim.Slot(key), 1-from)
+	_, err := AcquireFencedReplicated(ctxT(t), client, key, fence, "tok", 60000, 1, 50)
+	if ClassOf(err) != Definite || !errors.Is(err, ErrDidNotRun) {
+		t.Fatalf("AcquireFencedReplicated after a slot move = %v; want a definite MOVED that did not run", err)
+	}
+	if got := c.Node(1-from).Exec("EXISTS", key); got != ":0\r\n" {
+		t.Fatalf("lease EXISTS on the new owner = %q; want :0", got)
+	}
+}
