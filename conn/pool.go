@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/respire-go/respire/internal/track"
 )
 
 // maxRedirects bounds how many MOVED/ASK hops one operation follows.
@@ -31,7 +33,7 @@ type Pool struct {
 	closed   bool
 	opening  singleflight.Group // one session open per node at a time
 
-	closing sync.WaitGroup // background socket closes of retired sessions
+	closing track.Tracker // background socket closes of retired sessions (retiring goes on while Close waits)
 }
 
 // NewPool wraps client. It sends nothing; sessions open on first use.

@@ -243,7 +243,7 @@ func toReply(result rueidis.RedisResult) (Reply, error) {
 func (s *Session) close() {
 	s.retired.Store(true)
 	s.closeOnce.Do(func() {
-		s.pool.closing.Add(1)
+		s.pool.closing.Add()
 		go func() {
 			defer s.pool.closing.Done()
 			s.client.Close()

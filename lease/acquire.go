@@ -183,8 +183,8 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 		Drift: l.core.drift, Now: m.clock.Now()}, id)
 	lock.mu.Unlock()
 
-	m.inflight.add() // Locks.Close waits for the SET and the step of its completion
-	defer m.inflight.done()
+	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
+	defer m.inflight.Done()
 	cmdCtx, cancel := m.commandContext(ctx)
 	sent, err := m.acquireOn(cmdCtx, lock.wireKey, lock.token.wire(), ms, j.route)
 	cancel()

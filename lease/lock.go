@@ -222,7 +222,7 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	job := l.step(in, in.Caller)
 	var ownErr error // the uncertain error of a command this caller ran
 	for job.op != 0 {
-		l.m.inflight.add() // Locks.Close waits for the command and the step of its completion
+		l.m.inflight.Add() // Locks.Close waits for the command and the step of its completion
 		l.mu.Unlock()
 		done := l.execute(ctx, job)
 		l.mu.Lock()
@@ -233,7 +233,7 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 		if next, ok := l.input(done); ok {
 			job = l.step(next, in.Caller)
 		}
-		l.m.inflight.done()
+		l.m.inflight.Done()
 	}
 	if res, ok := l.collect(in.Caller); ok {
 		l.mu.Unlock()

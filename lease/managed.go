@@ -11,6 +11,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/track"
 )
 
 // cleanupTimeout bounds the background compare-and-delete that removes the
@@ -33,8 +34,8 @@ type managed struct {
 	renewers map[string]*renewer // per node address
 
 	unfencedWarning sync.Once
-	background      tracker // fences and clean-ups; Locks.Close waits for them
-	inflight        tracker // lock commands sent and the steps of their completions
+	background      track.Tracker // fences and clean-ups; Locks.Close waits for them
+	inflight        track.Tracker // lock commands sent and the steps of their completions
 }
 
 func (l *Locks) managed() *managed {
@@ -60,9 +61,9 @@ func (l *Locks) managed() *managed {
 // too.
 func (m *managed) closing(sessionsRetired bool) {
 	if sessionsRetired {
-		m.inflight.wait()
+		m.inflight.Wait()
 	}
-	m.background.wait()
+	m.background.Wait()
 }
 
 // mayFence reports whether session s can be fenced: its CLIENT ID is known
@@ -161,56 +162,11 @@ func (m *managed) commandContext(ctx context.Context) (context.Context, context.
 
 // goBackground runs f on a goroutine that Locks.Close waits for.
 func (m *managed) goBackground(f func()) {
-	m.background.add()
+	m.background.Add()
 	go func() {
-		defer m.background.done()
+		defer m.background.Done()
 		f()
 	}()
-}
-
-// tracker counts running work (background work, or lock commands in
-// flight). Unlike a sync.WaitGroup, work may start while someone waits
-// (retiring the sessions starts fences). add and done cost two atomic
-// operations unless someone waits. The zero value is ready to use; it is
-// safe for concurrent use.
-type tracker struct {
-	running atomic.Int64
-	waiting atomic.Bool // someone is in wait: done must signal idle
-
-	mu   sync.Mutex
-	idle chan struct{} // closed when running reaches 0 while waiting
-}
-
-func (t *tracker) add() { t.running.Add(1) }
-
-func (t *tracker) done() {
-	if t.running.Add(-1) == 0 && t.waiting.Load() {
-		t.mu.Lock()
-		if t.idle != nil {
-			close(t.idle)
-			t.idle = nil
-		}
-		t.mu.Unlock()
-	}
-}
-
-// wait blocks until no work runs.
-func (t *tracker) wait() {
-	t.waiting.Store(true)
-	defer t.waiting.Store(false)
-	for {
-		t.mu.Lock()
-		if t.running.Load() == 0 {
-			t.mu.Unlock()
-			return
-		}
-		if t.idle == nil {
-			t.idle = make(chan struct{})
-		}
-		idle := t.idle
-		t.mu.Unlock()
-		<-idle
-	}
 }
 
 // cleanupDelete deletes key if it still holds token, once the SET that an

@@ -70,9 +70,9 @@ func (r *renewer) drain() {
 		if batch == nil {
 			return
 		}
-		r.m.inflight.add()
+		r.m.inflight.Add()
 		r.send(batch)
-		r.m.inflight.done()
+		r.m.inflight.Done()
 	}
 }
 

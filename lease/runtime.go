@@ -133,12 +133,12 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.node != "":
 			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route})
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
-			l.m.inflight.add() // no known node: routed by key, on its own
+			l.m.inflight.Add() // no known node: routed by key, on its own
 			go l.runJob(context.Background(), j)
 		case e.Caller == self:
 			return j
 		default:
-			l.m.inflight.add()
+			l.m.inflight.Add()
 			go l.runJob(l.callerContext(e.Caller), j)
 		}
 	case sm.EffectCleanupDelete:
@@ -200,7 +200,7 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 // mailbox), so Locks.Close, which waits for commands in flight, sees the
 // fence the completion may start.
 func (l *Lock) runJob(ctx context.Context, j job) {
-	defer l.m.inflight.done()
+	defer l.m.inflight.Done()
 	l.handle(l.execute(ctx, j))
 }
 
