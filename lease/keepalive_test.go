@@ -38,7 +38,7 @@ func TestKeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration(t *testing.T) {
 	if e.Args[len(e.Args)-1] != "10000" {
 		t.Fatalf("renewal %q; want PX 10000", e.Args)
 	}
-	eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == estimateOf(10*time.Second) })
+	eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
 	if ctx := lock.KeepAliveContext(); ctx.Err() != nil {
 		t.Fatalf("keep-alive ended: %v", context.Cause(ctx))
 	}
@@ -256,7 +256,7 @@ func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
 	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
 	killSession(t, srv, lock)
 	clock.Advance(5 * time.Second)
-	eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == estimateOf(10*time.Second) })
+	eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
 	if err := lock.KeepAliveContext().Err(); err != nil {
 		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
 	}
@@ -303,7 +303,7 @@ func TestKeepAliveRenewalLostWithItsConnectionIsFencedAndTheLockRecovers(t *test
 			first.ClientID, kill.Seq, second.ClientID)
 	}
 	eventually(t, "recovered", func() bool {
-		return lock.State() == StateHeld && lock.RemainingEstimate() == estimateOf(10*time.Second)
+		return lock.State() == StateHeld && renewedFresh(lock)
 	})
 	if err := lock.KeepAliveContext().Err(); err != nil {
 		t.Fatalf("keep-alive ended during the recovery: %v", context.Cause(lock.KeepAliveContext()))

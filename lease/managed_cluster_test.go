@@ -33,7 +33,7 @@ func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.
 	}
 	clock.Advance(5 * time.Second)
 	for i, lock := range held {
-		eventually(t, "renewal confirmed", func() bool { return lock.RemainingEstimate() == estimateOf(10*time.Second) })
+		eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
 		if seqOf(c.Node(i).Log(), isCommand("SET", "app:"+lock.Key())) == 0 {
 			t.Fatalf("node %d saw no command for its lock", i)
 		}
@@ -68,11 +68,11 @@ func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
 	defer lock.Close()
 	c.MoveSlot(sim.Slot(key), 1)
 	clock.Advance(5 * time.Second)
-	eventually(t, "redirected renewal confirmed", func() bool { return lock.RemainingEstimate() == estimateOf(10*time.Second) })
+	eventually(t, "redirected renewal confirmed", func() bool { return renewedFresh(lock) })
 	c.Node(0).ResetLog()
 	c.Node(1).ResetLog()
 	clock.Advance(5 * time.Second)
-	eventually(t, "second renewal confirmed", func() bool { return lock.RemainingEstimate() == estimateOf(10*time.Second) })
+	eventually(t, "second renewal confirmed", func() bool { return renewedFresh(lock) })
 	if seqOf(c.Node(1).Log(), isRenewal(key)) == 0 || seqOf(c.Node(0).Log(), isRenewal(key)) != 0 {
 		t.Fatalf("second renewal: node 0 %v, node 1 %v; want it on node 1 only", c.Node(0).Log(), c.Node(1).Log())
 	}

@@ -106,3 +106,11 @@ func seqOf(log []sim.Entry, match func(sim.Entry) bool) int64 {
 // estimateOf is the RemainingEstimate of a lease of ttl just confirmed:
 // ttl less the default drift margin.
 func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift().Of(ttl) }
+
+// renewedFresh reports whether lock's lease was just confirmed for about
+// 10s: its estimate is within a second of a fresh 10s lease. (An exact
+// comparison would depend on when, between the renewal timer's due time and
+// the end of a manual clock's Advance, the renewal read the clock.)
+func renewedFresh(lock *Lock) bool {
+	return lock.RemainingEstimate() > estimateOf(10*time.Second)-time.Second
+}

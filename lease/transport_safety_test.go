@@ -334,7 +334,7 @@ func TestSurvivesConnectionReset_AResetDoesNotLoseAHealthyLock(t *testing.T) {
 		<-session.Done()
 		clock.Advance(5 * time.Second)
 		eventually(t, "the lock renewed on a fresh session", func() bool {
-			return lock.State() == StateHeld && lock.RemainingEstimate() == estimateOf(10*time.Second)
+			return lock.State() == StateHeld && renewedFresh(lock)
 		})
 		if err := lock.KeepAliveContext().Err(); err != nil {
 			t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
