@@ -21,6 +21,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/respire-servers.XXXXXX")
 
+# alive PID: the process runs and is not a zombie (daemonized servers a test
+# killed are reparented to an init that may not reap them).
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
 cleanup() {
   local rc=$?
   local pids=()
@@ -29,7 +36,7 @@ cleanup() {
   done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
   rm -rf "$work"
