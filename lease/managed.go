@@ -172,44 +172,50 @@ func (m *managed) goBackground(f func()) {
 // cleanupDelete deletes key if it still holds token, once the SET that an
 // abandoned acquisition sent on setOn can no longer run after the delete:
 // on setOn itself while it lives (the delete queues behind the SET on the
-// same socket), otherwise after fencing setOn (nothing it carried can run
-// after the kill's reply), on a fresh session. A delete that provably did
-// not run is tried again while ctx lasts; an uncertain one is fenced and not
-// re-sent. Without an identity setOn cannot be fenced and the delete is best
-// effort (the key then lives at most until its expiry).
+// same socket); otherwise — setOn retired, or that delete's outcome unknown
+// — it fences the socket (nothing it carried can run after the kill's
+// reply), reads the key on a fresh session, and deletes it only if it still
+// holds the token: a delete that ran, or a SET that never did, left it
+// without, so a delete sent then is the first to run. It goes on until the
+// key is settled or ctx ends. Without an identity setOn cannot be fenced and
+// the delete is best effort (the key then lives at most until its expiry).
 func (m *managed) cleanupDelete(ctx context.Context, setOn *conn.Session, key, token string) error {
 	op := conn.ReleaseOp(key, token)
 	if setOn != nil && !setOn.Retired() {
-		route := &conn.Route{}
-		_, err := setOn.Do(ctx, op, route)
-		if err == nil || (conn.ClassOf(err) == conn.Definite && !isRedirect(err)) {
-			return err
-		}
-		if conn.ClassOf(err) == conn.Uncertain {
-			return m.core.pool.Fence(ctx, setOn) // ran or never will; not re-sent
-		}
-	}
-	if setOn != nil {
-		if err := m.core.pool.Fence(ctx, setOn); err != nil && !errors.Is(err, conn.ErrNoIdentity) {
+		if _, err := setOn.Do(ctx, op, nil); settled(err) {
 			return err
 		}
 	}
+	unsettled := setOn
 	for {
-		route := &conn.Route{}
-		_, err := m.core.pool.Do(ctx, op, route)
-		switch {
-		case err == nil || conn.ClassOf(err) == conn.Definite:
-			return err
-		case conn.ClassOf(err) == conn.Uncertain:
-			if s := route.Session(); s != nil {
-				_ = m.core.pool.Fence(ctx, s)
+		if unsettled != nil {
+			if err := m.core.pool.Fence(ctx, unsettled); err != nil && !errors.Is(err, conn.ErrNoIdentity) {
+				return err // the SET or a delete may still run: nothing more can be proved
 			}
-			return err
+			unsettled = nil
 		}
-		if sleepContext(ctx, actor.RealClock(), cleanupRetry) != nil || errors.Is(err, conn.ErrPoolClosed) {
+		res, err := m.core.pool.Do(ctx, conn.OwnerOp(key), nil)
+		if err == nil && (!res.Owned || res.Token != token) {
+			return nil // gone, or another owner's
+		}
+		if err == nil {
+			route := &conn.Route{}
+			if _, err = m.core.pool.Do(ctx, op, route); settled(err) {
+				return err
+			}
+			unsettled = route.Session() // unknown: fence it and look again
+		}
+		if errors.Is(err, conn.ErrPoolClosed) || sleepContext(ctx, actor.RealClock(), cleanupRetry) != nil {
 			return err
 		}
 	}
+}
+
+// settled reports whether a delete's outcome is known for good: an answer,
+// or a server error reply that a later attempt would get too (not a
+// redirect, CLUSTERDOWN, LOADING…: those did not run and are tried again).
+func settled(err error) bool {
+	return err == nil || (conn.ClassOf(err) == conn.Definite && !errors.Is(err, conn.ErrDidNotRun))
 }
 
 // cleanupRetry is the pause between clean-up deletes that could not be sent.
