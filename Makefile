@@ -2,9 +2,10 @@
 GO        ?= go
 PKGS      ?= ./...
 SIM_RUNS  ?= 1000000
+CHAOS_RUNS ?= 10000
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test demo sim bench lint fmt
+.PHONY: test demo sim chaos chaos-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers.
 test:
@@ -17,6 +18,14 @@ demo:
 ## sim: a long deterministic-simulation campaign over all cores.
 sim:
 	$(GO) run ./cmd/simcampaign -runs $(SIM_RUNS)
+
+## chaos: a randomised fault campaign through the real client (rueidis, lease, fault proxy) on sim nodes.
+chaos:
+	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
+
+## chaos-mutation: the campaign must catch a deliberately broken build (ErrClosing taken as "not submitted").
+chaos-mutation:
+	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 
 ## bench: benchmarks against a private redis-server, side by side with raw rueidis.
 bench:

@@ -1,0 +1,123 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/respire-go/respire/sim"
+)
+
+// checkOrphans: no lock outlives its owners' clean-up. When everything is
+// closed, every key left on the server holds an outsider's token or the
+// token of a handle whose owner was not told it released the lock — never
+// a token whose Release returned Released or whose Close returned nil with
+// the state Released, and never a token nobody was given (an abandoned
+// acquisition: Locks.Close waits for its clean-up). On a sim node the
+// clean-up is also checked over the whole history (most orphans expire
+// before the end): once a read of the key saw an abandoned token while its
+// lease lasted, a delete of that token must follow — the clean-up reads the
+// key after fencing the SET's socket and deletes only what it finds. An
+// abandoned lease whose clean-up could not reach the server before it
+// expired (a stalled or black-holed socket) is not an orphan; such leases
+// are counted in Stats.AbandonedExpired.
+func checkOrphans(obs observation) (out []Violation, expired int) {
+	owners := ownersByToken(obs)
+	for _, key := range obs.keys {
+		st := obs.final[key]
+		if !st.found || strings.HasPrefix(st.value, "outsider-") {
+			continue
+		}
+		switch h := owners[st.value]; {
+		case h != nil && h.released:
+			out = append(out, Violation{Rule: RuleOrphan, Key: key, Evidence: fmt.Sprintf(
+				"token of %s, which was told it released the lock (%s), is still there (PTTL %d ms); %s",
+				h.label, h.outcome, st.pttl, tokenTrail(obs, st.value))})
+		case h == nil:
+			out = append(out, Violation{Rule: RuleOrphan, Key: key, Evidence: fmt.Sprintf(
+				"token %s, which no Acquire returned, is still there after every Locks closed (PTTL %d ms); %s",
+				short(st.value), st.pttl, tokenTrail(obs, st.value))})
+		}
+	}
+	if !obs.real {
+		v, n := uncleanedSets(obs, owners)
+		out, expired = append(out, v...), n
+	}
+	return out, expired
+}
+
+// uncleanedSets checks, on a sim node, every abandoned acquisition's SET
+// that took its key (see checkOrphans).
+func uncleanedSets(obs observation, owners owners) (out []Violation, expired int) {
+	for i, e := range obs.history {
+		token, ok := setNXToken(e.Args)
+		if !ok || !strings.HasPrefix(e.Reply, "+OK") || owners[token] != nil || strings.HasPrefix(token, "outsider-") {
+			continue
+		}
+		end := e.At.Add(time.Duration(setNXMillis(e.Args)) * time.Millisecond)
+		seen, deleted := cleanupOf(obs.history[i+1:], commandKey(e.Args), token, end)
+		switch {
+		case deleted:
+		case seen:
+			out = append(out, Violation{Rule: RuleOrphan, Key: commandKey(e.Args), Evidence: fmt.Sprintf(
+				"token %s, which no Acquire returned, took the key at %s; a read saw it there while its lease lasted "+
+					"and no delete of it followed; %s", short(token), rel(obs.start, e.At), tokenTrail(obs, token))})
+		default:
+			expired++
+		}
+	}
+	return out, expired
+}
+
+// cleanupOf reports, over the executions after an abandoned SET of token
+// on key whose lease ends at end, whether a read of the key saw the token
+// before end, and whether a delete of the token ran.
+func cleanupOf(later []sim.Execution, key, token string, end time.Time) (seen, deleted bool) {
+	for _, e := range later {
+		if t, ok := deleteToken(e.Args); ok && t == token && !strings.HasPrefix(e.Reply, "-") {
+			return seen, true
+		}
+		if strings.EqualFold(e.Args[0], "GET") && len(e.Args) == 2 && e.Args[1] == key &&
+			strings.Contains(e.Reply, token) && e.At.Before(end) {
+			seen = true
+		}
+	}
+	return seen, false
+}
+
+// setNXMillis returns the PX of a SET … NX PX ms command (0 if none).
+func setNXMillis(args []string) int64 {
+	for i := 0; i+1 < len(args); i++ {
+		if strings.EqualFold(args[i], "PX") {
+			n, _ := strconv.ParseInt(args[i+1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// tokenTrail describes what the sim node ran and received of a token.
+func tokenTrail(obs observation, token string) string {
+	if obs.real {
+		return "no history on a real server"
+	}
+	var ran []sim.Execution
+	for _, e := range obs.history {
+		if slices.Contains(e.Args, token) {
+			ran = append(ran, e)
+		}
+	}
+	arrived := 0
+	for _, e := range obs.log {
+		if slices.Contains(e.Args, token) {
+			arrived++
+		}
+	}
+	trail := fmt.Sprintf("%d commands of it arrived, these ran: %s", arrived, executions(obs.start, ran))
+	if len(ran) > 0 {
+		trail += "; " + failuresAround(obs, commandKey(ran[0].Args), ran[0])
+	}
+	return trail
+}

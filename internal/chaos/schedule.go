@@ -1,0 +1,212 @@
+package chaos
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
+)
+
+// schedule is one running schedule: the server, the proxy in front of it,
+// the processes and the outsider.
+type schedule struct {
+	plan     plan
+	srv      *server
+	proxy    *faultproxy.Proxy
+	procs    []*process
+	outsider *outsider
+
+	kaCallbacks sync.WaitGroup // the keep-alive contexts' AfterFunc callbacks
+	dialed      sync.Map       // a process's socket's local address -> the process's index
+}
+
+// dialer returns the index of the process whose socket has local address
+// addr (the proxy's ClientAddr), -1 if none.
+func (s *schedule) dialer(addr string) int {
+	if p, ok := s.dialed.Load(addr); ok {
+		return p.(int)
+	}
+	return -1
+}
+
+// dialFor returns a dial function for process p's client that records the
+// local address of every socket it opens.
+func (s *schedule) dialFor(p int) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+	return func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "tcp", dst)
+		if err == nil {
+			s.dialed.Store(c.LocalAddr().String(), p)
+		}
+		return c, err
+	}
+}
+
+// observation is what a finished schedule hands to the checker.
+type observation struct {
+	seed      uint64
+	start     time.Time
+	real      bool
+	keys      []string
+	holdings  []*holding
+	writes    []outsiderWrite
+	history   []sim.Execution // nil on a real server
+	log       []sim.Entry     // the sim node's arrivals (nil on a real server)
+	final     map[string]keyState
+	readErr   error // reading the final state failed
+	failures  []acquireFailure
+	events    []faultEvent
+	processes int
+	stats     Stats
+	fences    int
+}
+
+// workerRand returns worker w's PCG: seeded from the seed and w only.
+func workerRand(seed uint64, w int) *rand.Rand { return rand.New(rand.NewPCG(seed, uint64(w))) }
+
+// setUp starts the server, the proxy, the processes and the outsider's
+// client. On error it closes what it had started.
+func setUp(opt Options, p plan) (s *schedule, err error) {
+	s = &schedule{plan: p}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+	if s.srv, err = startServer(opt, p); err != nil {
+		return nil, err
+	}
+	if s.proxy, err = faultproxy.Start(s.srv.addr); err != nil {
+		return nil, fmt.Errorf("fault proxy: %w", err)
+	}
+	for i := range p.processes {
+		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.proxy.Addr()}, Password: s.srv.password,
+			DialCtxFn: s.dialFor(i)})
+		if err != nil {
+			return nil, fmt.Errorf("process %d: rueidis.NewClient: %w", i, err)
+		}
+		proc := &process{id: i, client: client}
+		s.procs = append(s.procs, proc)
+		var opts []lease.Option
+		if p.timeouts[i] > 0 {
+			opts = append(opts, lease.WithCommandTimeout(p.timeouts[i]))
+		}
+		if proc.locks, err = lease.New(client, opts...); err != nil {
+			return nil, fmt.Errorf("process %d: lease.New: %w", i, err)
+		}
+	}
+	s.outsider = &outsider{client: s.srv.direct, keys: p.keys, rng: rand.New(rand.NewPCG(p.seed, streamOutsider))}
+	return s, nil
+}
+
+// closeAll closes every Locks, then every client, the proxy and the
+// server; for a schedule whose set-up failed.
+func (s *schedule) closeAll() {
+	for _, proc := range s.procs {
+		if proc.locks != nil {
+			proc.locks.Close()
+		}
+		proc.client.Close()
+	}
+	if s.proxy != nil {
+		_ = s.proxy.Close()
+	}
+	if s.srv != nil {
+		s.srv.close()
+	}
+}
+
+// run plays the workload, then the end phase, and returns what the checker
+// needs. Every goroutine it starts has ended when it returns.
+func (s *schedule) run() observation {
+	start := time.Now()
+	deadline := start.Add(s.plan.workload)
+	inj := &injector{s: s, start: start}
+	stop, injected := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(injected)
+		inj.run(stop)
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.outsider.run(deadline) })
+	workers := make([]*worker, s.plan.workers)
+	for i := range workers {
+		w := &worker{s: s, id: i, proc: s.procs[i%len(s.procs)], deadline: deadline, rng: workerRand(s.plan.seed, i)}
+		workers[i] = w
+		wg.Go(w.run)
+	}
+	sleepUntil(deadline)
+	close(stop)
+	<-injected
+	inj.liftAll()
+	wg.Wait()
+	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
+		writes: s.outsider.writes, events: inj.events, processes: len(s.procs)}
+	obs.stats.Add(s.outsider.stats)
+	obs.stats.Faults = inj.applied
+	for _, w := range workers {
+		obs.holdings = append(obs.holdings, w.holdings...)
+		obs.failures = append(obs.failures, w.failures...)
+		obs.stats.Add(w.stats)
+	}
+	s.finish(inj, obs.holdings, &obs.stats)
+	obs.final, obs.readErr = s.readFinal()
+	obs.history = s.srv.history()
+	if s.srv.sim != nil {
+		obs.log = s.srv.sim.Log()
+	}
+	obs.fences = countFences(obs.history)
+	s.srv.close()
+	return obs
+}
+
+// finish closes every handle (a no-op for those already released), every
+// Locks (which waits for fences and clean-ups), the clients and the proxy,
+// and waits for the keep-alive callbacks.
+func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
+	for _, h := range holdings {
+		h.closeAtEnd(stats)
+	}
+	inj.closers.Wait() // the mid-flight Locks.Close calls
+	var wg sync.WaitGroup
+	for _, proc := range s.procs {
+		wg.Go(proc.locks.Close)
+	}
+	wg.Wait()
+	for _, h := range holdings {
+		if h.stopKA != nil && h.stopKA() {
+			s.kaCallbacks.Done() // never cancelled: its callback will not run
+		}
+	}
+	s.kaCallbacks.Wait()
+	for _, h := range holdings {
+		if h.keepAliveLost() {
+			stats.KeepAliveLost++
+		}
+	}
+	for _, proc := range s.procs {
+		proc.client.Close()
+	}
+	_ = s.proxy.Close()
+}
+
+// readFinal reads every lock key's value and PTTL.
+func (s *schedule) readFinal() (map[string]keyState, error) {
+	final := map[string]keyState{}
+	for _, key := range s.plan.keys {
+		st, err := s.srv.read(key)
+		if err != nil {
+			return final, fmt.Errorf("reading %s: %w", key, err)
+		}
+		final[key] = st
+	}
+	return final, nil
+}
