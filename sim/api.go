@@ -12,10 +12,27 @@
 //   - as a binary: go run ./cmd/respire-sim --profile valkey-9.0 --listen 127.0.0.1:7000;
 //   - in process without sockets: NewEngine, then NewClient/Exec/Killed/
 //     CloseClient drive one node deterministically (no goroutines; time
-//     only from Config.Clock).
+//     only from Config.Clock); TakePushes/PushTargets hand out what the
+//     node sends besides replies, ExpireDue runs its active expiry.
 //
-// Known gaps: CLIENT TRACKING is accepted but never sends invalidations;
-// BLPOP and other commands the lock does not use are unknown commands.
+// Client-side tracking works as on the real servers (server-replies.md §8;
+// the four profiles behave alike, NOPERM texts aside): CLIENT TRACKING
+// ON|OFF with REDIRECT, BCAST, PREFIX, OPTIN, OPTOUT and NOLOOP, CLIENT
+// CACHING, TRACKINGINFO and GETREDIR, with the real error replies. A key a
+// tracking connection read is invalidated once by any change: SET (IFEQ,
+// NX that wrote), DEL, DELEX, DELIFEQ, INCR, RPUSH, a script's writes,
+// PEXPIRE (even with the value unchanged), FLUSHALL/FLUSHDB (a null key
+// list) and expiry, lazy (a command finds the key expired) or active
+// (Engine.ExpireDue; a Server runs it every Config.ExpireEvery). RESP3
+// connections get ">2 invalidate" pushes; RESP2 ones only through REDIRECT
+// to a connection subscribed to __redis__:invalidate (SUBSCRIBE,
+// UNSUBSCRIBE and PUBLISH exist for that, on exact channel names). A
+// connection's own invalidations follow its reply; those caused by others
+// are written by a Server between replies, never inside one.
+//
+// Known gaps: keyspace notifications, pattern and shard pub/sub, ACL
+// channel rules, the tracking table size limit; BLPOP and other commands
+// the lock does not use are unknown commands.
 //
 // CONTRACT FILE: the exported names below are relied on by conn/, lease/ and
 // their tests. Implementations live in other files of this package.
@@ -54,6 +71,12 @@ type Config struct {
 	// History keeps every command a client's connection executed, with its
 	// reply (see Engine.History); off by default, as it grows without bound.
 	History bool
+	// ExpireEvery is how often a Server runs Engine.ExpireDue (active
+	// expiry, sending the invalidations of keys that expire unread, and
+	// BCAST invalidations): 0 means every 10 ms of real time, a negative
+	// value never (the test calls Engine.ExpireDue itself; keys then expire
+	// only when a command finds them expired). NewEngine ignores it.
+	ExpireEvery time.Duration
 }
 
 // Execution is one command a client's connection executed (History): unlike

@@ -25,9 +25,12 @@ func connectionCommands() map[string]*command {
 	}
 }
 
-func pingCommand(_ *Engine, _ *client, args []string) reply {
+func pingCommand(_ *Engine, c *client, args []string) reply {
 	if len(args) > 2 {
 		return wrongArity("ping")
+	}
+	if c.proto == 2 && len(c.channels) > 0 {
+		return array(bulk("pong"), bulk(strings.Join(args[1:], "")))
 	}
 	if len(args) == 2 {
 		return bulk(args[1])
@@ -197,7 +200,7 @@ func (e *Engine) execCommand(c *client, _ []string) reply {
 	out := make([]reply, 0, len(queued))
 	for _, args := range queued {
 		_, cmd := e.lookupCommand(args)
-		out = append(out, cmd.run(e, c, args))
+		out = append(out, e.call(c, cmd, args))
 	}
 	return array(out...)
 }
@@ -218,10 +221,32 @@ func (e *Engine) clientInfoLine(c *client, current string) string {
 	if e.spec.clientSetInfo {
 		lib = fmt.Sprintf(" lib-name=%s lib-ver=%s", c.libName, c.libVer)
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 "+
+	redir := int64(-1)
+	if c.trk.on {
+		redir = c.trk.redirect
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=0 flags=%s db=%d sub=%d psub=0 ssub=0 "+
 		"multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=1024 "+
-		"events=r cmd=%s user=%s redir=-1 resp=%d%s\n",
-		c.id, c.addr, c.laddr, c.id+7, c.name, age, c.db, current, c.user, c.proto, lib)
+		"events=r cmd=%s user=%s redir=%d resp=%d%s\n",
+		c.id, c.addr, c.laddr, c.id+7, c.name, age, clientFlags(c), c.db, len(c.channels), current, c.user, redir, c.proto, lib)
+}
+
+// clientFlags is CLIENT INFO's flags field: P subscribed, t tracking,
+// R broken redirect, B broadcast; N none.
+func clientFlags(c *client) string {
+	var f []byte
+	for _, x := range []struct {
+		set  bool
+		flag byte
+	}{{len(c.channels) > 0, 'P'}, {c.trk.on, 't'}, {c.trk.broken, 'R'}, {c.trk.bcast, 'B'}} {
+		if x.set {
+			f = append(f, x.flag)
+		}
+	}
+	if len(f) == 0 {
+		return "N"
+	}
+	return string(f)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

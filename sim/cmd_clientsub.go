@@ -9,6 +9,7 @@ import (
 var clientSubArity = map[string]int{
 	"id": 2, "info": 2, "list": -2, "kill": -3, "setname": 3, "getname": 2,
 	"setinfo": 4, "tracking": -3, "no-evict": 3, "no-touch": 3, "capa": -3, "reply": 3,
+	"caching": 3, "getredir": 2, "trackinginfo": 2,
 }
 
 func (e *Engine) clientCommand(c *client, args []string) reply {
@@ -42,8 +43,16 @@ func (e *Engine) clientCommand(c *client, args []string) reply {
 		return bulk(c.name)
 	case "setinfo":
 		return clientSetInfo(c, args)
+	case "tracking":
+		return e.clientTracking(c, args)
+	case "caching":
+		return clientCaching(c, args)
+	case "trackinginfo":
+		return clientTrackingInfo(c)
+	case "getredir":
+		return clientGetRedir(c)
 	}
-	return okReply // tracking, no-evict, no-touch, capa, reply
+	return okReply // no-evict, no-touch, capa, reply
 }
 
 func clientSetInfo(c *client, args []string) reply {

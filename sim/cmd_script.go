@@ -119,5 +119,5 @@ func (e *Engine) scriptCall(c *client, args []string) reply {
 			}
 		}
 	}
-	return cmd.run(e, c, args)
+	return e.call(c, cmd, args)
 }

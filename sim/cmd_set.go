@@ -109,6 +109,8 @@ func (e *Engine) setCommand(c *client, args []string) reply {
 		next.expireAt = cur.expireAt
 	}
 	e.dbs[c.db][key] = next
+	e.noteExpiry(next.expireAt)
+	e.keyModified(key, e.modifier(c))
 	if o.get {
 		return old
 	}

@@ -7,15 +7,15 @@ import (
 
 func stringCommands() map[string]*command {
 	return map[string]*command{
-		"get":      {arity: 2, run: (*Engine).getCommand, keys: firstKey},
+		"get":      {arity: 2, run: (*Engine).getCommand, keys: firstKey, readonly: true},
 		"set":      {arity: -3, run: (*Engine).setCommand, keys: firstKey},
 		"del":      {arity: -2, run: (*Engine).delCommand, keys: allKeys},
 		"unlink":   {arity: -2, run: (*Engine).delCommand, keys: allKeys},
-		"exists":   {arity: -2, run: (*Engine).existsCommand, keys: allKeys},
-		"mget":     {arity: -2, run: (*Engine).mgetCommand, keys: allKeys},
+		"exists":   {arity: -2, run: (*Engine).existsCommand, keys: allKeys, readonly: true},
+		"mget":     {arity: -2, run: (*Engine).mgetCommand, keys: allKeys, readonly: true},
 		"pexpire":  {arity: -3, run: (*Engine).pexpireCommand, keys: firstKey},
-		"pttl":     {arity: 2, run: (*Engine).pttlCommand, keys: firstKey},
-		"ttl":      {arity: 2, run: (*Engine).pttlCommand, keys: firstKey},
+		"pttl":     {arity: 2, run: (*Engine).pttlCommand, keys: firstKey, readonly: true},
+		"ttl":      {arity: 2, run: (*Engine).pttlCommand, keys: firstKey, readonly: true},
 		"incr":     {arity: 2, run: (*Engine).incrCommand, keys: firstKey},
 		"rpush":    {arity: -3, run: (*Engine).rpushCommand, keys: firstKey},
 		"flushall": {arity: -1, run: (*Engine).flushCommand, noScript: true},
@@ -23,7 +23,7 @@ func stringCommands() map[string]*command {
 		"dbsize":   {arity: 1, run: (*Engine).dbsizeCommand},
 		"delex": {arity: -2, run: (*Engine).delexCommand, keys: firstKey,
 			has: func(s profileSpec) bool { return s.delex }},
-		"digest": {arity: 2, run: (*Engine).digestCommand, keys: firstKey,
+		"digest": {arity: 2, run: (*Engine).digestCommand, keys: firstKey, readonly: true,
 			has: func(s profileSpec) bool { return s.delex }},
 		"delifeq": {arity: 3, run: (*Engine).delifeqCommand, keys: firstKey,
 			has: func(s profileSpec) bool { return s.delifeq }},
@@ -64,6 +64,7 @@ func (e *Engine) delCommand(c *client, args []string) reply {
 	for _, k := range args[1:] {
 		if e.lookup(c, k) != nil {
 			delete(e.dbs[c.db], k)
+			e.keyModified(k, e.modifier(c))
 			n++
 		}
 	}
@@ -105,9 +106,11 @@ func (e *Engine) pexpireCommand(c *client, args []string) reply {
 	}
 	if ms <= 0 {
 		delete(e.dbs[c.db], args[1])
-		return integer(1)
+	} else {
+		v.expireAt = at
+		e.noteExpiry(at)
 	}
-	v.expireAt = at
+	e.keyModified(args[1], e.modifier(c))
 	return integer(1)
 }
 
@@ -166,6 +169,7 @@ func (e *Engine) incrCommand(c *client, args []string) reply {
 	}
 	n++
 	v.str = formatInt(n)
+	e.keyModified(args[1], e.modifier(c))
 	return integer(n)
 }
 
@@ -179,6 +183,7 @@ func (e *Engine) rpushCommand(c *client, args []string) reply {
 		e.dbs[c.db][args[1]] = v
 	}
 	v.list = append(v.list, args[2:]...)
+	e.keyModified(args[1], e.modifier(c))
 	return integer(int64(len(v.list)))
 }
 
@@ -186,6 +191,7 @@ func (e *Engine) flushCommand(c *client, args []string) reply {
 	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(args[1], "sync") && !strings.EqualFold(args[1], "async")) {
 		return syntaxError
 	}
+	e.invalidateAll()
 	if strings.EqualFold(args[0], "flushdb") {
 		e.dbs[c.db] = map[string]*value{}
 		return okReply
@@ -212,6 +218,7 @@ func (e *Engine) delexCommand(c *client, args []string) reply {
 	}
 	if len(args) == 2 {
 		delete(e.dbs[c.db], key)
+		e.keyModified(key, e.modifier(c))
 		return integer(1)
 	}
 	if v.isList {
@@ -231,6 +238,7 @@ func (e *Engine) delexCommand(c *client, args []string) reply {
 		return integer(0)
 	}
 	delete(e.dbs[c.db], key)
+	e.keyModified(key, e.modifier(c))
 	return integer(1)
 }
 
@@ -256,5 +264,6 @@ func (e *Engine) delifeqCommand(c *client, args []string) reply {
 		return integer(0)
 	}
 	delete(e.dbs[c.db], args[1])
+	e.keyModified(args[1], e.modifier(c))
 	return integer(1)
 }

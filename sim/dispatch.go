@@ -12,6 +12,7 @@ type command struct {
 	noScript bool // refused inside EVAL
 	noAuth   bool // allowed before authentication
 	noQueue  bool // runs immediately inside MULTI
+	readonly bool // a read: its keys are tracked for CLIENT TRACKING
 }
 
 var commands map[string]*command
@@ -28,6 +29,9 @@ func init() {
 		commands[name] = cmd
 	}
 	for name, cmd := range scriptCommands() {
+		commands[name] = cmd
+	}
+	for name, cmd := range pubsubCommands() {
 		commands[name] = cmd
 	}
 	commands["acl"] = &command{arity: -2, run: (*Engine).aclCommand, sub: true, noScript: true}
@@ -104,11 +108,27 @@ func (e *Engine) dispatch(c *client, args []string) reply {
 			}
 		}
 	}
+	if c.proto == 2 && len(c.channels) > 0 {
+		if r, refused := subscribedContextError(c, permName(name, cmd, args)); refused {
+			c.dirty = c.dirty || c.inMulti
+			return r
+		}
+	}
 	if c.inMulti && !cmd.noQueue {
 		c.multi = append(c.multi, args)
 		return status("QUEUED")
 	}
-	return cmd.run(e, c, args)
+	return e.call(c, cmd, args)
+}
+
+// call runs a command (from a client, a transaction or a script) and
+// tracks the keys of a read for the running client.
+func (e *Engine) call(c *client, cmd *command, args []string) reply {
+	r := cmd.run(e, c, args)
+	if cmd.readonly {
+		e.rememberKeys(cmd, args)
+	}
+	return r
 }
 
 // parseInt parses a strict decimal integer the way Redis' string2ll does.

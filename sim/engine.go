@@ -8,10 +8,11 @@ import (
 )
 
 // Engine is the in-process core of one simulated node: keyspace, clients,
-// ACL users, script cache and command log. It has no sockets and starts no
-// goroutines; every method is safe for concurrent use (one mutex) and none
-// blocks except WaitFor. Obtain one with NewEngine; the zero value is not
-// usable.
+// ACL users, script cache, command log, client-side tracking state and the
+// per-client queues of messages that are not replies (TakePushes). It has
+// no sockets, starts no goroutines and reads time only from Config.Clock;
+// every method is safe for concurrent use (one mutex) and none blocks
+// except WaitFor. Obtain one with NewEngine; the zero value is not usable.
 type Engine struct {
 	mu      sync.Mutex
 	spec    profileSpec
@@ -38,6 +39,18 @@ type Engine struct {
 
 	onKill  func(id int64) // network hook: close the victim's socket
 	cluster *clusterView   // nil in standalone mode
+
+	// Client-side tracking and out-of-band messages (tracking.go, push.go).
+	trackTable map[string]map[int64]bool // key -> clients that may cache it
+	bcast      map[string]*bcastState    // BCAST prefix -> listeners, changed keys
+	bcastDirty bool                      // some bcastState holds keys to send
+	trackers   int                       // clients with tracking on
+	cur        *client                   // client whose command is running
+	pending    []pendingInvalidation     // cur's own invalidations, sent after its reply
+	pushes     map[int64][][]byte        // client -> messages not yet taken
+	pushed     []int64                   // clients whose queue filled since the hook last ran
+	onPush     func(id int64)            // network hook: write the client's pushes
+	nextExpiry int64                     // no key expires before (unix ms); 0: no TTL set
 }
 
 // client is one connection's session state.
@@ -58,6 +71,9 @@ type client struct {
 	multi   [][]string // queued commands while in MULTI; nil outside
 	inMulti bool
 	dirty   bool // a command failed while queueing
+
+	trk      tracking // CLIENT TRACKING state
+	channels []string // SUBSCRIBEd channels, in subscription order
 }
 
 // value is one key's content.
@@ -127,8 +143,12 @@ func (e *Engine) newClient(addr, laddr string) int64 {
 func (e *Engine) CloseClient(id int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c := e.clients[id]; c != nil {
+		e.forget(c)
+	}
 	delete(e.clients, id)
 	delete(e.killed, id)
+	delete(e.pushes, id)
 }
 
 // Killed reports whether CLIENT KILL (or KillClient/Failover) hit the
@@ -143,13 +163,20 @@ func (e *Engine) Killed(id int64) bool {
 // Exec logs and executes one command for the client and returns the exact
 // reply bytes in the client's protocol (RESP2 until it sent HELLO 3). It
 // returns nil when the client is unknown or was killed.
+//
+// Exec returns the command's reply only. What the command sends out of
+// band (tracking invalidations and pub/sub messages, to this client or to
+// others) is queued per client, in the order a real server would write
+// it, for TakePushes; a client's own invalidations come after its reply,
+// as on real servers. Each Exec ends like one event-loop iteration of a
+// real server: BCAST invalidations of the keys it changed are queued too.
 func (e *Engine) Exec(clientID int64, args ...[]byte) []byte {
 	strs := make([]string, len(args))
 	for i, a := range args {
 		strs[i] = string(a)
 	}
 	e.Record(clientID, strs)
-	return e.execute(clientID, strs)
+	return e.execute(clientID, strs, false, true)
 }
 
 // Record appends a command to the log without executing it (the network
@@ -163,8 +190,14 @@ func (e *Engine) Record(clientID int64, args []string) {
 	e.logWake = make(chan struct{})
 }
 
-// execute runs args for the client without logging.
-func (e *Engine) execute(clientID int64, args []string) []byte {
+// execute runs args for the client without logging and returns its reply.
+// With stream set (the network layer) it returns everything the connection
+// must write now, in order: the messages queued for it before and during
+// the command, the reply, then its own invalidations. endBatch ends an
+// event-loop iteration: the BCAST invalidations gathered so far are queued
+// (a real server sends them before sleeping, after the pipelined commands
+// it read).
+func (e *Engine) execute(clientID int64, args []string, stream, endBatch bool) []byte {
 	e.mu.Lock()
 	c := e.clients[clientID]
 	if clientID == 0 {
@@ -174,11 +207,26 @@ func (e *Engine) execute(clientID int64, args []string) []byte {
 		e.mu.Unlock()
 		return nil
 	}
+	e.cur = c
 	r := e.dispatch(c, args)
-	out := r.encode(nil, c.proto)
+	e.cur = nil
+	e.afterCommand(c, args)
+	var out []byte
+	if stream {
+		out = e.takeAll(c.id)
+	}
+	start := len(out)
+	out = r.encode(out, c.proto)
 	if e.keepHistory && clientID != 0 {
 		e.history = append(e.history, Execution{Seq: int64(len(e.history)) + 1, ClientID: clientID, Addr: c.addr,
-			Args: append([]string(nil), args...), Reply: string(out), At: e.clock.Now()})
+			Args: append([]string(nil), args...), Reply: string(out[start:]), At: e.clock.Now()})
+	}
+	e.sendPending(c)
+	if endBatch {
+		e.flushBroadcast()
+	}
+	if stream {
+		out = append(out, e.takeAll(c.id)...)
 	}
 	e.unlockAndCloseVictims(clientID)
 	return out
@@ -194,11 +242,25 @@ func (e *Engine) History() []Execution {
 
 // unlockAndCloseVictims releases e.mu, then lets the network layer close
 // the sockets of clients killed meanwhile, except self (which the caller
-// closes after writing its reply).
+// closes after writing its reply), and write the messages queued for
+// other clients.
 func (e *Engine) unlockAndCloseVictims(self int64) {
 	victims, hook := e.victims, e.onKill
 	e.victims = nil
+	var wake []int64
+	if e.onPush != nil {
+		for _, id := range e.pushed {
+			if len(e.pushes[id]) > 0 {
+				wake = append(wake, id)
+			}
+		}
+	}
+	e.pushed = e.pushed[:0]
+	pushHook := e.onPush
 	e.mu.Unlock()
+	for _, id := range wake {
+		pushHook(id)
+	}
 	if hook == nil {
 		return
 	}
@@ -212,7 +274,7 @@ func (e *Engine) unlockAndCloseVictims(self int64) {
 // AdminExec runs a command as an internal administrator client (no ACL,
 // no cluster redirects, not logged) and returns RESP2 reply bytes.
 func (e *Engine) AdminExec(args ...string) string {
-	return string(e.execute(0, args))
+	return string(e.execute(0, args, false, true))
 }
 
 func (e *Engine) now() int64 { return e.clock.Now().UnixMilli() }
@@ -224,6 +286,7 @@ func (e *Engine) lookup(c *client, key string) *value {
 	v := db[key]
 	if v != nil && v.expireAt != 0 && e.now() > v.expireAt {
 		delete(db, key)
+		e.keyModified(key, 0)
 		return nil
 	}
 	return v
@@ -232,6 +295,9 @@ func (e *Engine) lookup(c *client, key string) *value {
 // kill marks a client killed; the hook closes its socket after the
 // current command.
 func (e *Engine) kill(id int64) {
+	if c := e.clients[id]; c != nil {
+		e.forget(c)
+	}
 	delete(e.clients, id)
 	e.killed[id] = true
 	e.victims = append(e.victims, id)

@@ -38,3 +38,33 @@ func ExampleNewEngine() {
 	// "%7\r"
 	// "_\r\n"
 }
+
+// Client-side tracking in process: what the node sends besides replies
+// waits in per-client queues until the simulation takes it.
+func ExampleEngine_TakePushes() {
+	clock := sim.NewManualClock(time.Unix(1_700_000_000, 0))
+	e := sim.NewEngine(sim.Config{Profile: sim.Valkey90, Clock: clock})
+	holder, other := e.NewClient("10.0.0.1:5000"), e.NewClient("10.0.0.2:5000")
+	exec := func(id int64, args ...string) string {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return string(e.Exec(id, b...))
+	}
+	exec(holder, "HELLO", "3")
+	fmt.Printf("%q\n", exec(holder, "CLIENT", "TRACKING", "ON"))
+	exec(other, "SET", "lock", "owner-1", "PX", "1000")
+	fmt.Printf("%q\n", exec(holder, "GET", "lock"))
+	clock.Advance(1001 * time.Millisecond)
+	e.ExpireDue() // active expiry: nobody reads the key
+	fmt.Println(e.PushTargets())
+	for _, m := range e.TakePushes(holder) {
+		fmt.Printf("%q\n", m)
+	}
+	// Output:
+	// "+OK\r\n"
+	// "$7\r\nowner-1\r\n"
+	// [1]
+	// ">2\r\n$10\r\ninvalidate\r\n*1\r\n$4\r\nlock\r\n"
+}

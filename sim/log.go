@@ -79,6 +79,7 @@ func (e *Engine) Failover(p Profile) error {
 	for id := range e.clients {
 		e.kill(id)
 	}
+	e.trackTable, e.bcast, e.bcastDirty = nil, nil, false // a new process tracks nothing
 	e.unlockAndCloseVictims(0)
 	return nil
 }

@@ -23,6 +23,8 @@ const (
 	kindNull     replyKind = '_'
 	kindVerbatim replyKind = '=' // bulk in RESP2, verbatim "txt:" in RESP3
 	kindRaw      replyKind = 'r' // prebuilt bytes: str for RESP2, alt for RESP3
+	kindPush     replyKind = '>' // array in RESP2, push in RESP3 (pub/sub replies)
+	kindSeq      replyKind = 's' // several replies to one command, written back to back
 )
 
 // reply is a protocol-independent reply tree; encode renders it for a
@@ -45,6 +47,8 @@ func array(e ...reply) reply          { return reply{kind: kindArray, elems: e} 
 func mapReply(kv ...reply) reply      { return reply{kind: kindMap, elems: kv} }
 func verbatim(s string) reply         { return reply{kind: kindVerbatim, str: s} }
 func raw(r2, r3 string) reply         { return reply{kind: kindRaw, str: r2, alt: r3} }
+func pushReply(e ...reply) reply      { return reply{kind: kindPush, elems: e} }
+func seq(e ...reply) reply            { return reply{kind: kindSeq, elems: e} }
 
 var (
 	okReply     = status("OK")
@@ -83,6 +87,11 @@ func (r reply) encode(b []byte, proto int) []byte {
 			return append(b, r.alt...)
 		}
 		return append(b, r.str...)
+	case kindSeq:
+		for _, e := range r.elems {
+			b = e.encode(b, proto)
+		}
+		return b
 	}
 	n, prefix := len(r.elems), byte('*')
 	switch {
@@ -90,6 +99,8 @@ func (r reply) encode(b []byte, proto int) []byte {
 		n, prefix = n/2, '%'
 	case r.kind == kindSet && proto == 3:
 		prefix = '~'
+	case r.kind == kindPush && proto == 3:
+		prefix = '>'
 	}
 	b = append(b, prefix)
 	b = strconv.AppendInt(b, int64(n), 10)

@@ -6,17 +6,28 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 )
+
+// defaultExpireEvery is how often a Server runs Engine.ExpireDue (active
+// expiry and BCAST invalidations) by default; real servers run their
+// active expiry 10 times a second, and more often while keys expire.
+const defaultExpireEvery = 10 * time.Millisecond
 
 // Server is one simulated node listening on TCP. Create it with Start;
 // every method is safe for concurrent use. The zero value is not usable.
+// Besides each connection's replies it writes, between replies and never
+// inside one, the messages the engine queued for the connection
+// (invalidations, pub/sub messages; see Engine.TakePushes), and it runs
+// Engine.ExpireDue every Config.ExpireEvery.
 type Server struct {
-	e    *Engine
-	ln   net.Listener
-	done chan struct{} // closed by Close
+	e           *Engine
+	ln          net.Listener
+	done        chan struct{} // closed by Close
+	expireEvery time.Duration // < 0: no active expiry loop
 
 	mu     sync.Mutex
-	conns  map[int64]net.Conn
+	conns  map[int64]*srvConn
 	closed bool
 	resume chan struct{} // non-nil while paused; closed by Resume
 	faults []*armedFault
@@ -52,15 +63,39 @@ func listen(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{e: NewEngine(cfg), ln: ln, done: make(chan struct{}), conns: map[int64]net.Conn{}}
+	s := &Server{e: NewEngine(cfg), ln: ln, done: make(chan struct{}), conns: map[int64]*srvConn{},
+		expireEvery: cfg.ExpireEvery}
+	if s.expireEvery == 0 {
+		s.expireEvery = defaultExpireEvery
+	}
 	s.e.port = ln.Addr().(*net.TCPAddr).Port
 	s.e.onKill = s.closeConn
+	s.e.onPush = s.wakeConn
 	return s, nil
 }
 
 func (s *Server) serve() {
 	s.wg.Add(1)
 	go s.acceptLoop()
+	if s.expireEvery > 0 {
+		s.wg.Add(1)
+		go s.expireLoop()
+	}
+}
+
+// expireLoop runs the engine's active expiry until Close.
+func (s *Server) expireLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.expireEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.e.ExpireDue()
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // Addr returns the "host:port" the server listens on.
@@ -82,7 +117,7 @@ func (s *Server) Close() error {
 		s.closed = true
 		conns := make([]net.Conn, 0, len(s.conns))
 		for _, c := range s.conns {
-			conns = append(conns, c)
+			conns = append(conns, c.nc)
 		}
 		s.mu.Unlock()
 		for _, c := range conns {
@@ -152,14 +187,14 @@ func (s *Server) Resume() {
 
 // waitUnpaused blocks while paused, after flushing the replies already
 // produced; false means the server closed.
-func (s *Server) waitUnpaused(w *bufio.Writer) bool {
+func (s *Server) waitUnpaused(cn *srvConn) bool {
 	s.mu.Lock()
 	ch := s.resume
 	s.mu.Unlock()
 	if ch == nil {
 		return true
 	}
-	w.Flush()
+	cn.flush()
 	select {
 	case <-ch:
 		return true
@@ -173,7 +208,7 @@ func (s *Server) closeConn(id int64) {
 	c := s.conns[id]
 	s.mu.Unlock()
 	if c != nil {
-		c.Close()
+		c.nc.Close()
 	}
 }
 
@@ -200,11 +235,16 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
 	defer nc.Close()
 	id := s.e.newClient(nc.RemoteAddr().String(), nc.LocalAddr().String())
+	cn := &srvConn{id: id, nc: nc, w: bufio.NewWriter(nc), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
-	s.conns[id] = nc
+	s.conns[id] = cn
 	closed := s.closed
 	s.mu.Unlock()
+	stop := make(chan struct{})
+	s.wg.Add(1)
+	go s.pushLoop(cn, stop)
 	defer func() {
+		close(stop)
 		s.mu.Lock()
 		delete(s.conns, id)
 		s.mu.Unlock()
@@ -213,7 +253,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	if closed {
 		return
 	}
-	r, w := bufio.NewReaderSize(nc, 64<<10), bufio.NewWriter(nc)
+	cn.signal() // messages queued before the connection was registered
+	r := bufio.NewReaderSize(nc, 64<<10)
 	for {
 		raw, err := readCommand(r)
 		if err != nil {
@@ -222,18 +263,24 @@ func (s *Server) serveConn(nc net.Conn) {
 		if len(raw) == 0 {
 			continue
 		}
-		if !s.handle(id, toStrings(raw), r, w) {
+		if !s.handle(cn, toStrings(raw), r) {
 			return
 		}
 	}
 }
 
-// handle runs one command of connection id; false closes the connection.
-func (s *Server) handle(id int64, args []string, r *bufio.Reader, w *bufio.Writer) bool {
+// handle runs one command of the connection; false closes it. The
+// connection's writer is held from execution to the reply, so messages
+// for it (written by pushLoop) never split or overtake a reply.
+func (s *Server) handle(cn *srvConn, args []string, r *bufio.Reader) bool {
+	id := cn.id
 	s.e.Record(id, args)
-	if !s.waitUnpaused(w) {
+	if !s.waitUnpaused(cn) {
 		return false
 	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	w := cn.w
 	if strings.EqualFold(args[0], "quit") {
 		w.WriteString("+OK\r\n")
 		w.Flush()
@@ -248,7 +295,7 @@ func (s *Server) handle(id int64, args []string, r *bufio.Reader, w *bufio.Write
 	case f != nil && f.Kind == FailWith:
 		out = []byte("-" + f.Error + "\r\n")
 	default:
-		if out = s.e.execute(id, args); out == nil {
+		if out = s.e.execute(id, args, true, r.Buffered() == 0); out == nil {
 			return false
 		}
 	}
@@ -279,4 +326,56 @@ func toStrings(raw [][]byte) []string {
 		out[i] = string(a)
 	}
 	return out
+}
+
+// srvConn is one client connection of a Server.
+type srvConn struct {
+	id   int64
+	nc   net.Conn
+	wmu  sync.Mutex // held while writing a reply or queued messages
+	w    *bufio.Writer
+	wake chan struct{} // capacity 1: messages are queued for the connection
+}
+
+func (cn *srvConn) flush() {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.w.Flush()
+}
+
+func (cn *srvConn) signal() {
+	select {
+	case cn.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeConn is the engine's push hook: the connection has messages queued.
+func (s *Server) wakeConn(id int64) {
+	s.mu.Lock()
+	cn := s.conns[id]
+	s.mu.Unlock()
+	if cn != nil {
+		cn.signal()
+	}
+}
+
+// pushLoop writes the messages queued for the connection (invalidations
+// and pub/sub messages caused by other connections or by expiry) until
+// stop is closed.
+func (s *Server) pushLoop(cn *srvConn, stop <-chan struct{}) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-cn.wake:
+			cn.wmu.Lock()
+			for _, m := range s.e.TakePushes(cn.id) {
+				cn.w.Write(m)
+			}
+			cn.w.Flush()
+			cn.wmu.Unlock()
+		case <-stop:
+			return
+		}
+	}
 }
