@@ -59,9 +59,9 @@ func BenchmarkHeldLocks(b *testing.B) {
 		ended := 0
 		var firstCause error
 		for _, l := range held {
-			if err := l.KeepAliveContext().Err(); err != nil {
+			if err := l.Context().Err(); err != nil {
 				ended++
-				firstCause = context.Cause(l.KeepAliveContext())
+				firstCause = context.Cause(l.Context())
 			}
 		}
 		if ended > 0 {

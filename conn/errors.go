@@ -37,32 +37,45 @@ func (c Class) String() string {
 	return fmt.Sprintf("class(%d)", int(c))
 }
 
+// phrase says what the class means, for error texts.
+func (c Class) phrase() string {
+	switch c {
+	case Definite:
+		return "the server refused it"
+	case NotSubmitted:
+		return "not sent"
+	case Uncertain:
+		return "outcome unknown"
+	}
+	return c.String()
+}
+
 // Sentinels matched with errors.Is against any *Error of that class.
 var (
 	// ErrOutcomeUnknown matches Uncertain errors: the command may have run.
-	ErrOutcomeUnknown = errors.New("conn: outcome unknown: the command may have run")
+	ErrOutcomeUnknown = errors.New("outcome unknown: the command may have run")
 	// ErrNotSubmitted matches NotSubmitted errors: nothing was sent.
-	ErrNotSubmitted = errors.New("conn: command not submitted")
+	ErrNotSubmitted = errors.New("command not submitted")
 	// ErrServerReply matches Definite errors: the server answered with an error.
-	ErrServerReply = errors.New("conn: server error reply")
+	ErrServerReply = errors.New("server error reply")
 	// ErrDidNotRun matches Definite errors whose reply proves the command did
 	// not run and a later attempt may succeed: CLUSTERDOWN, TRYAGAIN,
 	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, and a MOVED or ASK
 	// that was not followed. Permanent refusals (NOPERM, WRONGTYPE, script
 	// errors) do not match.
-	ErrDidNotRun = errors.New("conn: the command did not run; a later attempt may succeed")
+	ErrDidNotRun = errors.New("the command did not run; a later attempt may succeed")
 	// ErrSessionRetired is the cause when a command was offered to a session
 	// already retired; it is NotSubmitted.
-	ErrSessionRetired = errors.New("conn: session retired")
+	ErrSessionRetired = errors.New("session retired")
 	// ErrPoolClosed is the cause when the Pool was closed; it is NotSubmitted.
-	ErrPoolClosed = errors.New("conn: pool closed")
+	ErrPoolClosed = errors.New("closed")
 	// ErrAborted is the cause when the owner of a command's Route stopped it
 	// before it was handed to a socket (a managed lock whose lease deadline
 	// passed first); it is NotSubmitted.
-	ErrAborted = errors.New("conn: command aborted before it was sent")
+	ErrAborted = errors.New("command aborted before it was sent")
 	// ErrNoIdentity is returned by Fence and ProbeKill for a session whose
 	// CLIENT ID could not be learned (CLIENT denied or unknown).
-	ErrNoIdentity = errors.New("conn: session has no CLIENT ID identity")
+	ErrNoIdentity = errors.New("session has no CLIENT ID identity")
 )
 
 // Error is a failed wire operation with its classification. Err is the
@@ -83,9 +96,9 @@ type Error struct {
 // Error describes the failure without any token or key bytes.
 func (e *Error) Error() string {
 	if e.Addr == "" {
-		return fmt.Sprintf("conn: %s: %s: %v", e.Op, e.Class, e.Err)
+		return fmt.Sprintf("%s: %s: %v", e.Op, e.Class.phrase(), e.Err)
 	}
-	return fmt.Sprintf("conn: %s on %s: %s: %v", e.Op, e.Addr, e.Class, e.Err)
+	return fmt.Sprintf("%s on %s: %s: %v", e.Op, e.Addr, e.Class.phrase(), e.Err)
 }
 
 // Unwrap returns the cause.

@@ -46,7 +46,7 @@ const (
 // was neither nil nor a positive decimal fitting int64 (a protocol error).
 // The script may have created the lease: the caller must release it with a
 // compare-and-delete of its owner token.
-var ErrMalformedFencingToken = errors.New("conn: malformed fencing token reply")
+var ErrMalformedFencingToken = errors.New("malformed fencing token reply")
 
 // FencedAcquire is one fenced acquisition as a pure state machine: Command
 // gives the next command (EVALSHA, then EVAL after NOSCRIPT), Interpret
@@ -147,7 +147,7 @@ func ParseFencingToken(text string) (int64, bool) {
 
 // ErrCrossSlot is the cause (NotSubmitted) when a cluster client is asked to
 // run a fenced acquisition whose two keys hash to different slots.
-var ErrCrossSlot = errors.New("conn: lease and fencing counter keys hash to different cluster slots")
+var ErrCrossSlot = errors.New("lease and fencing counter keys hash to different cluster slots")
 
 // FencedResult is the answer of AcquireFenced.
 type FencedResult struct {

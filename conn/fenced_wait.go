@@ -12,7 +12,7 @@ import (
 // asked for fewer than 1 replica or a WAIT timeout under 1 ms. WAIT 0
 // would not wait at all and a WAIT timeout of 0 blocks forever, so neither
 // is allowed.
-var ErrInvalidWait = errors.New("conn: WAIT needs at least 1 replica and a timeout of at least 1 ms")
+var ErrInvalidWait = errors.New("WAIT needs at least 1 replica and a timeout of at least 1 ms")
 
 // ReplicatedFencedResult is the answer of AcquireFencedReplicated: the
 // script's result and, when the lease was acquired, what WAIT said about the
@@ -127,5 +127,5 @@ func waitCount(r Reply, redisErr error) (int64, error) {
 		return 0, definite(waitOp, "", nil, newServerError(r.Text), redisErr)
 	}
 	return 0, &Error{Class: Definite, Op: waitOp, Code: "PROTOCOL",
-		Err: fmt.Errorf("conn: WAIT replied with kind %d, not a non-negative integer", r.Kind)}
+		Err: fmt.Errorf("WAIT replied with kind %d, not a non-negative integer", r.Kind)}
 }

@@ -117,3 +117,74 @@ func (s *Session) watchDeath() {
 		s.dead.Store(&ch)
 	})
 }
+
+// ErrClientClosed is the cause (NotSubmitted) of a command refused because
+// the rueidis client the pool wraps was closed: its dedicated sockets would
+// still work (rueidis leaves them open), but nothing of the pool may run
+// once its owner closed the client.
+var ErrClientClosed = errors.New("the rueidis client was closed")
+
+// clientProbeWait is how long ClientAlive waits for its PING before going
+// on: a closed client refuses at once, without the network.
+const clientProbeWait = 5 * time.Millisecond
+
+// ClientAlive returns ErrClientClosed (wrapped in a NotSubmitted *Error)
+// once the rueidis client was found closed, nil otherwise. rueidis does not
+// close or fail dedicated connections when its client closes, so the pool
+// asks: at most once per idle-check period a PING is sent on the ordinary
+// client, which a closed client refuses at once with rueidis.ErrClosing,
+// sending nothing; two refusals in a row (a pipeline connection being
+// replaced says ErrClosing once) mark the client closed for good. The PING
+// runs on its own goroutine (Close waits for it, at most a second);
+// ClientAlive waits for it only a few milliseconds, so a slow or
+// stalled connection never delays the caller: any answer but ErrClosing,
+// or none yet, counts as open.
+func (p *Pool) ClientAlive() error {
+	if p.clientClosed.Load() {
+		return &Error{Class: NotSubmitted, Op: "client", Err: ErrClientClosed}
+	}
+	now, last := monoNow(), p.lastProbe.Load()
+	if now-last < max(p.idleCheck.Load(), int64(time.Millisecond)) || !p.lastProbe.CompareAndSwap(last, now) {
+		return nil
+	}
+	done := make(chan struct{})
+	p.closing.Add()
+	go func() {
+		defer p.closing.Done()
+		defer close(done)
+		p.probeClient()
+	}()
+	t := time.NewTimer(clientProbeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		if p.clientClosed.Load() {
+			return &Error{Class: NotSubmitted, Op: "client", Err: ErrClientClosed}
+		}
+	case <-t.C:
+	}
+	return nil
+}
+
+// clientProbeTimeout bounds the PING of ClientAlive.
+const clientProbeTimeout = time.Second
+
+// probeClient sends the PING of ClientAlive and records a closed client.
+// It is bounded by a cancellation, not a deadline: on the client's shared
+// pipeline connection an expired deadline makes rueidis close the
+// connection under the application's other commands, and a lone command
+// with a deadline holds the socket synchronously, so that a command queued
+// behind a stalled PING (a fence) would not even be written.
+func (p *Pool) probeClient() {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(clientProbeTimeout, cancel)
+	defer timer.Stop()
+	defer cancel()
+	for range 2 {
+		err := p.client.Do(ctx, p.client.B().Ping().Build()).Error()
+		if !errors.Is(err, rueidis.ErrClosing) {
+			return
+		}
+	}
+	p.clientClosed.Store(true)
+}

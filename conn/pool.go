@@ -24,7 +24,9 @@ type Pool struct {
 	cluster  bool
 	sentinel bool // the primary may change under us: replies are checked (see checkPrimary)
 
-	idleCheck atomic.Int64 // see SetIdleCheck
+	idleCheck    atomic.Int64 // see SetIdleCheck
+	lastProbe    atomic.Int64 // monoNow of the last client probe (ClientAlive)
+	clientClosed atomic.Bool  // the rueidis client was found closed
 
 	mu       sync.Mutex
 	sessions map[string]*Session   // current session per node address

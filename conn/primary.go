@@ -11,12 +11,12 @@ import (
 // have, so the reply proves nothing about the lock. It is Uncertain; the
 // session is retired, and fencing it is immediate (nothing it still carries
 // can affect the primary's data).
-var ErrNotPrimary = errors.New("conn: the session's node is no longer the primary")
+var ErrNotPrimary = errors.New("the session's node is no longer the primary")
 
 // ErrAmbiguousPrimary: a Sentinel client that lists more than one node
 // (SendToReplicas) or a replica (ReplicaOnly): the lock needs the primary,
 // and the client does not say which node that is.
-var ErrAmbiguousPrimary = errors.New("conn: the client does not name one primary (Sentinel SendToReplicas or ReplicaOnly are not supported for locks)")
+var ErrAmbiguousPrimary = errors.New("the client does not name one primary (Sentinel SendToReplicas or ReplicaOnly are not supported for locks)")
 
 // primary returns the address of the node that takes writes for every key
 // outside cluster mode: the one node of a standalone client, the current

@@ -117,7 +117,7 @@ func (p *Pool) OpenSession(ctx context.Context, node string) (*Session, error) {
 }
 
 // errUnknownNode: the rueidis client has no connection to the node (yet).
-var errUnknownNode = errors.New("conn: node is not known to the client")
+var errUnknownNode = errors.New("node is not known to the client")
 
 // learnNode makes the rueidis cluster client learn the node that now owns
 // key's slot, after a redirect named a node it does not know (one added to

@@ -114,7 +114,7 @@ func (s *Session) learnIdentity(idReply, infoReply rueidis.RedisResult) {
 			return
 		}
 	}
-	s.identityErr = errors.New("conn: CLIENT INFO has no addr= field")
+	s.identityErr = errors.New("CLIENT INFO has no addr= field")
 }
 
 // build turns a Command into a rueidis command (not retryable: rueidis never

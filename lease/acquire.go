@@ -19,12 +19,15 @@ type acquireOptions struct {
 	wait          time.Duration
 	retryEvery    time.Duration
 	retryEverySet bool
+	untilDone     bool
 }
 
-// WithKeepAlive starts a keep-alive owned by the lock once acquired (see
-// Lock.KeepAliveContext). The acquisition's ctx does not control it; Close
-// stops it before releasing. The CLIENT ID/KILL permission it needs is
-// checked before the SET is sent.
+// WithKeepAlive starts a keep-alive owned by the lock once acquired: the
+// lease is renewed at about half its duration until Release or Close, and
+// Lock.Context ends, with the cause, as soon as a renewal cannot confirm
+// ownership. The acquisition's ctx does not control it; Close stops it
+// before releasing. The CLIENT ID/KILL permission it needs is checked
+// before the SET is sent (see WithUnfencedRenewal).
 func WithKeepAlive() AcquireOption { return withKeepAlive }
 
 func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
@@ -37,8 +40,18 @@ func WithWait(wait time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.wait = wait }
 }
 
-// WithRetryEvery sets the polling interval of WithWait. Default 50ms. Zero or
-// negative is rejected with ErrInvalidOption before anything is sent.
+// WithWaitUntilDone keeps trying while another owner holds the lock until
+// the call's ctx is done, as semaphore.Acquire does: the ctx is the whole
+// budget, and the error is then ctx's cause. It overrides WithWait.
+func WithWaitUntilDone() AcquireOption {
+	return func(o *acquireOptions) { o.untilDone = true }
+}
+
+// WithRetryEvery sets the mean polling interval of WithWait and
+// WithWaitUntilDone. Each sleep is drawn uniformly from [every/2,
+// 3·every/2), so contenders that start together spread out. Default 50ms.
+// Zero or negative is rejected with ErrInvalidOption before anything is
+// sent.
 func WithRetryEvery(every time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.retryEvery, o.retryEverySet = every, true }
 }
@@ -87,7 +100,7 @@ func (l *Locks) TryAcquire(ctx context.Context, key string, ttl time.Duration, o
 func (l *Locks) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lock, error) {
 	lock, err := l.acquire(ctx, "Acquire", key, ttl, opts)
 	if err == nil && lock == nil {
-		return nil, ErrNotAcquired
+		return nil, opError("Acquire", key, ErrNotAcquired)
 	}
 	return lock, err
 }
@@ -101,6 +114,12 @@ func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, 
 	if err != nil {
 		return nil, err
 	}
+	lock, err := l.acquireValid(ctx, key, d, ms, o)
+	return lock, opError(op, key, err)
+}
+
+// acquireValid tries, and polls as the options say, with valid arguments.
+func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, ms int64, o acquireOptions) (*Lock, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -113,13 +132,13 @@ func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, 
 		}
 		node = s.Node()
 	}
-	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery}
+	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
 	for {
 		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node)
 		if lock != nil || err != nil {
 			return lock, err
 		}
-		sleep, again := poll.Next(m.clock.Now())
+		sleep, again := poll.Next(m.clock.Now(), m.jitter())
 		if !again {
 			return nil, nil
 		}
@@ -141,17 +160,17 @@ func applyAcquireOptions(opts []AcquireOption) acquireOptions {
 
 func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift sm.Drift) (time.Duration, int64, error) {
 	if key == "" {
-		return 0, 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
+		return 0, 0, opError(op, key, ErrEmptyKey)
 	}
 	d, err := managedTTL(ttl, drift)
 	if err != nil {
-		return 0, 0, fmt.Errorf("lease: %s: %w", op, err)
+		return 0, 0, opError(op, key, err)
 	}
 	if o.wait < 0 {
-		return 0, 0, fmt.Errorf("lease: %s: %w: negative wait %v", op, ErrInvalidOption, o.wait)
+		return 0, 0, opError(op, key, fmt.Errorf("%w: negative wait %v", ErrInvalidOption, o.wait))
 	}
 	if o.retryEverySet && o.retryEvery <= 0 {
-		return 0, 0, fmt.Errorf("lease: %s: %w: retry interval %v must be positive", op, ErrInvalidOption, o.retryEvery)
+		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be positive", ErrInvalidOption, o.retryEvery))
 	}
 	return d, int64(d / time.Millisecond), nil
 }
@@ -206,7 +225,7 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 		return lock, nil
 	case res.Err != nil:
 		if lock.owned != nil {
-			lock.owned.cancel(res.Err)
+			lock.owned.cancel(coreError(res.Err))
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx) // the caller gave up; cleanup runs in the background

@@ -8,53 +8,191 @@ import (
 	sm "github.com/respire-go/respire/statemachine"
 )
 
-// Errors of the managed handles (TryAcquire, Acquire, Lock, KeepAlive). Match
-// them with errors.Is.
+// Errors of the managed locks (TryAcquire, Acquire, *Lock, *KeepAlive).
+// Match them with errors.Is.
 var (
-	// ErrNotAcquired: Acquire found the lock held by another owner (after the
-	// whole wait budget, with WithWait).
-	ErrNotAcquired = errors.New("lease: the lock was not acquired because another owner holds it")
+	// ErrNotAcquired: Acquire found the lock held by another owner for its
+	// whole wait (see WithWait and WithWaitUntilDone).
+	ErrNotAcquired = errors.New("lease: not acquired: another owner holds the lock")
+	// ErrAcquiredTooLate: the acquisition's reply came after its lease could
+	// have expired (a stalled server or connection). No lock is handed out:
+	// the key is deleted again if it still holds this attempt's token.
+	ErrAcquiredTooLate = errors.New("lease: not acquired: the reply came after the lease could have expired")
 	// ErrKeepAliveActive: a keep-alive already runs on this lock (one per lock).
-	ErrKeepAliveActive = sm.ErrKeepAliveActive
+	ErrKeepAliveActive = errors.New("lease: a keep-alive is already running on this lock")
 	// ErrNotHeld: the lock is no longer held (released, lost, or its local
 	// estimate ran out), so a keep-alive cannot start.
-	ErrNotHeld = sm.ErrNotHeld
+	ErrNotHeld = errors.New("lease: the lock is not held")
 	// ErrFencePending: the call's ctx ended while the connection that carried
 	// an uncertain command of this lock was still being fenced (CLIENT KILL
 	// not answered yet). The lock is no longer held; a command of it may
 	// still run until the fence answers, and Locks.Close waits for that.
-	ErrFencePending = errors.New("lease: fence of an uncertain command still pending")
-	// ErrFencingNotPermitted matches every *PermissionError: managed renewal
+	ErrFencePending = errors.New("lease: the fence of an uncertain command is still pending")
+	// ErrFencingNotPermitted matches every *PermissionError: fenced renewal
 	// needs CLIENT ID and CLIENT KILL and the server refused one of them.
-	ErrFencingNotPermitted = errors.New("lease: managed renewal needs CLIENT ID and CLIENT KILL permission")
+	ErrFencingNotPermitted = errors.New("lease: renewal needs CLIENT ID and CLIENT KILL permission")
 )
 
-// Causes of a keep-alive context's cancellation, read with context.Cause.
-// They are distinct: a renewal failure is a *RenewalFailureError, which also
-// matches ErrOwnershipLost and unwraps to the renewal's error.
+// Why a lock's context (Lock.Context) or a keep-alive's context
+// (KeepAlive.Context) ended, read with context.Cause. They are distinct;
+// *LossError and *RenewalFailureError also match ErrOwnershipLost.
 var (
-	// ErrOwnershipLost: a renewal returned false (the key expired or has
-	// another owner), a renewal's outcome was uncertain, or the lease
-	// deadline passed without a confirmed renewal. Stop protected writes.
-	ErrOwnershipLost = sm.ErrOwnershipLost
+	// ErrOwnershipLost is matched by every loss: *LossError (with the
+	// reason) and *RenewalFailureError. Stop protected work at once.
+	ErrOwnershipLost = errors.New("lease: ownership lost")
 	// ErrReleased: the lock was released by this handle.
-	ErrReleased = sm.ErrReleased
+	ErrReleased = errors.New("lease: released")
+	// ErrExpired: the lease's local estimate ran out with no renewal (no
+	// keep-alive, or one that was stopped). The key may still exist on the
+	// server for up to the drift margin; this handle no longer counts on it.
+	ErrExpired = errors.New("lease: the lease ran out")
 	// ErrKeepAliveStopped: the keep-alive was stopped (KeepAlive.Stop,
 	// Lock.Close, or the ctx given to Lock.KeepAlive ended); the lock may
-	// still be held.
-	ErrKeepAliveStopped = sm.ErrKeepAliveStopped
+	// still be held. Only a keep-alive's context ends with it.
+	ErrKeepAliveStopped = errors.New("lease: keep-alive stopped")
 )
 
-// RenewalFailureError is the keep-alive cause when a renewal failed with an
-// error (a server error reply, or a command that could not be sent): the
-// handle counts the lock as lost. errors.Is(err, ErrOwnershipLost) is true
-// and Unwrap returns the renewal's error.
-type RenewalFailureError = sm.RenewalFailureError
+// LossReason says how ownership was lost.
+type LossReason uint8
 
-// PermissionError says which command the server refused to the managed
-// renewal path ("CLIENT ID" or "CLIENT KILL"), with the server's reply. It
-// matches ErrFencingNotPermitted. Grant the user `+client|id +client|kill`
-// (and `+client|info`), or use the raw-token API, which needs neither.
+// The reasons of a *LossError.
+const (
+	// LossRefused: a renewal or the release answered that the key is not
+	// ours (it expired, or another owner holds it).
+	LossRefused LossReason = iota + 1
+	// LossRenewalUnknown: a renewal's outcome is unknown (LossError.Err
+	// says why); its connection was fenced.
+	LossRenewalUnknown
+	// LossReleaseUnknown: the release's outcome is unknown (LossError.Err
+	// says why); its connection was fenced.
+	LossReleaseUnknown
+	// LossDeadline: the lease deadline passed with no confirmed renewal.
+	LossDeadline
+	// LossDeadlineInFlight: the lease deadline passed while a renewal or
+	// release was still in flight; its connection was fenced.
+	LossDeadlineInFlight
+)
+
+var lossReasonNames = [...]string{
+	LossRefused:          "refused",
+	LossRenewalUnknown:   "renewal-outcome-unknown",
+	LossReleaseUnknown:   "release-outcome-unknown",
+	LossDeadline:         "deadline",
+	LossDeadlineInFlight: "deadline-in-flight",
+}
+
+var lossReasonTexts = [...]string{
+	LossRefused:          "the server answered that the key is not ours",
+	LossRenewalUnknown:   "a renewal's outcome is unknown",
+	LossReleaseUnknown:   "the release's outcome is unknown",
+	LossDeadline:         "the lease deadline passed with no confirmed renewal",
+	LossDeadlineInFlight: "the lease deadline passed with a command in flight",
+}
+
+// String returns the reason's name, for example "deadline".
+func (r LossReason) String() string {
+	if int(r) < len(lossReasonNames) && r != 0 {
+		return lossReasonNames[r]
+	}
+	return fmt.Sprintf("LossReason(%d)", uint8(r))
+}
+
+// MarshalText renders the reason as its name (for JSON and slog).
+func (r LossReason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// LossError is the cause of a lock's or keep-alive's context when
+// ownership was lost: Reason says how, Err the error behind it (the
+// renewal's or release's error; nil for LossRefused and the deadlines).
+// It matches ErrOwnershipLost and, through Err, the transport sentinels.
+type LossError struct {
+	Reason LossReason
+	Err    error
+}
+
+// Error describes the loss without secrets.
+func (e *LossError) Error() string {
+	text := "lease: ownership lost"
+	if int(e.Reason) < len(lossReasonTexts) && e.Reason != 0 {
+		text += ": " + lossReasonTexts[e.Reason]
+	}
+	if e.Err != nil {
+		text += ": " + strings.TrimPrefix(e.Err.Error(), "lease: ")
+	}
+	return text
+}
+
+// Unwrap returns the error behind the loss, if any.
+func (e *LossError) Unwrap() error { return e.Err }
+
+// Is makes a LossError match ErrOwnershipLost and the transport sentinels
+// of its Err.
+func (e *LossError) Is(target error) bool {
+	return target == ErrOwnershipLost || isTransport(e.Err, target)
+}
+
+// RenewalFailureError is the cause when a renewal failed with an error (a
+// server error reply, or a fence of an interrupted renewal that failed): the
+// handle counts the lock as lost. It matches ErrOwnershipLost; Unwrap
+// returns the renewal's error.
+type RenewalFailureError struct {
+	Err error
+}
+
+// Error describes the failure without secrets.
+func (e *RenewalFailureError) Error() string {
+	return "lease: ownership lost: renewal failed: " + strings.TrimPrefix(fmt.Sprint(e.Err), "lease: ")
+}
+
+// Unwrap returns the renewal's error.
+func (e *RenewalFailureError) Unwrap() error { return e.Err }
+
+// Is makes a renewal failure match ErrOwnershipLost and the transport
+// sentinels of its Err.
+func (e *RenewalFailureError) Is(target error) bool {
+	return target == ErrOwnershipLost || isTransport(e.Err, target)
+}
+
+// endingError is the context cause for why a lease or keep-alive ended.
+func endingError(e sm.Ending) error {
+	switch e.Cause {
+	case sm.CauseReleased:
+		return ErrReleased
+	case sm.CauseStopped:
+		if e.Err != nil {
+			return e.Err // ErrClientClosed
+		}
+		return ErrKeepAliveStopped
+	case sm.CauseExpired:
+		return ErrExpired
+	case sm.CauseRenewalFailure:
+		return &RenewalFailureError{Err: e.Err}
+	case sm.CauseOwnershipLost:
+		return &LossError{Reason: lossReason(e.Reason), Err: e.Err}
+	}
+	return ErrOwnershipLost
+}
+
+func lossReason(r sm.Reason) LossReason {
+	switch r {
+	case sm.ReasonRefused:
+		return LossRefused
+	case sm.ReasonRenewalUnknown:
+		return LossRenewalUnknown
+	case sm.ReasonReleaseUnknown:
+		return LossReleaseUnknown
+	case sm.ReasonDeadline:
+		return LossDeadline
+	case sm.ReasonDeadlineInFlight:
+		return LossDeadlineInFlight
+	}
+	return 0
+}
+
+// PermissionError says which command the server refused to fenced renewal
+// ("CLIENT ID" or "CLIENT KILL"), with the server's reply. It matches
+// ErrFencingNotPermitted. Grant the user `+client|id +client|kill` (and
+// `+client|info`), use WithUnfencedRenewal, or use the raw-token API, which
+// needs neither.
 type PermissionError struct {
 	Command string // "CLIENT ID" or "CLIENT KILL"
 	Err     error  // the server's reply, or why the identity is unknown
@@ -62,7 +200,7 @@ type PermissionError struct {
 
 // Error names the missing permission.
 func (e *PermissionError) Error() string {
-	return fmt.Sprintf("lease: managed renewal needs permission to run %s (ACL %s): %v",
+	return fmt.Sprintf("lease: renewal needs permission to run %s (ACL %s): %v",
 		e.Command, aclName(e.Command), e.Err)
 }
 
@@ -78,7 +216,7 @@ func aclName(command string) string {
 
 // isPermissionDenial reports whether err is a server reply that definitively
 // refuses a CLIENT subcommand to this user: NOPERM, or ERR unknown command /
-// unknown subcommand / wrong number of arguments (R10).
+// unknown subcommand / wrong number of arguments.
 func isPermissionDenial(err error) bool {
 	if err == nil {
 		return false

@@ -50,7 +50,7 @@ func ExampleLocks_Acquire() {
 	if err != nil {
 		panic(err)
 	}
-	work := lock.KeepAliveContext()
+	work := lock.Context()
 	fmt.Println("working while held:", work.Err() == nil)
 
 	_, err = locks.Acquire(ctx, "locks:report", 30*time.Second)
@@ -59,11 +59,11 @@ func ExampleLocks_Acquire() {
 	if err := lock.Close(); err != nil { // stops the keep-alive, then releases
 		panic(err)
 	}
-	fmt.Println("keep-alive ended:", context.Cause(work))
+	fmt.Println("work ended:", context.Cause(work))
 	// Output:
 	// working while held: true
-	// contender: lease: the lock was not acquired because another owner holds it
-	// keep-alive ended: respire: keep-alive stopped
+	// contender: lease: Acquire "locks:report": not acquired: another owner holds the lock
+	// work ended: lease: released
 }
 
 // Release when its outcome matters; a second release sends nothing.
@@ -118,6 +118,6 @@ func ExampleLock_KeepAlive() {
 	fmt.Println("still held:", lock.State())
 	// Output:
 	// second keep-alive: true
-	// stopped: respire: keep-alive stopped lost: false
+	// stopped: lease: keep-alive stopped lost: false
 	// still held: Held
 }

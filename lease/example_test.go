@@ -92,12 +92,12 @@ func ExampleLocks_WithKeyPrefix() {
 	// server key exists: :1
 }
 
-// Tokens compare by their exact bytes; String shows hex, logs stay redacted.
+// Tokens compare by their exact bytes; Hex reveals them, fmt and slog never do.
 func ExampleToken() {
 	text, _ := lease.TokenFromString("owner-42")
 	raw := lease.TokenFromBytes([]byte("owner-42"))
 	fmt.Println(text == raw)
-	fmt.Println(lease.TokenFromBytes([]byte{0x00, 0xAB}))
+	fmt.Println(lease.TokenFromBytes([]byte{0x00, 0xAB}).Hex())
 
 	_, err := lease.TokenFromString("bad\xff")
 	fmt.Println(errors.Is(err, lease.ErrInvalidToken))

@@ -83,10 +83,10 @@ func holdOnce(ctx context.Context, locks *Locks, rng *rand.Rand, keys int) (beli
 	b := belief{key: lock.wireKey, start: time.Now(), token: lock.Token().wire(),
 		margin: DefaultDriftFloor + 2*time.Second/100}
 	ended := make(chan time.Time, 1)
-	context.AfterFunc(lock.KeepAliveContext(), func() { ended <- time.Now() })
+	context.AfterFunc(lock.Context(), func() { ended <- time.Now() })
 	select {
 	case <-time.After(time.Duration(rng.IntN(300)) * time.Millisecond):
-	case <-lock.KeepAliveContext().Done():
+	case <-lock.Context().Done():
 	}
 	b.end = time.Now()
 	select {

@@ -52,7 +52,7 @@ func settle(t *testing.T, o *ownership, held []*Lock, stop context.CancelFunc, d
 	<-done
 	kept, lost = o.check(t, held)
 	for _, lock := range held {
-		if lock.KeepAliveContext().Err() == nil && lock.State() != StateHeld {
+		if lock.Context().Err() == nil && lock.State() != StateHeld {
 			t.Errorf("a lock's keep-alive is live in state %v", lock.State())
 		}
 		_ = lock.Close()
@@ -180,8 +180,8 @@ func TestClusterResharding_LocksFollowAMigratingSlot(t *testing.T) {
 			t.Fatalf("EXISTS on %s = %q after the release", n.addr, got)
 		}
 	}
-	if !errors.Is(context.Cause(lock.KeepAliveContext()), ErrReleased) {
-		t.Fatalf("keep-alive ended with %v; want ErrReleased", context.Cause(lock.KeepAliveContext()))
+	if !errors.Is(context.Cause(lock.Context()), ErrReleased) {
+		t.Fatalf("keep-alive ended with %v; want ErrReleased", context.Cause(lock.Context()))
 	}
 }
 

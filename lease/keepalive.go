@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	sm "github.com/respire-go/respire/statemachine"
@@ -12,12 +11,13 @@ import (
 // KeepAlive renews a Lock in the background at about half its lease, until
 // stopped or until ownership can no longer be guaranteed. Its Context is
 // cancelled, before the lease could have expired on the server, when
-// renewals stop succeeding; context.Cause tells why: ErrOwnershipLost (a
-// renewal returned false, was uncertain, or the lease deadline passed),
-// *RenewalFailureError (a renewal failed with an error; also matches
-// ErrOwnershipLost), ErrReleased (the lock was released) or
-// ErrKeepAliveStopped (stopped; the lock may still be held). Methods are
-// safe for concurrent use. Create it with Lock.KeepAlive or WithKeepAlive.
+// renewals stop succeeding; context.Cause tells why: a *LossError or a
+// *RenewalFailureError (both match ErrOwnershipLost), ErrReleased (the lock
+// was released), ErrKeepAliveStopped (stopped; the lock may still be held)
+// or ErrClientClosed (the rueidis client was closed under the Locks).
+// Protected work usually runs under Lock.Context instead, which ends when
+// the lease ends for any reason. Methods are safe for concurrent use.
+// Create it with Lock.KeepAlive.
 type KeepAlive struct {
 	lock      *Lock
 	ctx       context.Context
@@ -84,24 +84,24 @@ func (l *Lock) stopKeepAlive(k *KeepAlive) {
 // keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept.
 func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
+		return nil, opError("KeepAlive", l.key, context.Cause(ctx))
 	}
 	l.mu.Lock()
 	active := l.h.KeepAliveActive()
 	l.mu.Unlock()
 	if active {
-		return nil, fmt.Errorf("lease: KeepAlive: %w", ErrKeepAliveActive)
+		return nil, opError("KeepAlive", l.key, ErrKeepAliveActive)
 	}
 	s, err := l.m.renewalSession(ctx, l.wireKey)
 	if err != nil {
-		return nil, err
+		return nil, opError("KeepAlive", l.key, err)
 	}
 	k := newKeepAlive(l, context.WithoutCancel(ctx))
 	l.mu.Lock()
 	if l.keepAlive != nil {
 		l.mu.Unlock()
 		k.cancel(ErrKeepAliveActive)
-		return nil, fmt.Errorf("lease: KeepAlive: %w", ErrKeepAliveActive)
+		return nil, opError("KeepAlive", l.key, ErrKeepAliveActive)
 	}
 	l.node, l.keepAlive = s.Node(), k
 	id := l.newCaller(ctx)
@@ -112,22 +112,12 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	}
 	l.mu.Unlock()
 	if res.Err != nil {
-		k.cancel(res.Err)
-		return nil, fmt.Errorf("lease: KeepAlive: %w", res.Err)
+		err := coreError(res.Err)
+		k.cancel(err)
+		return nil, opError("KeepAlive", l.key, err)
 	}
 	k.stopWatch = context.AfterFunc(ctx, func() { l.stopKeepAlive(k) })
 	return k, nil
-}
-
-// KeepAliveContext returns the context of the keep-alive started with
-// WithKeepAlive, cancelled (with a cause, see KeepAlive) when it ends. Pass
-// it to the protected work. Without WithKeepAlive it is a context that is
-// never cancelled. It does not block.
-func (l *Lock) KeepAliveContext() context.Context {
-	if l.owned == nil {
-		return context.Background()
-	}
-	return l.owned.ctx
 }
 
 // ResetExpiry sets the lease to ttl (rounded up to whole milliseconds) from
@@ -146,10 +136,10 @@ func (l *Lock) KeepAliveContext() context.Context {
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
 	d, err := managedTTL(ttl, l.m.core.drift)
 	if err != nil {
-		return false, fmt.Errorf("lease: ResetExpiry: %w", err)
+		return false, opError("ResetExpiry", l.key, err)
 	}
 	if ctx.Err() != nil {
-		return false, context.Cause(ctx)
+		return false, opError("ResetExpiry", l.key, context.Cause(ctx))
 	}
 	l.mu.Lock()
 	released := l.h.IsReleased(l.m.clock.Now())
@@ -158,14 +148,14 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, nil
 	}
 	if _, err := l.m.renewalSession(ctx, l.wireKey); err != nil {
-		return false, err
+		return false, opError("ResetExpiry", l.key, err)
 	}
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: d})
 	if err != nil {
-		return false, err
+		return false, opError("ResetExpiry", l.key, err)
 	}
 	if res.Err != nil {
-		return false, callerError(ctx, res.Err)
+		return false, opError("ResetExpiry", l.key, callerError(ctx, res.Err))
 	}
 	return res.OK, nil
 }

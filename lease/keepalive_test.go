@@ -39,7 +39,7 @@ func TestKeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration(t *testing.T) {
 		t.Fatalf("renewal %q; want PX 10000", e.Args)
 	}
 	eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
-	if ctx := lock.KeepAliveContext(); ctx.Err() != nil {
+	if ctx := lock.Context(); ctx.Err() != nil {
 		t.Fatalf("keep-alive ended: %v", context.Cause(ctx))
 	}
 }
@@ -52,7 +52,7 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	if err := lock.KeepAliveContext().Err(); err != nil {
+	if err := lock.Context().Err(); err != nil {
 		t.Fatalf("keep-alive cancelled with the acquisition ctx: %v", err)
 	}
 	if _, err := lock.KeepAlive(ctxT(t)); !errors.Is(err, ErrKeepAliveActive) {
@@ -61,8 +61,11 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 	if err := lock.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := context.Cause(lock.owned.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("after Close the keep-alive cause is %v; want ErrKeepAliveStopped (stopped before the release)", cause)
+	}
+	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrReleased) {
+		t.Fatalf("after Close the lock's context cause is %v; want ErrReleased", cause)
 	}
 	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
 		t.Fatalf("Close did not release: EXISTS = %q", got)
@@ -76,7 +79,7 @@ func TestKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
 	clock.Advance(5 * time.Second)
 	renewal := waitLog(t, srv, isRenewal("k"))
-	ka := lock.KeepAliveContext()
+	ka := lock.Context()
 	clock.Advance(5*time.Second - time.Millisecond)
 	if ka.Err() != nil {
 		t.Fatalf("keep-alive cancelled before the deadline: %v", context.Cause(ka))
@@ -105,8 +108,8 @@ func TestKeepAliveCausesAreDistinct(t *testing.T) {
 		srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
 		srv.Exec("SET", "k", "someone-else")
 		clock.Advance(5 * time.Second)
-		waitDone(t, lock.KeepAliveContext())
-		cause := context.Cause(lock.KeepAliveContext())
+		waitDone(t, lock.Context())
+		cause := context.Cause(lock.Context())
 		var failure *RenewalFailureError
 		if !errors.Is(cause, ErrOwnershipLost) || errors.As(cause, &failure) {
 			t.Fatalf("cause = %v; want plain ErrOwnershipLost", cause)
@@ -116,9 +119,9 @@ func TestKeepAliveCausesAreDistinct(t *testing.T) {
 		srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
 		srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Match: hasIFEQ, Error: "ERR arbitrary server failure"})
 		clock.Advance(5 * time.Second)
-		waitDone(t, lock.KeepAliveContext())
+		waitDone(t, lock.Context())
 		var failure *RenewalFailureError
-		cause := context.Cause(lock.KeepAliveContext())
+		cause := context.Cause(lock.Context())
 		if !errors.As(cause, &failure) || !errors.Is(cause, ErrOwnershipLost) || failure.Unwrap() == nil {
 			t.Fatalf("cause = %v; want *RenewalFailureError wrapping the server error", cause)
 		}
@@ -231,7 +234,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	if del := seqOf(srv.Log(), isCommand("DELEX")); del < renewal.Seq {
 		t.Fatalf("DELEX (seq %d) must follow the renewal (seq %d)", del, renewal.Seq)
 	}
-	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := context.Cause(lock.owned.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v; want ErrKeepAliveStopped", cause)
 	}
 	if lock.State() != StateReleased || clock.Pending() != 0 {
@@ -257,8 +260,8 @@ func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
 	killSession(t, srv, lock)
 	clock.Advance(5 * time.Second)
 	eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
-	if err := lock.KeepAliveContext().Err(); err != nil {
-		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+	if err := lock.Context().Err(); err != nil {
+		t.Fatalf("keep-alive ended: %v", context.Cause(lock.Context()))
 	}
 }
 
@@ -276,9 +279,9 @@ func TestKeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError(
 	srv.SetUser("locker", "lockerpw", full[:5]...) // CLIENT KILL revoked
 	killSession(t, srv, lock)
 	clock.Advance(5 * time.Second)
-	waitDone(t, lock.KeepAliveContext())
+	waitDone(t, lock.Context())
 	var permErr *PermissionError
-	cause := context.Cause(lock.KeepAliveContext())
+	cause := context.Cause(lock.Context())
 	if !errors.As(cause, &permErr) || permErr.Command != "CLIENT KILL" || !errors.Is(cause, ErrOwnershipLost) {
 		t.Fatalf("cause %v; want a renewal failure wrapping the CLIENT KILL permission error", cause)
 	}
@@ -305,8 +308,8 @@ func TestKeepAliveRenewalLostWithItsConnectionIsFencedAndTheLockRecovers(t *test
 	eventually(t, "recovered", func() bool {
 		return lock.State() == StateHeld && renewedFresh(lock)
 	})
-	if err := lock.KeepAliveContext().Err(); err != nil {
-		t.Fatalf("keep-alive ended during the recovery: %v", context.Cause(lock.KeepAliveContext()))
+	if err := lock.Context().Err(); err != nil {
+		t.Fatalf("keep-alive ended during the recovery: %v", context.Cause(lock.Context()))
 	}
 }
 
@@ -329,9 +332,9 @@ func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
 	go func() { _, err := lock.Release(ctxT(t)); result <- err }()
 	del := waitLog(t, srv, isCommand("DELEX"))
 	clock.Advance(10 * time.Second)
-	waitDone(t, lock.KeepAliveContext())
-	if !errors.Is(context.Cause(lock.KeepAliveContext()), ErrOwnershipLost) {
-		t.Fatalf("cause %v; want ErrOwnershipLost", context.Cause(lock.KeepAliveContext()))
+	waitDone(t, lock.Context())
+	if !errors.Is(context.Cause(lock.Context()), ErrOwnershipLost) {
+		t.Fatalf("cause %v; want ErrOwnershipLost", context.Cause(lock.Context()))
 	}
 	if err := <-result; err == nil {
 		t.Fatal("Release succeeded although its delete was cut off by the fence")

@@ -12,28 +12,6 @@ import (
 	sm "github.com/respire-go/respire/statemachine"
 )
 
-// State is the lifecycle state of a managed lock handle; see docs/states.md.
-type State = sm.State
-
-// The states a *Lock can be seen in (a handle is only returned once Held).
-const (
-	StateHeld      = sm.Held      // the lease is ours, as far as the local estimate knows
-	StateReleasing = sm.Releasing // a release is in flight
-	StateUncertain = sm.Uncertain // a command's outcome is unknown; its session is being fenced
-	StateLost      = sm.Lost      // ownership is lost for good (expired, taken, or uncertain)
-	StateReleased  = sm.Released  // this handle released the lock
-)
-
-// ReleaseOutcome is the result of Lock.Release.
-type ReleaseOutcome = sm.ReleaseOutcome
-
-// Release outcomes.
-const (
-	Released        = sm.ReleaseReleased        // this call's delete removed our lock
-	AlreadyReleased = sm.ReleaseAlreadyReleased // the handle had released it already; nothing sent
-	NotOwned        = sm.ReleaseNotOwned        // the delete found another owner or no key, or the handle was lost
-)
-
 // Lock is a held lease with an owner token generated at acquisition. Its
 // methods are safe for concurrent use: they are serialised one at a time
 // through the handle's state machine (docs/states.md), so concurrent
@@ -63,7 +41,17 @@ type Lock struct {
 	deadline  timerSlot
 	node      string     // node of the renewal session (keep-alive batches)
 	keepAlive *KeepAlive // the running keep-alive, nil when none
-	owned     *KeepAlive // the keep-alive started by WithKeepAlive
+	owned     *KeepAlive // the keep-alive started by WithKeepAlive, kept after it ends
+	ending    sm.Ending  // why the lease ended; Cause is CauseNone while it lasts
+	watch     *leaseWatch
+	// clientClosed: the keep-alive ended because the rueidis client was closed
+	clientClosed bool
+}
+
+// leaseWatch is the lock's context, created on first Context call.
+type leaseWatch struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // waiter is a caller waiting for its EffectResolve.
@@ -107,7 +95,7 @@ func (l *Lock) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observeLocked()
-	return l.h.State()
+	return stateOf(l.h.State())
 }
 
 // observeLocked steps the handle with the time when its lease estimate ran

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ const cleanupTimeout = 5 * time.Second
 type managed struct {
 	core    *core
 	clock   actor.Clock
+	jitter  func() float64 // random in [0, 1) for polling sleeps (see sm.Poll)
 	cluster bool
 
 	standalone atomic.Pointer[conn.Session] // the current session, standalone mode only
@@ -44,6 +46,7 @@ func (l *Locks) managed() *managed {
 		c.managed = &managed{
 			core:     c,
 			clock:    actor.RealClock(),
+			jitter:   rand.Float64,
 			cluster:  c.client.Mode() == rueidis.ClientModeCluster,
 			renewers: map[string]*renewer{},
 		}
@@ -158,6 +161,24 @@ func (m *managed) commandContext(ctx context.Context) (context.Context, context.
 		return context.WithTimeout(ctx, m.core.commandTimeout)
 	}
 	return ctx, func() {}
+}
+
+// fenceContext bounds a fence by FenceTimeout, or by WithCommandTimeout
+// when that is shorter. The bound is a cancellation, not a deadline: the
+// kill travels on the client's shared pipeline connection, and rueidis
+// closes that connection, under the application's other commands, when a
+// deadline expires on it (a cancellation only ends the wait).
+func (m *managed) fenceContext() (context.Context, context.CancelFunc) {
+	d := FenceTimeout
+	if t := m.core.commandTimeout; t > 0 && t < d {
+		d = t
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(d, cancel)
+	return ctx, func() {
+		timer.Stop()
+		cancel()
+	}
 }
 
 // goBackground runs f on a goroutine that Locks.Close waits for.

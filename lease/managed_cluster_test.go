@@ -76,8 +76,8 @@ func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
 	if seqOf(c.Node(1).Log(), isRenewal(key)) == 0 || seqOf(c.Node(0).Log(), isRenewal(key)) != 0 {
 		t.Fatalf("second renewal: node 0 %v, node 1 %v; want it on node 1 only", c.Node(0).Log(), c.Node(1).Log())
 	}
-	if err := lock.KeepAliveContext().Err(); err != nil {
-		t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+	if err := lock.Context().Err(); err != nil {
+		t.Fatalf("keep-alive ended: %v", context.Cause(lock.Context()))
 	}
 }
 
@@ -136,7 +136,7 @@ func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedi
 		t.Fatal(err)
 	}
 	clock.Advance(5 * time.Second) // past the deadline: the renewal on node 1 is cut off
-	waitDone(t, lock.KeepAliveContext())
+	waitDone(t, lock.Context())
 	kill, err := c.Node(1).WaitFor(ctxT(t), isKill)
 	if err != nil {
 		t.Fatal(err)

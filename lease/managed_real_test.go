@@ -38,8 +38,11 @@ func TestManagedLifecycleOnRealRedis70(t *testing.T) {
 	if err := lock.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := context.Cause(lock.owned.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v", cause)
+	}
+	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrReleased) {
+		t.Fatalf("lock's context cause %v; want ErrReleased", cause)
 	}
 	if _, found, err := locks.OwnerToken(ctx, key); found || err != nil {
 		t.Fatalf("after Close the key is still there (%v, %v)", found, err)

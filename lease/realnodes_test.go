@@ -225,7 +225,7 @@ type outsiderWin struct {
 
 // watch records when lock's keep-alive context ends.
 func (o *ownership) watch(lock *Lock) {
-	context.AfterFunc(lock.KeepAliveContext(), func() {
+	context.AfterFunc(lock.Context(), func() {
 		o.mu.Lock()
 		o.ended[lock] = time.Now()
 		o.mu.Unlock()

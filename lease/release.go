@@ -28,29 +28,12 @@ import (
 func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputRelease})
 	if err != nil {
-		return 0, err
+		return 0, opError("Release", l.key, err)
 	}
 	if res.Err != nil {
-		return 0, callerError(ctx, res.Err)
+		return 0, opError("Release", l.key, callerError(ctx, res.Err))
 	}
-	return res.Release, nil
-}
-
-// Close stops the keep-alive (waiting for a renewal in flight), then
-// releases the lock. It swallows what expiry makes harmless — connection
-// errors, timeouts, cancellation, a closed Locks — and returns server error
-// replies (the lock is then still held). It is idempotent and safe for
-// concurrent use. It blocks until the release completes; only a
-// WithCommandTimeout bounds it.
-func (l *Lock) Close() error {
-	res, err := l.request(context.Background(), sm.Input{Kind: sm.InputClose})
-	if err != nil {
-		return err
-	}
-	if res.Err != nil && res.Outcome == sm.OutcomeDefinite {
-		return res.Err
-	}
-	return nil
+	return releaseOutcomeOf(res.Release), nil
 }
 
 // callerError replaces the core's "caller stopped waiting" by ctx's cause.

@@ -124,7 +124,7 @@ func TestReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, ErrFencePending) {
 		t.Fatalf("Release = %v; want the cancellation, classified uncertain, fence pending", err)
 	}
-	if cause := context.Cause(lock.KeepAliveContext()); !errors.Is(cause, ErrOwnershipLost) {
+	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrOwnershipLost) {
 		t.Fatalf("keep-alive cause %v; want ErrOwnershipLost", cause)
 	}
 	if st := lock.State(); st == StateHeld {

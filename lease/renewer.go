@@ -100,6 +100,9 @@ func (r *renewer) send(batch []renewal) {
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := r.m.core.closedErr()
+		if err == nil {
+			err = r.m.core.pool.ClientAlive() // a closed rueidis client ends the keep-alives
+		}
 		var s *conn.Session
 		if err == nil {
 			s, err = r.m.core.pool.SessionFor(ctx, r.node)

@@ -31,8 +31,8 @@ func TestRenewalRetry_ARenewalThatDidNotRunIsRetriedWhileTheDeadlineLasts(t *tes
 				clock.Advance(10 * time.Millisecond) // retries come an eighth of the time left later
 				return len(srv.FaultLog()) == 2 && lock.RemainingEstimate() > estimateOf(10*time.Second)-time.Second
 			})
-			if err := lock.KeepAliveContext().Err(); err != nil {
-				t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+			if err := lock.Context().Err(); err != nil {
+				t.Fatalf("keep-alive ended: %v", context.Cause(lock.Context()))
 			}
 		})
 	}
@@ -45,9 +45,9 @@ func TestRenewalRetry_APermanentRefusalStillEndsTheKeepAlive(t *testing.T) {
 	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Match: hasIFEQ, Error: "WRONGTYPE Operation against a key holding the wrong kind of value"})
 	clock.Advance(5 * time.Second)
-	waitDone(t, lock.KeepAliveContext())
+	waitDone(t, lock.Context())
 	var failure *RenewalFailureError
-	if cause := context.Cause(lock.KeepAliveContext()); !errorsAs(cause, &failure) {
+	if cause := context.Cause(lock.Context()); !errorsAs(cause, &failure) {
 		t.Fatalf("cause %v; want a renewal failure", cause)
 	}
 }

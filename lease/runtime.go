@@ -65,6 +65,12 @@ func deadlineTick(g uint64) event { return event{kind: eventTick, timer: sm.Time
 func (l *Lock) handle(ev event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ev.kind == eventDone && ev.err != nil && l.keepAlive != nil && errors.Is(ev.err, conn.ErrClientClosed) {
+		// Nothing can renew any more: end the keep-alive with its own cause
+		// before the renewal's completion would schedule a retry.
+		l.clientClosed = true
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: ErrClientClosed, Now: l.m.clock.Now()}, 0)
+	}
 	if in, ok := l.input(ev); ok {
 		l.step(in, 0)
 	}
@@ -152,9 +158,11 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
 		if l.keepAlive != nil {
-			l.keepAlive.cancel(e.Cause.Err(e.Err))
+			l.keepAlive.cancel(endingError(e.Ending))
 			l.keepAlive = nil
 		}
+	case sm.EffectEndLease:
+		l.endLease(e.Ending)
 	case sm.EffectArmTimer:
 		l.arm(e.Timer, e.Seq, e.At)
 	case sm.EffectDisarmTimer:
@@ -266,7 +274,7 @@ func (l *Lock) fence(op sm.OpID) {
 		return
 	}
 	l.m.goBackground(func() {
-		ctx, cancel := l.m.commandContext(context.Background())
+		ctx, cancel := l.m.fenceContext()
 		defer cancel()
 		err := l.m.core.pool.Fence(ctx, s)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 // exact bytes. Tokens are comparable with == and usable as map keys; a token
 // built from text equals the token built from that text's UTF-8 bytes. The
 // zero value is the empty token, which every lock operation rejects with
-// ErrEmptyToken. Tokens are secrets: String reveals the bytes (as hex), so
-// log tokens only through slog, where LogValue redacts them.
+// ErrEmptyToken. Tokens are secrets: fmt, String and slog show them
+// redacted; Hex, Bytes and Text reveal them.
 type Token struct {
 	bytes string // exact bytes; a string keeps Token comparable and immutable
 }
@@ -52,10 +52,15 @@ func (t Token) Bytes() []byte {
 	return []byte(t.bytes)
 }
 
-// String returns the token's bytes as lossless uppercase hexadecimal ("" for
-// the zero token). It reveals the token: do not log it. For a NewToken this
-// is the hex of its 32 ASCII characters, not the characters themselves.
-func (t Token) String() string { return strings.ToUpper(hex.EncodeToString([]byte(t.bytes))) }
+// Hex returns the token's bytes as lossless uppercase hexadecimal ("" for
+// the zero token). It reveals the token: store it where secrets go, never
+// in logs. For a NewToken this is the hex of its 32 ASCII characters, not
+// the characters themselves.
+func (t Token) Hex() string { return strings.ToUpper(hex.EncodeToString([]byte(t.bytes))) }
+
+// String returns "<redacted token>" ("<empty token>" for the zero token):
+// printing a token never reveals it. Use Hex, Bytes or Text to read it.
+func (t Token) String() string { return t.LogValue().String() }
 
 // Text returns the token as text, failing with ErrInvalidToken when its bytes
 // are not valid UTF-8 (nothing is replaced).

@@ -36,8 +36,8 @@ func TestTokenFromBytesCopies(t *testing.T) {
 	}
 	out := tok.Bytes()
 	out[1] = 0
-	if tok.String() != "00FF78" {
-		t.Fatalf("mutating Bytes() result changed the token: %s", tok)
+	if tok.Hex() != "00FF78" {
+		t.Fatalf("mutating Bytes() result changed the token: %s", tok.Hex())
 	}
 }
 
@@ -56,15 +56,15 @@ func TestTokenTextIsStrict(t *testing.T) {
 	}
 }
 
-func TestTokenStringIsUppercaseHex(t *testing.T) {
-	if got := TokenFromBytes([]byte("ab\x01")).String(); got != "616201" {
-		t.Fatalf("String() = %q; want 616201", got)
+func TestTokenHexIsUppercaseHex(t *testing.T) {
+	if got := TokenFromBytes([]byte("ab\x01")).Hex(); got != "616201" {
+		t.Fatalf("Hex() = %q; want 616201", got)
 	}
-	if got := TokenFromBytes([]byte{0xab, 0xcd}).String(); got != "ABCD" {
-		t.Fatalf("String() = %q; want ABCD", got)
+	if got := TokenFromBytes([]byte{0xab, 0xcd}).Hex(); got != "ABCD" {
+		t.Fatalf("Hex() = %q; want ABCD", got)
 	}
-	if got := (Token{}).String(); got != "" {
-		t.Fatalf("zero String() = %q; want empty", got)
+	if got := (Token{}).Hex(); got != "" {
+		t.Fatalf("zero Hex() = %q; want empty", got)
 	}
 }
 
@@ -96,7 +96,7 @@ func TestTokenLogValueRedacts(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	tok := TokenFromBytes([]byte("super-secret"))
 	logger.Info("held", "token", tok)
-	if strings.Contains(buf.String(), "super-secret") || strings.Contains(buf.String(), tok.String()) {
+	if strings.Contains(buf.String(), "super-secret") || strings.Contains(buf.String(), tok.Hex()) {
 		t.Fatalf("log leaks the token: %s", buf.String())
 	}
 	if !strings.Contains(buf.String(), "redacted") {
@@ -169,9 +169,18 @@ func TestNewRejectsNilClientAndBadOptions(t *testing.T) {
 	}
 }
 
-func TestTokenFormatVerbRevealsOnlyThroughString(t *testing.T) {
-	tok := TokenFromBytes([]byte("k"))
-	if got := fmt.Sprint(tok); got != "6B" {
-		t.Fatalf("fmt.Sprint(token) = %q; want 6B", got)
+func TestTokenSecret_NoFormatVerbRevealsIt(t *testing.T) {
+	tok := TokenFromBytes([]byte("k-secret"))
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		got := fmt.Sprintf(verb, tok)
+		if strings.Contains(got, "k-secret") || strings.Contains(strings.ToUpper(got), tok.Hex()) {
+			t.Fatalf("fmt %s of a token = %q: it reveals the token", verb, got)
+		}
+		if got != "<redacted token>" {
+			t.Fatalf("fmt %s of a token = %q; want <redacted token>", verb, got)
+		}
+	}
+	if got := fmt.Sprint(Token{}); got != "<empty token>" {
+		t.Fatalf("zero token prints %q", got)
 	}
 }

@@ -152,7 +152,7 @@ func TestDriftMargin_TheKeepAliveContextEndsBeforeTheServersLease(t *testing.T) 
 			t.Fatal(err)
 		}
 		f.sessionConn(t, lock).Stall(faultproxy.ToServer) // renewals never arrive
-		ka := lock.KeepAliveContext()
+		ka := lock.Context()
 		waitDone(t, ka)
 		var pttl int64
 		if _, err := fmtSscanInt(f.srv.Exec("PTTL", "k"), &pttl); err != nil || pttl < int64(floor/time.Millisecond) {
@@ -190,7 +190,7 @@ func TestFenceBeforeReturn_CloseOfALostHandleWaitsForItsFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(5 * time.Second) // past the lease deadline
-		waitDone(t, lock.KeepAliveContext())
+		waitDone(t, lock.Context())
 		waitFenced(t, f.target, before)
 		closed := make(chan error, 1)
 		go func() { closed <- lock.Close() }()
@@ -336,8 +336,8 @@ func TestSurvivesConnectionReset_AResetDoesNotLoseAHealthyLock(t *testing.T) {
 		eventually(t, "the lock renewed on a fresh session", func() bool {
 			return lock.State() == StateHeld && renewedFresh(lock)
 		})
-		if err := lock.KeepAliveContext().Err(); err != nil {
-			t.Fatalf("keep-alive ended: %v", context.Cause(lock.KeepAliveContext()))
+		if err := lock.Context().Err(); err != nil {
+			t.Fatalf("keep-alive ended: %v", context.Cause(lock.Context()))
 		}
 		if owner := f.srv.Exec("GET", "k"); !strings.Contains(owner, lock.Token().wire()) {
 			t.Fatalf("GET k = %q; want our token", owner)
@@ -382,8 +382,8 @@ func TestSurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession(t
 			eventually(t, fmt.Sprintf("lock %d recovered", i), func() bool {
 				return lock.State() == StateHeld && lock.RemainingEstimate() > estimateOf(10*time.Second)-time.Second
 			})
-			if err := lock.KeepAliveContext().Err(); err != nil {
-				t.Fatalf("lock %d lost: %v", i, context.Cause(lock.KeepAliveContext()))
+			if err := lock.Context().Err(); err != nil {
+				t.Fatalf("lock %d lost: %v", i, context.Cause(lock.Context()))
 			}
 		}
 		waitFenced(t, f.target, before)

@@ -75,7 +75,7 @@ func TestA7PollSchedule(t *testing.T) {
 			n := 0
 			for _, at := range tt.attempts {
 				n++
-				if _, again := tt.poll.Next(at); !again {
+				if _, again := tt.poll.Next(at, 0.5); !again {
 					break
 				}
 			}
@@ -84,10 +84,10 @@ func TestA7PollSchedule(t *testing.T) {
 			}
 		})
 	}
-	if sleep, _ := (Poll{Wait: 500 * ms, RetryEvery: 5 * time.Second}).Next(0); sleep != 500*ms {
+	if sleep, _ := (Poll{Wait: 500 * ms, RetryEvery: 5 * time.Second}).Next(0, 0.5); sleep != 500*ms {
 		t.Fatalf("sleep = %v; want the remaining 500ms", sleep)
 	}
-	if sleep, _ := (Poll{Wait: time.Second}).Next(0); sleep != DefaultRetryEvery {
+	if sleep, _ := (Poll{Wait: time.Second}).Next(0, 0.5); sleep != DefaultRetryEvery {
 		t.Fatalf("default retryEvery sleep = %v", sleep)
 	}
 }

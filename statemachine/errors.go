@@ -25,6 +25,10 @@ var (
 	ErrReleased = errors.New("respire: lock released")
 	// ErrKeepAliveStopped: the keep-alive was stopped by its owner (K10) or by Close.
 	ErrKeepAliveStopped = errors.New("respire: keep-alive stopped")
+	// ErrExpired: the lease ran out with no keep-alive renewing it.
+	ErrExpired = errors.New("respire: lease expired")
+	// ErrAcquiredTooLate: the acquisition's reply came after its lease could have expired.
+	ErrAcquiredTooLate = errors.New("respire: the acquisition's reply came after its lease could have expired")
 )
 
 // Cause says why the keep-alive context was cancelled.
@@ -37,7 +41,29 @@ const (
 	CauseReleased             // ErrReleased
 	CauseStopped              // ErrKeepAliveStopped
 	CauseRenewalFailure       // *RenewalFailureError wrapping the renewal's error
+	CauseExpired              // the lease ran out with no keep-alive renewing it (ErrExpired)
 )
+
+// Reason says why ownership was lost (CauseOwnershipLost), for the error the runtime builds.
+type Reason uint8
+
+// The reasons of a loss.
+const (
+	ReasonNone             Reason = iota
+	ReasonRefused                 // a renewal or the delete answered that the key is not ours
+	ReasonRenewalUnknown          // a renewal's outcome is unknown (Ending.Err says why)
+	ReasonReleaseUnknown          // the delete's outcome is unknown (Ending.Err says why)
+	ReasonDeadline                // the lease deadline passed with no confirmed renewal
+	ReasonDeadlineInFlight        // the lease deadline passed with a command still in flight
+)
+
+// Ending says why a keep-alive context or the lease ended: Cause, and for a loss its Reason
+// and the error that caused it (a renewal's or delete's error, a fence's error).
+type Ending struct {
+	Cause  Cause
+	Reason Reason
+	Err    error
+}
 
 // Err returns the error to cancel the keep-alive context with. For CauseRenewalFailure it
 // wraps failure in a *RenewalFailureError, which also matches ErrOwnershipLost.
@@ -51,6 +77,8 @@ func (c Cause) Err(failure error) error {
 		return ErrKeepAliveStopped
 	case CauseRenewalFailure:
 		return &RenewalFailureError{Err: failure}
+	case CauseExpired:
+		return ErrExpired
 	}
 	return nil
 }

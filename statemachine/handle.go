@@ -41,6 +41,8 @@ type Handle struct {
 	state          State
 	keepAlive      keepAliveState
 	keepAliveEnded bool // the current keep-alive context was cancelled already
+	watched        bool // the lock's context exists (InputWatch): its end is watched by the deadline timer
+	leaseEnded     bool // EffectEndLease was emitted
 	renewByKeep    bool // the renewal in flight belongs to the keep-alive
 	acquireKeep    bool // InputAcquire asked for an owned keep-alive
 	fencesPending  uint8
@@ -148,6 +150,8 @@ func (h *Handle) Step(in Input, out []Effect) []Effect {
 		h.stepFenceDone(in)
 	case InputObserve:
 		h.observe(in.Now)
+	case InputWatch:
+		h.stepWatch()
 	default:
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}
@@ -216,14 +220,43 @@ func (h *Handle) disarmTimer(t Timer) {
 	}
 }
 
-// endKeepAlive cancels the keep-alive context once with cause and frees the slot.
-func (h *Handle) endKeepAlive(cause Cause, failure error) {
-	h.disarmTimers()
+// endKeepAlive cancels the keep-alive context once with why, and frees the slot. A
+// watched lease keeps its deadline timer while it is held.
+func (h *Handle) endKeepAlive(why Ending) {
+	h.disarmTimer(TimerRenewal)
+	if !h.watched || !(h.holding() || h.state == Releasing) {
+		h.disarmTimer(TimerDeadline)
+	}
 	if h.keepAlive != keepAliveNone && !h.keepAliveEnded {
 		h.keepAliveEnded = true
-		h.emit(Effect{Kind: EffectCancelKeepAlive, Cause: cause, Err: failure})
+		h.emit(Effect{Kind: EffectCancelKeepAlive, Ending: why})
 	}
 	h.keepAlive = keepAliveNone
+}
+
+// endLease reports, once, that the handle stopped holding the lease and why.
+func (h *Handle) endLease(why Ending) {
+	if !h.leaseEnded {
+		h.leaseEnded = true
+		h.emit(Effect{Kind: EffectEndLease, Ending: why})
+	}
+}
+
+// stepWatch starts watching the lease's end: without a keep-alive the deadline timer is
+// armed at the lease deadline, so the lock's context ends on time.
+func (h *Handle) stepWatch() {
+	h.watched = true
+	if (h.holding() || h.state == Releasing) && h.keepAlive == keepAliveNone {
+		h.armTimer(TimerDeadline, h.deadline())
+	}
+}
+
+// rewatch re-arms the deadline timer of a watched lease without a running keep-alive after
+// its deadline moved (a confirmed reset).
+func (h *Handle) rewatch() {
+	if h.watched && (h.holding() || h.state == Releasing) && h.keepAlive != keepAliveRunning {
+		h.armTimer(TimerDeadline, h.deadline())
+	}
 }
 
 // takeWaiters removes and returns the waiters of kind k, in request order.
@@ -266,7 +299,12 @@ func (h *Handle) resolveAll(k waitKind, r Result) {
 func (h *Handle) pump(now time.Duration) {
 	h.observe(now)
 	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {
-		h.endKeepAlive(CauseStopped, nil)
+		h.endKeepAlive(Ending{Cause: CauseStopped})
+		if h.state == Recovering && h.fencesPending == 0 {
+			// A recovery waiting to retry a renewal that did not run: without the keep-alive
+			// nothing retries it, and ownership cannot be confirmed.
+			h.becomeLost(EventRenewalFailed, Ending{Cause: CauseOwnershipLost, Reason: ReasonRenewalUnknown})
+		}
 	}
 	if h.keepAlive != keepAliveStopping && h.fencesPending == 0 && h.state != Recovering {
 		h.resolveAll(waitStop, Result{OK: true})

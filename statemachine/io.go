@@ -42,7 +42,7 @@ const (
 	InputAcquire         InputKind = iota + 1 // Caller, TTL, KeepAlive: send the SET NX PX
 	InputResetExpiry                          // Caller, TTL: manual renewal, TTL from now
 	InputKeepAliveStart                       // Caller: start the keep-alive
-	InputKeepAliveStop                        // Caller: stop it; resolved when no renewal is in flight
+	InputKeepAliveStop                        // Caller, Err: stop it (Err, if set, is the cause instead of a stop); resolved when no renewal is in flight
 	InputRelease                              // Caller: release (shared with concurrent releases)
 	InputClose                                // Caller: stop the keep-alive, then release; idempotent
 	InputCallerCancelled                      // Caller: that caller's ctx ended while it waited
@@ -50,6 +50,7 @@ const (
 	InputTimer                                // Timer, Seq: a timer armed by EffectArmTimer fired
 	InputFenceDone                            // Op, Err: the fence of Op's session answered or failed
 	InputObserve                              // (Now only): the runtime looks at the handle; a lease whose estimate ran out is no longer held
+	InputWatch                                // (Now only): the lock's context exists: its end must be seen on time, with or without keep-alive
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary
@@ -103,7 +104,8 @@ const (
 	EffectCleanupDelete                         // Op (of the SET): best-effort bounded background compare-and-delete
 	EffectAbort                                 // Op: cancel that command's context (the deadline passed)
 	EffectFence                                 // Op: fence the session that carried Op; answer with InputFenceDone
-	EffectCancelKeepAlive                       // Cause, Err: cancel the keep-alive context with Cause.Err(Err)
+	EffectCancelKeepAlive                       // Ending: cancel the keep-alive context with why it ended
+	EffectEndLease                              // Ending: the lease ended (release, loss, expiry): end the lock's context
 	EffectArmTimer                              // Timer, At, Seq: (re)arm; a fire is reported with Seq
 	EffectDisarmTimer                           // Timer: stop it; a late fire with an old Seq is ignored
 	EffectResolve                               // Caller, Result: answer that caller
@@ -115,7 +117,6 @@ const (
 type Effect struct {
 	Kind   EffectKind
 	Timer  Timer
-	Cause  Cause
 	From   State
 	To     State
 	Event  Event
@@ -124,7 +125,7 @@ type Effect struct {
 	TTL    time.Duration
 	At     time.Duration
 	Caller CallerID
-	Err    error // EffectCancelKeepAlive with CauseRenewalFailure: the renewal's error
+	Ending Ending // EffectCancelKeepAlive, EffectEndLease
 	Result Result
 }
 

@@ -97,7 +97,7 @@ func TestK4RenewalDueWithNothingLeftIsLost(t *testing.T) {
 	arm := findTimer(t, d.last, TimerRenewal)
 	d.now = d.now + 2*time.Second
 	eff := d.step(Input{Kind: InputTimer, Timer: TimerRenewal, Seq: arm.Seq})
-	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Cause != CauseOwnershipLost {
+	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseOwnershipLost {
 		t.Fatalf("state %s effects %+v", d.h.State(), eff)
 	}
 }
@@ -112,8 +112,8 @@ func TestK5DeadlinePassingDuringRenewalCancelsKeepAliveThenFences(t *testing.T) 
 	if !(cancel >= 0 && cancel < abort && abort < fence) || eff[fence].Op != op {
 		t.Fatalf("want cancel, abort, fence of op %d: %+v", op, eff)
 	}
-	if eff[cancel].Cause != CauseOwnershipLost || d.h.State() != Uncertain {
-		t.Fatalf("cause %v state %s", eff[cancel].Cause, d.h.State())
+	if eff[cancel].Ending.Cause != CauseOwnershipLost || d.h.State() != Uncertain {
+		t.Fatalf("cause %v state %s", eff[cancel].Ending.Cause, d.h.State())
 	}
 	d.done(op, OutcomeUncertain, errTimeout)
 	d.step(Input{Kind: InputFenceDone, Op: op})
@@ -136,7 +136,7 @@ func TestK6KeepAliveRenewalFalseCancelsWithOwnershipLost(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeMismatch, nil)
-	if find(t, eff, EffectCancelKeepAlive).Cause != CauseOwnershipLost || d.h.State() != Lost {
+	if find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseOwnershipLost || d.h.State() != Lost {
 		t.Fatalf("effects %+v state %s", eff, d.h.State())
 	}
 }
@@ -163,9 +163,9 @@ func TestK8KeepAliveRenewalErrorIsFailureCause(t *testing.T) {
 	eff := d.fire(TimerRenewal, d.last)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeDefinite, errNoPerm)
 	cancel := find(t, eff, EffectCancelKeepAlive)
-	err := cancel.Cause.Err(cancel.Err)
-	if cancel.Cause != CauseRenewalFailure || !errors.Is(err, errNoPerm) || !errors.Is(err, ErrOwnershipLost) {
-		t.Fatalf("cause %v err %v", cancel.Cause, err)
+	err := cancel.Ending.Cause.Err(cancel.Ending.Err)
+	if cancel.Ending.Cause != CauseRenewalFailure || !errors.Is(err, errNoPerm) || !errors.Is(err, ErrOwnershipLost) {
+		t.Fatalf("cause %v err %v", cancel.Ending.Cause, err)
 	}
 	var rf *RenewalFailureError
 	if !errors.As(err, &rf) || d.h.State() != Lost {
@@ -177,7 +177,7 @@ func TestK9ReleasedEndsKeepAliveWithCauseReleased(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	_, eff := d.release()
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
-	if find(t, eff, EffectCancelKeepAlive).Cause != CauseReleased || d.h.KeepAliveActive() {
+	if find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseReleased || d.h.KeepAliveActive() {
 		t.Fatalf("effects %+v", eff)
 	}
 }
@@ -191,7 +191,7 @@ func TestK10StopWaitsForInFlightRenewalAndDoesNotRelease(t *testing.T) {
 	if resolved(eff, c) {
 		t.Fatalf("stop completed with a renewal in flight: %+v", eff)
 	}
-	if find(t, eff, EffectCancelKeepAlive).Cause != CauseStopped {
+	if find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseStopped {
 		t.Fatalf("the keep-alive context must end when Stop is called: %+v", eff)
 	}
 	eff = d.done(op, OutcomeOK, nil)

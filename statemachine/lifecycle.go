@@ -37,6 +37,11 @@ func (h *Handle) stepAcquireDone(in Input) {
 		if mayHaveApplied {
 			h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
 		}
+	case in.Outcome == OutcomeOK && in.Now >= h.leaseEnd(h.renewSentAt, h.renewTTL):
+		// The reply came after the lease could have expired: never hand out a dead handle.
+		h.move(EventAcquireAbandoned, Abandoned)
+		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		h.resolve(caller, Result{Err: ErrAcquiredTooLate})
 	case in.Outcome == OutcomeOK:
 		h.move(EventAcquired, Held)
 		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
@@ -110,10 +115,11 @@ func (h *Handle) stepReleaseDone(in Input) {
 		h.resolveAll(waitRelease, settledResult(in))
 	case in.Outcome == OutcomeOK:
 		h.move(EventReleased, Released)
-		h.endKeepAlive(CauseReleased, nil)
+		h.endKeepAlive(Ending{Cause: CauseReleased})
+		h.endLease(Ending{Cause: CauseReleased})
 		h.resolveAll(waitRelease, Result{Release: ReleaseReleased})
 	case in.Outcome == OutcomeMismatch:
-		h.becomeLost(EventReleaseNotOwned, CauseOwnershipLost, nil)
+		h.becomeLost(EventReleaseNotOwned, Ending{Cause: CauseOwnershipLost, Reason: ReasonRefused})
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
 	case in.Outcome == OutcomeNotSubmitted:
 		h.becomeHeldAgain(EventReleaseNotSubmitted, in.Now)
@@ -124,7 +130,7 @@ func (h *Handle) stepReleaseDone(in Input) {
 		h.resolveAll(waitRelease, failed)
 	case in.Unfenced:
 		callers := h.takeWaiters(waitRelease)
-		h.becomeLost(EventReleaseUncertainUnfenced, CauseOwnershipLost, nil)
+		h.becomeLost(EventReleaseUncertainUnfenced, Ending{Cause: CauseOwnershipLost, Reason: ReasonReleaseUnknown, Err: in.Err})
 		for _, w := range callers {
 			h.resolve(w.caller, failed)
 		}
@@ -132,7 +138,7 @@ func (h *Handle) stepReleaseDone(in Input) {
 		for _, w := range h.takeWaiters(waitRelease) {
 			h.waiters = append(h.waiters, waiter{caller: w.caller, kind: waitFenceRelease})
 		}
-		h.becomeUncertain(EventReleaseUncertain, in.Err, false, in.Op)
+		h.becomeUncertain(EventReleaseUncertain, in.Err, false, ReasonReleaseUnknown, in.Op)
 	}
 }
 
@@ -165,21 +171,27 @@ func (h *Handle) becomeHeldAgain(e Event, now time.Duration) {
 	h.scheduleKeepAlive(now)
 }
 
-// becomeLost ends ownership for good: the keep-alive is cancelled with cause; queued
+// becomeLost ends ownership for good: the keep-alive and the lease end with why; queued
 // resets are refused by pump; releasers still waiting for a delete in flight keep waiting.
-func (h *Handle) becomeLost(e Event, cause Cause, failure error) {
+func (h *Handle) becomeLost(e Event, why Ending) {
 	h.move(e, Lost)
-	h.endKeepAlive(cause, failure)
+	h.endKeepAlive(why)
+	h.endLease(why)
 	if h.releaseOp == 0 {
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
 	}
 }
 
-// becomeUncertain gives ownership up at once (keep-alive cancelled FIRST), then aborts
-// (deadline case) and fences every op that may still run (H12, R6, K5).
-func (h *Handle) becomeUncertain(e Event, err error, abort bool, ops ...OpID) {
+// becomeUncertain gives ownership up at once (keep-alive and lease ended FIRST), then
+// aborts (deadline case) and fences every op that may still run.
+func (h *Handle) becomeUncertain(e Event, err error, abort bool, reason Reason, ops ...OpID) {
 	h.move(e, Uncertain)
-	h.endKeepAlive(CauseOwnershipLost, nil)
+	why := Ending{Cause: CauseOwnershipLost, Reason: reason, Err: err}
+	if reason == ReasonDeadlineInFlight {
+		why.Err = nil
+	}
+	h.endKeepAlive(why)
+	h.endLease(why)
 	h.fenceErr = err
 	for _, op := range ops {
 		if op == 0 {
@@ -224,7 +236,7 @@ func (h *Handle) stepFenceDone(in Input) {
 func (h *Handle) fenceDoneRecovering(in Input) {
 	switch {
 	case in.Err != nil:
-		h.becomeLost(EventRecoveryFailed, CauseRenewalFailure, in.Err)
+		h.becomeLost(EventRecoveryFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
 	case in.Now >= h.deadline():
 		h.deadlinePassed() // the keep-alive was stopped meanwhile: no deadline timer saw it
 	default:

@@ -71,8 +71,11 @@ func (x *explorer) nextInput() Input {
 	for {
 		switch x.rng.IntN(14) {
 		case 12:
-			if returned {
+			if returned && x.rng.IntN(2) == 0 {
 				return Input{Kind: InputObserve}
+			}
+			if returned {
+				return Input{Kind: InputWatch}
 			}
 		case 0, 1, 2:
 			if op, ok := x.pickOp(); ok {
@@ -159,7 +162,11 @@ func (x *explorer) timerFire() (Input, bool) {
 	if len(x.oldSeqs) > 0 && x.rng.IntN(4) == 0 {
 		return Input{Kind: InputTimer, Timer: Timer(1 + x.rng.IntN(2)), Seq: x.oldSeqs[x.rng.IntN(len(x.oldSeqs))]}, true
 	}
-	for _, tm := range []Timer{TimerRenewal, TimerDeadline} {
+	order := []Timer{TimerRenewal, TimerDeadline}
+	if x.rng.IntN(2) == 0 {
+		order[0], order[1] = order[1], order[0]
+	}
+	for _, tm := range order {
 		if seq, ok := x.timers[tm]; ok && x.rng.IntN(2) == 0 {
 			if at := x.timerAt[tm]; x.rng.IntN(4) != 0 && at > x.now {
 				x.now = at // usually a timer fires when it is due (sometimes late, never early)

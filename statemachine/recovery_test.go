@@ -55,7 +55,7 @@ func TestARecoveryRenewalAnsweredFalseLosesTheLock(t *testing.T) {
 	d, op, _ := interruptedRenewal(t)
 	eff := d.step(Input{Kind: InputFenceDone, Op: op})
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeMismatch, nil)
-	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Cause != CauseOwnershipLost {
+	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseOwnershipLost {
 		t.Fatalf("state %s, effects %+v; want Lost with cause ownership lost", d.h.State(), eff)
 	}
 }
@@ -65,7 +65,7 @@ func TestAFailedFenceGivesTheRecoveryUp(t *testing.T) {
 	failure := errors.New("fence: i/o timeout")
 	eff := d.step(Input{Kind: InputFenceDone, Op: op, Err: failure})
 	cancel := find(t, eff, EffectCancelKeepAlive)
-	if d.h.State() != Lost || cancel.Cause != CauseRenewalFailure || !errors.Is(cancel.Err, failure) || has(eff, EffectSendRenew) {
+	if d.h.State() != Lost || cancel.Ending.Cause != CauseRenewalFailure || !errors.Is(cancel.Ending.Err, failure) || has(eff, EffectSendRenew) {
 		t.Fatalf("state %s, effects %+v; want Lost (renewal failure wrapping the fence's error), nothing sent", d.h.State(), eff)
 	}
 }
@@ -87,7 +87,7 @@ func TestTheLeaseDeadlinePassingDuringARecoveryGivesOwnershipUp(t *testing.T) {
 	d.done(op, OutcomeUncertain, errTimeout)
 	d.now = deadline.At
 	eff := d.step(Input{Kind: InputTimer, Timer: TimerDeadline, Seq: deadline.Seq})
-	if d.h.State() != Uncertain || find(t, eff, EffectCancelKeepAlive).Cause != CauseOwnershipLost {
+	if d.h.State() != Uncertain || find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseOwnershipLost {
 		t.Fatalf("at the deadline with the fence pending: %s %+v; want Uncertain, keep-alive cancelled", d.h.State(), eff)
 	}
 	eff = d.step(Input{Kind: InputFenceDone, Op: op})
@@ -150,7 +150,7 @@ func TestStoppingTheKeepAliveDuringARecoveryWaitsForItToSettle(t *testing.T) {
 	d, op, _ := interruptedRenewal(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputKeepAliveStop, Caller: c})
-	if resolved(eff, c) || find(t, eff, EffectCancelKeepAlive).Cause != CauseStopped {
+	if resolved(eff, c) || find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseStopped {
 		t.Fatalf("stop during recovery: %+v; want the context ended (stopped) and the stop pending", eff)
 	}
 	eff = d.step(Input{Kind: InputFenceDone, Op: op})
@@ -161,5 +161,31 @@ func TestStoppingTheKeepAliveDuringARecoveryWaitsForItToSettle(t *testing.T) {
 	eff = d.done(renew.Op, OutcomeNotSubmitted, errors.New("not sent"))
 	if d.h.State() != Lost || !resultOf(t, eff, c).OK {
 		t.Fatalf("a recovery without keep-alive is not retried: %s %+v; want Lost and the stop answered", d.h.State(), eff)
+	}
+}
+
+func TestSurvivesConnectionReset_ARecoveryRenewalThatDidNotRunIsRetriedByTheRenewalTimer(t *testing.T) {
+	d, op, _ := interruptedRenewal(t)
+	eff := d.step(Input{Kind: InputFenceDone, Op: op})
+	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeNotSubmitted, errors.New("not sent"))
+	retry := findTimer(t, eff, TimerRenewal)
+	d.now = retry.At
+	eff = d.step(Input{Kind: InputTimer, Timer: TimerRenewal, Seq: retry.Seq})
+	if r := find(t, eff, EffectSendRenew); r.Caller != 0 || d.h.State() != Recovering {
+		t.Fatalf("the retry timer sent %+v in %s; want the recovery renewal again", r, d.h.State())
+	}
+}
+
+func TestSurvivesConnectionReset_TheDeadlinePassingWhileARecoveryWaitsToRetryLosesTheLock(t *testing.T) {
+	d := acquired(t, 3*time.Second, true)
+	deadline := findTimer(t, d.last, TimerDeadline)
+	op := find(t, d.fire(TimerRenewal, d.last), EffectSendRenew).Op
+	d.done(op, OutcomeUncertain, errTimeout)
+	eff := d.step(Input{Kind: InputFenceDone, Op: op})
+	d.done(find(t, eff, EffectSendRenew).Op, OutcomeNotSubmitted, errors.New("not sent"))
+	d.now = deadline.At
+	eff = d.step(Input{Kind: InputTimer, Timer: TimerDeadline, Seq: deadline.Seq})
+	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Ending.Reason != ReasonDeadline {
+		t.Fatalf("deadline while waiting to retry: %s %+v; want Lost, reason deadline", d.h.State(), eff)
 	}
 }

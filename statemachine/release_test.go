@@ -162,7 +162,7 @@ func TestX1CloseStopsKeepAliveFirstThenReleases(t *testing.T) {
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputClose, Caller: c})
 	stop, send := index(eff, EffectCancelKeepAlive), index(eff, EffectSendRelease)
-	if stop < 0 || send < stop || eff[stop].Cause != CauseStopped {
+	if stop < 0 || send < stop || eff[stop].Ending.Cause != CauseStopped {
 		t.Fatalf("effects %+v", eff)
 	}
 	eff = d.done(eff[send].Op, OutcomeOK, nil)
@@ -223,7 +223,7 @@ func TestQueuedResetIsRefusedWhenReleaseSucceedsWhileRenewalInFlight(t *testing.
 		t.Fatal("queued reset succeeded while releasing")
 	}
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
-	if find(t, eff, EffectCancelKeepAlive).Cause != CauseReleased {
+	if find(t, eff, EffectCancelKeepAlive).Ending.Cause != CauseReleased {
 		t.Fatalf("release effects %+v; want the keep-alive ended with cause released", eff)
 	}
 	d.step(Input{Kind: InputCallerCancelled, Caller: c}) // late cancel: ignored

@@ -101,21 +101,22 @@ func (h *Handle) stepRenewDone(in Input) {
 		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
 		h.resolve(caller, Result{OK: true})
 		h.scheduleKeepAlive(in.Now)
+		h.rewatch()
 	case in.Outcome == OutcomeMismatch:
 		h.resolve(caller, Result{})
-		h.becomeLost(EventRenewalRefused, CauseOwnershipLost, nil)
+		h.becomeLost(EventRenewalRefused, Ending{Cause: CauseOwnershipLost, Reason: ReasonRefused})
 	case in.Outcome == OutcomeUncertain && byKeep && h.state == Held && h.keepAlive == keepAliveRunning:
 		h.interrupted(in.Op)
 	case in.Outcome == OutcomeUncertain:
 		if caller != 0 {
 			h.waiters = append(h.waiters, waiter{caller: caller, kind: waitFenceReset})
 		}
-		h.becomeUncertain(EventRenewalUncertain, in.Err, false, in.Op)
+		h.becomeUncertain(EventRenewalUncertain, in.Err, false, ReasonRenewalUnknown, in.Op)
 	case in.Outcome == OutcomeNotSubmitted && byKeep:
 		h.stay(EventRenewalRetry)
 		h.retryRenewal(in.Now)
 	case byKeep:
-		h.becomeLost(EventRenewalFailed, CauseRenewalFailure, in.Err)
+		h.becomeLost(EventRenewalFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
 	default:
 		h.stay(EventResetRejected)
 		h.resolve(caller, failed)
@@ -154,18 +155,19 @@ func (h *Handle) recoveryDone(in Input) {
 			h.scheduleKeepAlive(in.Now)
 		} else {
 			h.disarmTimers()
+			h.rewatch()
 		}
 	case in.Outcome == OutcomeMismatch:
-		h.becomeLost(EventRenewalRefused, CauseOwnershipLost, nil)
+		h.becomeLost(EventRenewalRefused, Ending{Cause: CauseOwnershipLost, Reason: ReasonRefused})
 	case in.Outcome == OutcomeUncertain && running:
 		h.interrupted(in.Op)
 	case in.Outcome == OutcomeUncertain:
-		h.becomeUncertain(EventRenewalUncertain, in.Err, false, in.Op)
+		h.becomeUncertain(EventRenewalUncertain, in.Err, false, ReasonRenewalUnknown, in.Op)
 	case in.Outcome == OutcomeNotSubmitted && running:
 		h.stay(EventRenewalRetry)
 		h.retryRenewal(in.Now)
 	default:
-		h.becomeLost(EventRenewalFailed, CauseRenewalFailure, in.Err)
+		h.becomeLost(EventRenewalFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
 	}
 }
 
@@ -221,14 +223,14 @@ func (h *Handle) stepKeepAliveStop(in Input, wait bool) {
 	if h.keepAlive == keepAliveRunning {
 		h.keepAlive = keepAliveStopping
 		h.disarmTimer(TimerRenewal)
-		if !(h.renewOp != 0 && h.renewByKeep) {
+		if !(h.renewOp != 0 && h.renewByKeep) && !h.watched {
 			h.disarmTimer(TimerDeadline)
-		} // else the deadline watch stays until the renewal in flight settles (K5)
+		} // else the deadline watch stays: a renewal in flight settles first, or the lock's context watches the lease
 		if !h.keepAliveEnded {
 			// The context ends now, not when the renewal in flight settles: the work it
 			// protects must not outlive a lease nobody renews any more (invariant 4).
 			h.keepAliveEnded = true
-			h.emit(Effect{Kind: EffectCancelKeepAlive, Cause: CauseStopped})
+			h.emit(Effect{Kind: EffectCancelKeepAlive, Ending: Ending{Cause: CauseStopped, Err: in.Err}})
 		}
 	}
 	if wait {
@@ -282,8 +284,12 @@ func (h *Handle) observe(now time.Duration) {
 // ownership is simply lost.
 func (h *Handle) deadlinePassed() {
 	if h.renewOp == 0 && h.releaseOp == 0 && h.fencesPending == 0 {
-		h.becomeLost(EventDeadlineIdle, CauseOwnershipLost, nil)
+		why := Ending{Cause: CauseOwnershipLost, Reason: ReasonDeadline}
+		if h.keepAlive == keepAliveNone {
+			why = Ending{Cause: CauseExpired} // nothing was renewing it: it simply ran out
+		}
+		h.becomeLost(EventDeadlineIdle, why)
 		return
 	}
-	h.becomeUncertain(EventDeadlineInFlight, ErrOwnershipLost, true, h.releaseOp, h.renewOp)
+	h.becomeUncertain(EventDeadlineInFlight, ErrOwnershipLost, true, ReasonDeadlineInFlight, h.releaseOp, h.renewOp)
 }

@@ -121,7 +121,7 @@ func TestH12UncertainResetCancelsKeepAliveBeforeFencingThenLost(t *testing.T) {
 	if cancel < 0 || fence < 0 || cancel > fence {
 		t.Fatalf("want CancelKeepAlive before Fence, got %+v", eff)
 	}
-	if eff[cancel].Cause != CauseOwnershipLost || eff[fence].Op != op {
+	if eff[cancel].Ending.Cause != CauseOwnershipLost || eff[fence].Op != op {
 		t.Fatalf("cancel %+v fence %+v", eff[cancel], eff[fence])
 	}
 	if resolved(eff, c) || d.h.State() != Uncertain {

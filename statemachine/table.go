@@ -27,7 +27,7 @@ var graph = []Edge{
 	edge(EventAcquired, Held, "The SET NX PX replied OK: the handle owns the lease from the timestamp taken before the send.", Acquiring),
 	edge(EventContended, NotAcquired, "The SET NX PX replied nil: another owner holds the key; nothing else is sent.", Acquiring),
 	edge(EventAcquireFailed, Abandoned, "The SET was provably not submitted or got a definite server error: nothing was written, no cleanup.", Acquiring),
-	edge(EventAcquireAbandoned, Abandoned, "The caller gave up, or the SET outcome is uncertain, after the SET may have been written: the handle is never returned and a cleanup delete is emitted once the SET may have applied (the runtime orders it after the SET: same socket, or after fencing that socket).", Acquiring),
+	edge(EventAcquireAbandoned, Abandoned, "The caller gave up, or the SET outcome is uncertain, after the SET may have been written, or its reply came after the lease could have expired: the handle is never returned and a cleanup delete is emitted once the SET may have applied (the runtime orders it after the SET: same socket, or after fencing that socket).", Acquiring),
 	edge(EventAcquireSettled, Abandoned, "A SET completion arrives after the caller gave up: a reply that may have applied it triggers the cleanup delete.", Abandoned),
 	edge(EventResetRequested, Held, "A reset-expiry request is sent now, or queued behind the renewal in flight (resets are serialised in request order).", Held),
 	edge(EventResetRequested, Recovering, "A reset-expiry while the lock recovers is queued: it is sent once the recovery renewal confirmed the lease, and answered false if it did not.", Recovering),

@@ -40,13 +40,13 @@ func (s *stage) lostWithKeepAlive(ctx context.Context) error {
 	defer lock.Close()
 	s.clock.Advance(shortLease + time.Millisecond)
 	s.say("", "worker-a Acquire(%v, WithKeepAlive()); server clock +%v: expired on the server", shortLease, shortLease+time.Millisecond)
-	kctx := lock.KeepAliveContext()
+	kctx := lock.Context()
 	select {
 	case <-kctx.Done():
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the keep-alive to notice: %w", context.Cause(ctx))
 	}
-	s.say("", "worker-a KeepAliveContext() cancelled, context.Cause = %s", causeText(kctx))
+	s.say("", "worker-a lock.Context() cancelled, context.Cause = %s", causeText(kctx))
 	outcome, err := lock.Release(ctx)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
@@ -69,7 +69,7 @@ func (s *stage) released(ctx context.Context) error {
 	}
 	s.note(mark, false)
 	s.say("released", "worker-a Acquire(%v, WithKeepAlive()) then Release → %v, server PTTL %s", longLease, first, s.pttl())
-	s.say("", "worker-a KeepAliveContext() cancelled, context.Cause = %s", causeText(lock.KeepAliveContext()))
+	s.say("", "worker-a lock.Context() cancelled, context.Cause = %s", causeText(lock.Context()))
 	mark = s.mark()
 	again, err := lock.Release(ctx)
 	if err != nil {

@@ -196,7 +196,7 @@ func (w *worker) acquire(d decision, iter int) (*lease.Lock, *holding) {
 	h.sample(lock)
 	w.holdings = append(w.holdings, h)
 	if d.keepAlive {
-		ka := lock.KeepAliveContext()
+		ka := lock.Context()
 		w.s.kaCallbacks.Add(1)
 		h.stopKA = context.AfterFunc(ka, func() {
 			defer w.s.kaCallbacks.Done()
@@ -219,7 +219,7 @@ func (w *worker) hold(lock *lease.Lock, h *holding, d decision) {
 		until = w.deadline
 	}
 	resetDue := d.reset
-	ka := lock.KeepAliveContext()
+	ka := lock.Context()
 	for now := start; now.Before(until) && ka.Err() == nil && !w.proc.closed.Load(); now = time.Now() {
 		if resetDue && now.Sub(start) >= d.resetAfter {
 			resetDue = false

@@ -37,7 +37,7 @@ func (m *machineCore) translate(e statemachine.Effect, now time.Duration) {
 		m.out = append(m.out, Effect{Kind: EffFence, Op: m.opID(e.Op)})
 	case statemachine.EffectCancelKeepAlive:
 		m.kaLive = false
-		m.out = append(m.out, Effect{Kind: EffCancelKeepAlive, Cause: e.Cause.Err(e.Err).Error()})
+		m.out = append(m.out, Effect{Kind: EffCancelKeepAlive, Cause: e.Ending.Cause.Err(e.Ending.Err).Error()})
 	case statemachine.EffectArmTimer:
 		m.seq[e.Timer] = e.Seq
 		m.out = append(m.out, Effect{Kind: EffArm, Timer: int64(e.Timer), At: e.At})
@@ -57,7 +57,7 @@ func (m *machineCore) resolve(e statemachine.Effect, now time.Duration) {
 	r := e.Result
 	if e.Caller == m.acquireBy && m.handle.State() != statemachine.Held && r.Err == nil && !r.OK &&
 		m.handle.State() == statemachine.NotAcquired {
-		if sleep, again := m.poll.Next(now); again {
+		if sleep, again := m.poll.Next(now, 0.5); again {
 			m.waiting = true
 			m.out = append(m.out, Effect{Kind: EffArm, Timer: timerRetry, At: now + sleep})
 			return

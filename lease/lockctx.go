@@ -1,0 +1,119 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// FenceTimeout bounds the fence of a connection whose command's outcome is
+// unknown (CLIENT KILL sent from another connection), unless
+// WithCommandTimeout sets a shorter bound. A fence that gets no answer in
+// time counts as failed: the lock is lost.
+const FenceTimeout = 5 * time.Second
+
+// Context returns a context that is cancelled when the lease ends, for any
+// reason, with the reason as its cause (context.Cause):
+//
+//   - ErrReleased: this handle released the lock (Release or Close).
+//   - ErrExpired: the lease's local estimate ran out with no renewal; it is
+//     cancelled before the lease could have expired on the server, by the
+//     drift margin (see WithDriftMargin).
+//   - *LossError (matching ErrOwnershipLost): a renewal or the release found
+//     another owner, a command's outcome became unknown, or the lease
+//     deadline passed without a confirmed renewal; LossError.Reason says
+//     which and Err wraps the error behind it.
+//   - *RenewalFailureError (matching ErrOwnershipLost): a renewal failed.
+//
+// Run the work the lock protects under this context. A keep-alive
+// (WithKeepAlive or KeepAlive) renews the lease and so moves its end; a
+// stopped keep-alive leaves the lease to run out. The context carries no
+// values and no deadline; combine it with a request's context with
+// context.AfterFunc when needed. It is created on the first call (a lock
+// that never asks for it pays nothing) and the same context is returned
+// afterwards. It does not block.
+func (l *Lock) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watch == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		l.watch = &leaseWatch{ctx: ctx, cancel: cancel}
+		if l.ending.Cause != sm.CauseNone {
+			cancel(l.endingCause(l.ending))
+		} else {
+			l.step(sm.Input{Kind: sm.InputWatch, Now: l.m.clock.Now()}, 0)
+			l.observeLocked()
+		}
+	}
+	return l.watch.ctx
+}
+
+// endLease records why the lease ended and ends the lock's context, if
+// any; l.mu is held.
+func (l *Lock) endLease(why sm.Ending) {
+	l.ending = why
+	if l.watch != nil {
+		l.watch.cancel(l.endingCause(why))
+	}
+}
+
+// endingCause is the lock context's cause for why; l.mu is held. A lease
+// that ran out after the rueidis client was closed says both.
+func (l *Lock) endingCause(why sm.Ending) error {
+	if why.Cause == sm.CauseExpired && l.clientClosed {
+		return expiredError{ErrClientClosed}
+	}
+	return endingError(why)
+}
+
+// expiredError is ErrExpired with the reason no renewal came.
+type expiredError struct{ why error }
+
+func (e expiredError) Error() string {
+	return ErrExpired.Error() + ": " + strings.TrimPrefix(e.why.Error(), "lease: ")
+}
+func (e expiredError) Unwrap() error        { return e.why }
+func (e expiredError) Is(target error) bool { return target == ErrExpired }
+
+// Close stops the keep-alive (waiting for a renewal in flight), then
+// releases the lock, like CloseContext with a deadline of the lease's
+// remaining estimate plus FenceTimeout: past the lease's end a release is
+// moot, so Close never waits longer than that. It swallows what expiry
+// makes harmless — connection errors, unknown outcomes, that deadline, a
+// closed Locks — and returns server error replies (the lock is then still
+// held). It is idempotent and safe for concurrent use.
+//
+// Use Close in a defer, where the work is over either way; use Release
+// where the outcome matters (NotOwned says the lock had been lost).
+func (l *Lock) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.RemainingEstimate()+FenceTimeout)
+	defer cancel()
+	err := l.close(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil // the lease is over: nothing left that a release could protect
+	}
+	return err
+}
+
+// CloseContext is Close bounded by ctx instead: it stops the keep-alive,
+// then releases the lock, and returns ctx's cause (or ErrFencePending) if
+// ctx ends first; the lock then ends at its lease's end at the latest. It
+// swallows connection errors and unknown outcomes like Close.
+func (l *Lock) CloseContext(ctx context.Context) error {
+	return l.close(ctx)
+}
+
+func (l *Lock) close(ctx context.Context) error {
+	res, err := l.request(ctx, sm.Input{Kind: sm.InputClose})
+	if err != nil {
+		return opError("Close", l.key, err)
+	}
+	if res.Err != nil && res.Outcome == sm.OutcomeDefinite && !errors.Is(res.Err, conn.ErrPoolClosed) {
+		return opError("Close", l.key, res.Err)
+	}
+	return nil
+}
