@@ -79,8 +79,9 @@ func (l *Lock) stopKeepAlive(k *KeepAlive) {
 // first checks, once per connection, that managed renewal may fence its
 // connection: without CLIENT ID or CLIENT KILL permission it returns a
 // *PermissionError (matching ErrFencingNotPermitted) naming the missing
-// permission, and nothing is renewed (the raw-token ResetExpiry still
-// works). It blocks only for that check. When ctx ends later, the
+// permission, and nothing is renewed (unless the Locks was created
+// WithUnfencedRenewal; the raw-token ResetExpiry always works). It blocks
+// only for that check. When ctx ends later, the
 // keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept.
 func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if ctx.Err() != nil {
@@ -127,7 +128,8 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 // lost, and later calls return false without sending. Do not retry
 // protected writes after false. Resets apply in request order. It blocks
 // for one round trip (plus, once per connection, the permission check of
-// KeepAlive; without CLIENT permission it returns a *PermissionError).
+// KeepAlive; without CLIENT permission it returns a *PermissionError,
+// unless the Locks was created WithUnfencedRenewal).
 //
 // If ctx ends after the renewal was sent, its outcome is unknown: the handle
 // gives ownership up (keep-alive cancelled first), fences the connection

@@ -51,6 +51,8 @@ type core struct {
 	logger         *slog.Logger
 	commandTimeout time.Duration
 	drift          sm.Drift // of managed leases
+	// unfencedRenewal: renew on sessions that cannot be fenced (WithUnfencedRenewal)
+	unfencedRenewal bool
 
 	mu         sync.Mutex
 	closed     bool                        // guarded by mu
@@ -99,7 +101,7 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 		o.drift = sm.DefaultDrift()
 	}
 	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
-		drift: o.drift}
+		drift: o.drift, unfencedRenewal: o.unfenced}
 	if o.idleCheckSet {
 		c.pool.SetIdleCheck(o.idleCheck)
 	}

@@ -35,9 +35,10 @@ type managed struct {
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
 
-	unfencedWarning sync.Once
-	background      track.Tracker // fences and clean-ups; Locks.Close waits for them
-	inflight        track.Tracker // lock commands sent and the steps of their completions
+	unfencedWarning        sync.Once
+	unfencedRenewalWarning sync.Once
+	background             track.Tracker // fences and clean-ups; Locks.Close waits for them
+	inflight               track.Tracker // lock commands sent and the steps of their completions
 }
 
 func (l *Locks) managed() *managed {
@@ -134,17 +135,34 @@ func (m *managed) probe(ctx context.Context, s *conn.Session) error {
 }
 
 // renewalSession routes key to its session and checks that managed renewal
-// may run there (identity and CLIENT KILL). It blocks for the routing and,
-// once per session, the probe.
+// may run there (see renewalPermit). It blocks for the routing and, once per
+// session, the probe.
 func (m *managed) renewalSession(ctx context.Context, wireKey string) (*conn.Session, error) {
 	s, err := m.sessionFor(ctx, wireKey)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.mayFence(ctx, s); err != nil {
+	if _, err := m.renewalPermit(ctx, s); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// renewalPermit reports whether renewals may run on s: fenced when the user
+// may run CLIENT ID and CLIENT KILL there; unfenced (true) when not, if
+// WithUnfencedRenewal chose that; otherwise the *PermissionError.
+func (m *managed) renewalPermit(ctx context.Context, s *conn.Session) (unfenced bool, err error) {
+	err = m.mayFence(ctx, s)
+	var permErr *PermissionError
+	if err != nil && m.core.unfencedRenewal && errors.As(err, &permErr) {
+		m.unfencedRenewalWarning.Do(func() {
+			m.core.logger.Warn("lease: renewing without fencing (WithUnfencedRenewal): the user may not run "+
+				"CLIENT ID/CLIENT KILL; a renewal with an unknown outcome ends the lock and may still run later",
+				"error", err)
+		})
+		return true, nil
+	}
+	return false, err
 }
 
 // warnUnfenced logs, once per Locks, that releases go unfenced.

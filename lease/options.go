@@ -20,6 +20,7 @@ type options struct {
 	driftSet       bool
 	idleCheck      time.Duration
 	idleCheckSet   bool
+	unfenced       bool
 }
 
 // WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
@@ -99,3 +100,28 @@ func WithIdleCheck(d time.Duration) Option {
 
 // DefaultIdleCheck is WithIdleCheck's default.
 const DefaultIdleCheck = time.Second
+
+// WithUnfencedRenewal lets keep-alives and ResetExpiry run for a user the
+// server does not allow CLIENT ID or CLIENT KILL (least-privilege ACLs),
+// instead of refusing them with a *PermissionError. By default a renewal
+// whose outcome is unknown (a timeout, a reset connection) is fenced: its
+// connection is killed on the server, so the renewal cannot run later, and
+// the lock is then recovered by a fresh owner-compared renewal. Without
+// that permission nothing can be fenced, and this option gives up:
+//
+//   - recovery: a renewal with an unknown outcome ends the lock at once
+//     (its Context with a *LossError, LossRenewalUnknown), even when the
+//     lease would have been confirmed by a fresh renewal;
+//   - timeliness of the key's end: that renewal, and a release with an
+//     unknown outcome, may still run later on the server, keeping this
+//     lock's key (with its token) for up to one more lease, so contenders
+//     may wait that much longer.
+//
+// It never lets two owners hold the lock: a late renewal only extends a
+// key that still holds this lock's token, and the lock stopped counting on
+// it. Releases go unfenced without this option already (a warning is
+// logged once). Acquisition and the raw-token API need no CLIENT
+// permission either way.
+func WithUnfencedRenewal() Option {
+	return func(o *options) error { o.unfenced = true; return nil }
+}

@@ -82,14 +82,15 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 
 func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 	ms, err := ttlMillis(j.ttl)
+	unfenced := false
 	if err == nil {
-		err = l.m.mayFence(ctx, s) // managed renewal is fenced: never on a session that cannot be
+		unfenced, err = l.m.renewalPermit(ctx, s) // fenced unless WithUnfencedRenewal says otherwise
 	}
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
 	}
 	res, err := l.m.run(ctx, s, conn.ExtendOp(l.wireKey, l.token.wire(), ms), j.route)
-	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err}
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
 // run sends op on session s, the key's current session, and follows a

@@ -107,16 +107,17 @@ func (r *renewer) send(batch []renewal) {
 		if err == nil {
 			s, err = r.m.core.pool.SessionFor(ctx, r.node)
 		}
+		unfenced := false
 		if err == nil {
-			err = r.m.mayFence(ctx, s)
+			unfenced, err = r.m.renewalPermit(ctx, s)
 		}
 		if err != nil {
 			for _, rn := range batch {
-				rn.lock.deliverDone(rn.op, notSentOutcome(err), err)
+				rn.lock.deliverDone(rn.op, notSentOutcome(err), err, false)
 			}
 			return
 		}
-		if r.sendOn(ctx, s, batch, attempt == 0) {
+		if r.sendOn(ctx, s, batch, attempt == 0, unfenced) {
 			return
 		}
 	}
@@ -125,13 +126,13 @@ func (r *renewer) send(batch []renewal) {
 // sendOn sends the batch on s and delivers every completion. When retry is
 // set and s turned out dead before anything was handed to it, it delivers
 // nothing and returns false.
-func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, retry bool) bool {
+func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, retry, unfenced bool) bool {
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
 		ms, err := ttlMillis(rn.ttl)
 		if err != nil {
-			rn.lock.deliverDone(rn.op, sm.OutcomeDefinite, err)
+			rn.lock.deliverDone(rn.op, sm.OutcomeDefinite, err, false)
 			continue
 		}
 		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token.wire(),
@@ -151,7 +152,7 @@ func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, 
 			op := conn.ExtendOp(requests[i].Key, requests[i].Token, requests[i].TTLMillis)
 			res.Result, err = r.m.core.pool.Do(ctx, op, rn.route)
 		}
-		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err)
+		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, unfenced)
 	}
 	return true
 }
@@ -160,6 +161,6 @@ func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, 
 // sender goroutine (under the lock's mutex, like its mailbox handler does):
 // a completion needs no goroutine of its own, which matters when thousands
 // of renewals complete together.
-func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error) {
-	l.handle(event{kind: eventDone, op: op, outcome: outcome, err: err})
+func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error, unfenced bool) {
+	l.handle(event{kind: eventDone, op: op, outcome: outcome, err: err, unfenced: unfenced})
 }

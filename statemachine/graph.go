@@ -104,6 +104,7 @@ const (
 	EventReleaseRefused
 	EventReleaseUncertain
 	EventReleaseUncertainUnfenced
+	EventRenewalUncertainUnfenced
 	EventReleaseSettled
 	EventCallerCancelled
 	NumEvents // number of events; not an event
@@ -118,6 +119,7 @@ var eventNames = [NumEvents]string{
 	"keepalive-started", "keepalive-refused", "keepalive-stop",
 	"release-started", "release-joined", "release-deferred", "release-answered", "released",
 	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
+	"renewal-uncertain-unfenced",
 	"release-settled", "caller-cancelled",
 }
 

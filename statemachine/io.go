@@ -61,7 +61,7 @@ type Input struct {
 	Timer     Timer
 	KeepAlive bool  // InputAcquire: start an owned keep-alive on success
 	Drift     Drift // InputAcquire: how early the handle gives the lease up (see Drift)
-	Unfenced  bool  // InputCommandDone of a release: the client may not fence (R10)
+	Unfenced  bool  // InputCommandDone of a release or renewal: its session may not be fenced
 	Op        OpID
 	Seq       uint32 // InputTimer: the Seq of the EffectArmTimer that armed it
 	Now       time.Duration

@@ -154,7 +154,8 @@ func (x *explorer) completion(op OpID) Input {
 	if o >= OutcomeNotSubmitted {
 		err = fmt.Errorf("failure %d", o)
 	}
-	unfenced := x.inFlight[op] == EffectSendRelease && x.rng.IntN(3) == 0
+	kind := x.inFlight[op]
+	unfenced := (kind == EffectSendRelease || kind == EffectSendRenew) && x.rng.IntN(3) == 0
 	return Input{Kind: InputCommandDone, Op: op, Outcome: o, Err: err, Unfenced: unfenced}
 }
 

@@ -232,3 +232,30 @@ func TestQueuedResetIsRefusedWhenReleaseSucceedsWhileRenewalInFlight(t *testing.
 		t.Fatalf("state %s effects %+v", d.h.State(), eff)
 	}
 }
+
+func TestUnfencedRenewal_AnUncertainKeepAliveRenewalIsLostWithoutFenceOrRecovery(t *testing.T) {
+	d := acquired(t, time.Minute, true)
+	eff := d.fire(TimerRenewal, d.last)
+	renew := find(t, eff, EffectSendRenew)
+	eff = d.step(Input{Kind: InputCommandDone, Op: renew.Op, Outcome: OutcomeUncertain, Err: errTimeout, Unfenced: true})
+	if has(eff, EffectFence) || d.h.State() != Lost {
+		t.Fatalf("state %s effects %+v; want Lost without a fence", d.h.State(), eff)
+	}
+	end := find(t, eff, EffectEndLease).Ending
+	if end.Cause != CauseOwnershipLost || end.Reason != ReasonRenewalUnknown || !errors.Is(end.Err, errTimeout) {
+		t.Fatalf("ending %+v; want ownership lost, renewal outcome unknown, wrapping the error", end)
+	}
+}
+
+func TestUnfencedRenewal_AnUncertainResetAnswersItsCallerAtOnce(t *testing.T) {
+	d := acquired(t, time.Minute, false)
+	c, eff := d.reset(time.Minute)
+	eff = d.step(Input{Kind: InputCommandDone, Op: find(t, eff, EffectSendRenew).Op, Outcome: OutcomeUncertain,
+		Err: errTimeout, Unfenced: true})
+	if has(eff, EffectFence) || d.h.State() != Lost {
+		t.Fatalf("state %s effects %+v; want Lost without a fence", d.h.State(), eff)
+	}
+	if r := resultOf(t, eff, c); !errors.Is(r.Err, errTimeout) || r.OK {
+		t.Fatalf("reset result %+v; want the uncertain error", r)
+	}
+}

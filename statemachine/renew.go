@@ -105,6 +105,9 @@ func (h *Handle) stepRenewDone(in Input) {
 	case in.Outcome == OutcomeMismatch:
 		h.resolve(caller, Result{})
 		h.becomeLost(EventRenewalRefused, Ending{Cause: CauseOwnershipLost, Reason: ReasonRefused})
+	case in.Outcome == OutcomeUncertain && in.Unfenced:
+		h.resolve(caller, failed)
+		h.becomeLost(EventRenewalUncertainUnfenced, Ending{Cause: CauseOwnershipLost, Reason: ReasonRenewalUnknown, Err: in.Err})
 	case in.Outcome == OutcomeUncertain && byKeep && h.state == Held && h.keepAlive == keepAliveRunning:
 		h.interrupted(in.Op)
 	case in.Outcome == OutcomeUncertain:

@@ -83,6 +83,7 @@ var graph = []Edge{
 	edge(EventReleaseRefused, Held, "The delete got a definite server error (e.g. NOPERM): it did not run, so ownership is restored and the error goes to the releasers; a retry may succeed.", Releasing),
 	edge(EventReleaseUncertain, Uncertain, "The delete's outcome is uncertain (anything after the hand-off, a locally closed socket included): the keep-alive is cancelled first, then the session that carried it is fenced.", Releasing),
 	edge(EventReleaseUncertainUnfenced, Lost, "The delete's outcome is uncertain and the client may not run CLIENT KILL: ownership is lost without a fence.", Releasing),
+	edge(EventRenewalUncertainUnfenced, Lost, "A renewal's outcome is uncertain and its session cannot be fenced (unfenced renewal was chosen for a user without CLIENT KILL): ownership is given up at once, without a fence or a recovery; the renewal may still run later, which only keeps this lock's key for up to one more lease.", Held, Releasing),
 	edge(EventReleaseSettled, Uncertain, "A delete completes after the lease deadline gave ownership up: callers get its outcome; state unchanged.", Uncertain),
 	edge(EventReleaseSettled, Lost, "A delete completes after a renewal proved the loss: callers get its outcome, a definite error cannot restore Held.", Lost),
 	edge(EventCallerCancelled, Held, "A caller waiting in the reset queue gave up: it is removed and answered; nothing else changes.", Held),
