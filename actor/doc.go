@@ -3,6 +3,10 @@
 // completions are messages, handled one at a time, in the order they were
 // accepted.
 //
+// This package is part of respire-go's implementation: applications use
+// the lease and coordination packages. Its API may change in any release,
+// without notice; it carries no compatibility promise.
+//
 // A [Mailbox] holds no goroutine while it is empty. The first message sent to
 // an idle mailbox starts one drain goroutine; that goroutine runs the handler
 // for each queued message in FIFO order and exits as soon as the queue is

@@ -2,6 +2,10 @@
 // session) has learned about the server behind it: which native lock
 // commands it rejected and which scripts it already has cached.
 //
+// This package is part of respire-go's implementation: applications use
+// the lease and coordination packages. Its API may change in any release,
+// without notice; it carries no compatibility promise.
+//
 // A Store is created together with its session and dropped with it, so a
 // reconnect, a failover destination or a cluster redirect target always
 // starts empty and discovers again. Bits are only ever set, never cleared,

@@ -1,6 +1,10 @@
 // Package conn is respire-go's wire layer: every command the lock library
 // sends is built here, and every reply is interpreted here.
 //
+// This package is part of respire-go's implementation: applications use
+// the lease and coordination packages. Its API may change in any release,
+// without notice; it carries no compatibility promise.
+//
 // It has two parts:
 //
 //   - The pure protocol (protocol.go, operation.go): Operation is a small

@@ -1,5 +1,9 @@
 // Package statemachine is the pure (sans-I/O) core of a managed lease-lock handle.
 //
+// This package is part of respire-go's implementation: applications use
+// the lease and coordination packages. Its API may change in any release,
+// without notice; it carries no compatibility promise.
+//
 // A Handle takes one Input at a time (a user request, a command completion with its
 // classified Outcome, a timer firing, a fence completion) and appends Effects as data
 // (send a renewal, send a release, fence a session, cancel the keep-alive context, resolve a

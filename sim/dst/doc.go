@@ -6,6 +6,10 @@
 // processes against in-process simulated servers (sim.Engine), all in one
 // goroutine.
 //
+// This package is part of respire-go's implementation: applications use
+// the lease and coordination packages. Its API may change in any release,
+// without notice; it carries no compatibility promise.
+//
 // # One seed, one schedule
 //
 // One seed → one PRNG → one virtual clock → one transcript. A seeded
