@@ -23,8 +23,9 @@ var (
 	// than its drift margin (see WithDriftMargin).
 	ErrInvalidTTL = errors.New("lease: invalid lease duration")
 	// ErrInvalidToken: text that is not valid UTF-8 where a text token is
-	// required (TokenFromString, Token.Text).
-	ErrInvalidToken = errors.New("lease: token is not valid UTF-8")
+	// required (TokenFromString, Token.Text), or not hexadecimal
+	// (TokenFromHex).
+	ErrInvalidToken = errors.New("lease: invalid token text")
 	// ErrInvalidOption: an Option or AcquireOption was given an invalid value.
 	ErrInvalidOption = errors.New("lease: invalid option")
 )

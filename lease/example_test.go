@@ -14,42 +14,108 @@ import (
 	"github.com/respire-go/respire/sim"
 )
 
-// startExampleServer starts an in-process simulated Valkey 9.0 and a client.
-func startExampleServer(ctx context.Context) (*sim.Server, rueidis.Client) {
-	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90, Password: "pw"})
+// Create Locks on a rueidis client. New sends nothing; sessions open on
+// first use. Close the Locks before the client.
+func ExampleNew() {
+	ctx := context.Background()
+
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
 	if err != nil {
 		panic(err)
 	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "pw"})
+	defer srv.Close()
+
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
 	if err != nil {
 		panic(err)
 	}
-	return srv, client
+	defer client.Close() // deferred calls run last first: the Locks closes before the client
+
+	locks, err := lease.New(client,
+		lease.WithKeyPrefix("myapp:"),           // every key sent gets this prefix
+		lease.WithLogger(slog.Default()),        // diagnostics; tokens are never logged
+		lease.WithCommandTimeout(2*time.Second)) // bounds each raw-token call
+	if err != nil {
+		panic(err) // ErrNilClient or ErrInvalidOption
+	}
+	defer locks.Close()
+
+	lock, err := locks.Acquire(ctx, "report", 30*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	defer lock.Close()
+	fmt.Println("held:", lock.Key(), lock.State())
+	// Output:
+	// held: report Held
 }
 
-// Share a token between processes: take the lock, extend it, check the
-// owner and release it.
+// A key-prefixed view applies its prefix to every key it sends.
+func ExampleLocks_WithKeyPrefix() {
+	ctx := context.Background()
+
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	locks, err := lease.New(client, lease.WithKeyPrefix("app:"))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+
+	tenant := locks.WithKeyPrefix("tenant-a:") // shares the parent's sessions
+	token := lease.NewToken()
+	ok, err := tenant.TryTake(ctx, "report", token, 30*time.Second)
+	fmt.Println("taken:", ok, err)
+	fmt.Println("prefix:", tenant.KeyPrefix())
+	fmt.Print("server key exists: ", srv.Exec("EXISTS", "app:tenant-a:report"))
+	_, _ = tenant.Release(ctx, "report", token)
+	// Output:
+	// taken: true <nil>
+	// prefix: app:tenant-a:
+	// server key exists: :1
+}
+
+// The raw-token API: you choose the token, and every call names the key and
+// the token. Take the lock, extend it, check the owner and release it. It
+// never needs CLIENT permissions and keeps no state in the process.
 func ExampleLocks_TryTake() {
 	ctx := context.Background()
-	srv, client := startExampleServer(ctx)
-	defer srv.Close()
-	defer client.Close()
 
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
 	}
 	defer locks.Close()
 
-	token, err := lease.TokenFromString("owner-42")
-	if err != nil {
-		panic(err)
-	}
+	token := lease.NewToken() // fresh and secret, one per acquisition
 	taken, err := locks.TryTake(ctx, "locks:report", token, 30*time.Second)
 	fmt.Println("taken:", taken, err)
 
 	again, _ := locks.TryTake(ctx, "locks:report", lease.NewToken(), 30*time.Second)
-	fmt.Println("taken by someone else:", again)
+	fmt.Println("taken by another token:", again)
 
 	extended, _ := locks.ResetExpiry(ctx, "locks:report", token, time.Minute)
 	fmt.Println("extended:", extended)
@@ -61,35 +127,59 @@ func ExampleLocks_TryTake() {
 	fmt.Println("released:", released)
 
 	releasedTwice, _ := locks.Release(ctx, "locks:report", token)
-	fmt.Println("released again:", releasedTwice)
+	fmt.Println("released again:", releasedTwice) // nothing changed: it was not ours any more
 	// Output:
 	// taken: true <nil>
-	// taken by someone else: false
+	// taken by another token: false
 	// extended: true
 	// still ours: true
 	// released: true
 	// released again: false
 }
 
-// A key-prefixed view applies its prefix to every key it sends.
-func ExampleLocks_WithKeyPrefix() {
+// A token shared between processes: one process takes the lock and hands
+// the token's bytes over (a queue message, a database row: somewhere
+// secrets may go); another rebuilds the token and releases the lock.
+func ExampleLocks_Release() {
 	ctx := context.Background()
-	srv, client := startExampleServer(ctx)
+
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
+	if err != nil {
+		panic(err)
+	}
 	defer srv.Close()
+
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		panic(err)
+	}
 	defer client.Close()
-
-	locks, _ := lease.New(client, lease.WithKeyPrefix("app:"))
+	locks, err := lease.New(client)
+	if err != nil {
+		panic(err)
+	}
 	defer locks.Close()
-	tenant := locks.WithKeyPrefix("tenant-a:")
 
+	// Process A: take the lock for the whole batch and pass the token on.
 	token := lease.NewToken()
-	ok, _ := tenant.TryTake(ctx, "report", token, 30*time.Second)
-	fmt.Println("taken:", ok)
-	fmt.Print("server key exists: ", srv.Exec("EXISTS", "app:tenant-a:report"))
-	_, _ = tenant.Release(ctx, "report", token)
+	if ok, err := locks.TryTake(ctx, "locks:batch-7", token, time.Minute); !ok || err != nil {
+		panic("batch 7 is taken")
+	}
+	handedOver := token.Bytes()
+
+	// Process B: finish the batch, then release with the same token.
+	theirs := lease.TokenFromBytes(handedOver)
+	released, err := locks.Release(ctx, "locks:batch-7", theirs)
+	fmt.Println("released by B:", released, err)
+
+	// A wrong token changes nothing.
+	_, _ = locks.TryTake(ctx, "locks:batch-8", lease.NewToken(), time.Minute)
+	released, _ = locks.Release(ctx, "locks:batch-8", theirs)
+	fmt.Println("released with another lock's token:", released)
 	// Output:
-	// taken: true
-	// server key exists: :1
+	// released by B: true <nil>
+	// released with another lock's token: false
 }
 
 // Tokens compare by their exact bytes; Hex reveals them, fmt and slog never do.
@@ -97,6 +187,7 @@ func ExampleToken() {
 	text, _ := lease.TokenFromString("owner-42")
 	raw := lease.TokenFromBytes([]byte("owner-42"))
 	fmt.Println(text == raw)
+	fmt.Println(text) // redacted
 	fmt.Println(lease.TokenFromBytes([]byte{0x00, 0xAB}).Hex())
 
 	_, err := lease.TokenFromString("bad\xff")
@@ -105,7 +196,7 @@ func ExampleToken() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
-				return slog.Attr{}
+				return slog.Attr{} // no time, for a stable output
 			}
 			return a
 		},
@@ -113,25 +204,43 @@ func ExampleToken() {
 	logger.Info("lock held", "token", text)
 	// Output:
 	// true
+	// <redacted token>
 	// 00AB
 	// true
 	// level=INFO msg="lock held" token="<redacted token>"
 }
 
-// Arguments are checked before anything is sent.
+// Arguments are checked before anything is sent; the errors match the
+// package's sentinels with errors.Is.
 func ExampleLocks_ResetExpiry_validation() {
 	ctx := context.Background()
-	srv, client := startExampleServer(ctx)
+
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
+	if err != nil {
+		panic(err)
+	}
 	defer srv.Close()
+
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		panic(err)
+	}
 	defer client.Close()
-	locks, _ := lease.New(client)
+	locks, err := lease.New(client)
+	if err != nil {
+		panic(err)
+	}
 	defer locks.Close()
 
-	_, err := locks.ResetExpiry(ctx, "locks:report", lease.Token{}, time.Second)
+	_, err = locks.ResetExpiry(ctx, "locks:report", lease.Token{}, time.Second)
 	fmt.Println(errors.Is(err, lease.ErrEmptyToken))
 	_, err = locks.ResetExpiry(ctx, "locks:report", lease.NewToken(), 0)
 	fmt.Println(errors.Is(err, lease.ErrInvalidTTL))
+	_, err = locks.ResetExpiry(ctx, "", lease.NewToken(), time.Second)
+	fmt.Println(errors.Is(err, lease.ErrEmptyKey))
 	// Output:
+	// true
 	// true
 	// true
 }

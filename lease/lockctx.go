@@ -52,6 +52,21 @@ func (l *Lock) Context() context.Context {
 	return l.watch.ctx
 }
 
+// ContextFrom returns a context derived from parent that is also
+// cancelled when the lease ends, with the lease's cause (see Context): run
+// a request's work under it so that it stops on whichever comes first, the
+// request's end or the lease's. Call cancel when the work is done, to free
+// the watch; it does not release the lock. It does not block.
+func (l *Lock) ContextFrom(parent context.Context) (context.Context, context.CancelFunc) {
+	lease := l.Context()
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(lease, func() { cancel(context.Cause(lease)) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
 // endLease records why the lease ended and ends the lock's context, if
 // any; l.mu is held.
 func (l *Lock) endLease(why sm.Ending) {

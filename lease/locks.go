@@ -2,15 +2,19 @@
 // holding an owner token, with an expiry.
 //
 // Managed handles: Locks.TryAcquire and Locks.Acquire take a lock under a
-// fresh random token (SET NX PX, optionally polling with WithWait) and
-// return a *Lock that tracks its lease (RemainingEstimate counts from before
-// the send), renews it (ResetExpiry, KeepAlive, WithKeepAlive) and releases
-// it (Release, Close). Loss is never silent: a keep-alive's context is
-// cancelled, with a cause, before the lease could have expired on the
-// server; a renewal or release whose outcome is unknown gives ownership up
-// and fences its connection with CLIENT KILL ID … ADDR …, which needs the
-// CLIENT ID/KILL permissions (see PermissionError). Each handle is one state
-// machine (docs/states.md) run one input at a time.
+// fresh random token (SET NX PX, optionally waiting with WithWait or
+// WithWaitUntilDone) and return a *Lock that tracks its lease
+// (RemainingEstimate counts from before the send), renews it (ResetExpiry,
+// KeepAlive, WithKeepAlive) and releases it (Release, Close). Loss is never
+// silent: Lock.Context is cancelled, with the cause, when the lease ends for
+// any reason, and before it could have expired on the server; a renewal or
+// release whose outcome is unknown gives ownership up and fences its
+// connection with CLIENT KILL ID … ADDR …, which needs the CLIENT ID/KILL
+// permissions (see PermissionError and WithUnfencedRenewal). Each handle is
+// one state machine (docs/states.md) run one input at a time.
+//
+// Printing or logging any value of this package (fmt, slog) never shows an
+// owner token.
 //
 // Locks also offers the raw-token API (TryTake, ResetExpiry, Release, OwnerToken)
 // for tokens that are shared between processes or outlive the acquiring
@@ -119,7 +123,7 @@ func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 func (l *Locks) KeyPrefix() string { return l.prefix }
 
 // Close closes the pinned sessions of this Locks and all its views; later
-// calls fail with an error matching conn.ErrNotSubmitted. First it waits for
+// calls fail with an error matching ErrClosed (and ErrNotSubmitted). First it waits for
 // the background work of managed locks (clean-ups of abandoned
 // acquisitions, fences); then it retires the sessions, which makes commands
 // still in flight on them uncertain (a socket closed locally may still have

@@ -39,7 +39,7 @@ func WithLogger(logger *slog.Logger) Option {
 // WithCommandTimeout bounds each raw-token call (all its commands, fallback
 // steps and redirects included) by d. Default 0: no timeout beyond the
 // caller's ctx. A timeout after a command was sent gives an error matching
-// conn.ErrOutcomeUnknown. Negative d is rejected with ErrInvalidOption.
+// ErrOutcomeUnknown. Negative d is rejected with ErrInvalidOption.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -12,17 +12,17 @@ import (
 // It blocks for one round trip. Validation errors (ErrEmptyKey,
 // ErrEmptyToken, ErrInvalidTTL) come before anything is sent. If ctx is
 // cancelled after the command was sent, the lock may have been taken anyway
-// (error matching conn.ErrOutcomeUnknown); it then lives until its expiry or
+// (error matching ErrOutcomeUnknown); it then lives until its expiry or
 // a Release with the same token. Use a fresh, secret token per acquisition.
 func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.Duration) (bool, error) {
-	ms, err := validate("TryTake", key, token, ttl, true)
+	ms, err := validate(key, token, ttl, true)
 	if err != nil {
-		return false, err
+		return false, opError("TryTake", key, err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Acquire(ctx, l.key(key), token.wire(), ms)
-	return res.Owned, err
+	return res.Owned, opError("TryTake", key, err)
 }
 
 // ResetExpiry sets key's expiry to ttl from now if key holds token (SET
@@ -30,36 +30,36 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 // means the lock is not ours: missing, expired or held by another token; in
 // that case nothing changed — no key is created and another owner's TTL is
 // untouched. It blocks until a definite answer. It never fences: after an
-// error matching conn.ErrOutcomeUnknown the expiry may or may not have been
+// error matching ErrOutcomeUnknown the expiry may or may not have been
 // reset. Do not retry protected writes after false.
 func (l *Locks) ResetExpiry(ctx context.Context, key string, token Token, ttl time.Duration) (bool, error) {
-	ms, err := validate("ResetExpiry", key, token, ttl, true)
+	ms, err := validate(key, token, ttl, true)
 	if err != nil {
-		return false, err
+		return false, opError("ResetExpiry", key, err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Extend(ctx, l.key(key), token.wire(), ms)
 	l.logFailure(ctx, "ResetExpiry", key, err)
-	return res.Owned, err
+	return res.Owned, opError("ResetExpiry", key, err)
 }
 
 // Release deletes key if it holds token (DELEX, DELIFEQ or Lua, as the
 // connection supports). true means this call deleted our lock; false means
 // it was not ours (missing, expired or another owner) and nothing changed.
 // It blocks until a definite answer; an error matching
-// conn.ErrOutcomeUnknown means the delete may have run. A server error such
+// ErrOutcomeUnknown means the delete may have run. A server error such
 // as NOPERM is returned unchanged (errors.As to *rueidis.RedisError) and no
 // other implementation is tried.
 func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, error) {
-	if _, err := validate("Release", key, token, 0, false); err != nil {
-		return false, err
+	if _, err := validate(key, token, 0, false); err != nil {
+		return false, opError("Release", key, err)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Release(ctx, l.key(key), token.wire())
 	l.logFailure(ctx, "Release", key, err)
-	return res.Owned, err
+	return res.Owned, opError("Release", key, err)
 }
 
 // OwnerToken reads key's current owner token with GET on the primary.
@@ -67,32 +67,32 @@ func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, err
 // reply bytes. It blocks for one round trip (plus redirects).
 func (l *Locks) OwnerToken(ctx context.Context, key string) (token Token, found bool, err error) {
 	if key == "" {
-		return Token{}, false, fmt.Errorf("lease: OwnerToken: %w", ErrEmptyKey)
+		return Token{}, false, opError("OwnerToken", key, ErrEmptyKey)
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.pool.Owner(ctx, l.key(key))
 	if err != nil || !res.Owned {
-		return Token{}, false, err
+		return Token{}, false, opError("OwnerToken", key, err)
 	}
 	return Token{bytes: res.Token}, true, nil
 }
 
 // validate checks the arguments common to the raw operations and returns the
 // duration in milliseconds.
-func validate(op, key string, token Token, ttl time.Duration, needTTL bool) (int64, error) {
+func validate(key string, token Token, ttl time.Duration, needTTL bool) (int64, error) {
 	if key == "" {
-		return 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyKey)
+		return 0, ErrEmptyKey
 	}
 	if token.IsZero() {
-		return 0, fmt.Errorf("lease: %s: %w", op, ErrEmptyToken)
+		return 0, ErrEmptyToken
 	}
 	if !needTTL {
 		return 0, nil
 	}
 	ms, err := ttlMillis(ttl)
 	if err != nil {
-		return 0, fmt.Errorf("lease: %s: %w (got %v)", op, err, ttl)
+		return 0, fmt.Errorf("%w (got %v)", err, ttl)
 	}
 	return ms, nil
 }

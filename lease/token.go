@@ -3,6 +3,7 @@ package lease
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"strings"
 	"unicode/utf8"
@@ -30,6 +31,16 @@ func TokenFromString(s string) (Token, error) {
 		return Token{}, ErrInvalidToken
 	}
 	return Token{bytes: strings.Clone(s)}, nil
+}
+
+// TokenFromHex returns the token whose bytes Hex wrote (either case), or an
+// error matching ErrInvalidToken when hex is not valid hexadecimal.
+func TokenFromHex(text string) (Token, error) {
+	raw, err := hex.DecodeString(text)
+	if err != nil {
+		return Token{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return Token{bytes: string(raw)}, nil
 }
 
 // NewToken returns a fresh random token: 128 bits from crypto/rand, written

@@ -153,7 +153,7 @@ func TestValidationHappensBeforeSending(t *testing.T) {
 		{"negative ttl", "k", tok, -time.Millisecond, ErrInvalidTTL},
 	}
 	for _, tt := range tests {
-		if _, err := validate("TryTake", tt.key, tt.token, tt.ttl, true); !errors.Is(err, tt.want) {
+		if _, err := validate(tt.key, tt.token, tt.ttl, true); !errors.Is(err, tt.want) {
 			t.Errorf("%s: err = %v; want %v", tt.name, err, tt.want)
 		}
 	}
@@ -182,5 +182,21 @@ func TestTokenSecret_NoFormatVerbRevealsIt(t *testing.T) {
 	}
 	if got := fmt.Sprint(Token{}); got != "<empty token>" {
 		t.Fatalf("zero token prints %q", got)
+	}
+}
+
+func TestTokenHex_RoundTripsThroughTokenFromHex(t *testing.T) {
+	for _, tok := range []Token{NewToken(), TokenFromBytes([]byte{0, 0xff, 'x'}), {}} {
+		back, err := TokenFromHex(tok.Hex())
+		if err != nil || back != tok {
+			t.Fatalf("TokenFromHex(Hex()) = %v, %v; want the same token", back.Hex(), err)
+		}
+		lower, err := TokenFromHex(strings.ToLower(tok.Hex()))
+		if err != nil || lower != tok {
+			t.Fatalf("TokenFromHex(lowercase) = %v, %v", lower.Hex(), err)
+		}
+	}
+	if _, err := TokenFromHex("zz"); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("TokenFromHex(zz) = %v; want ErrInvalidToken", err)
 	}
 }
