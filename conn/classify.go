@@ -8,10 +8,10 @@ import (
 )
 
 // ClassifyTransport tells what a transport error from rueidis proves about a
-// command that was handed to it. Only two errors prove the command never
-// reached a socket (rueidis-transport.md §9): ErrDedicatedClientRecycled
-// (checked before any write) and a dial failure (no connection existed for
-// that attempt). Everything else — ErrClosing, io.EOF, resets, "use of
+// command that was handed to it. As tried over real sockets with rueidis
+// v1.0.79, only two errors prove the command never reached a socket:
+// ErrDedicatedClientRecycled (checked before any write) and a dial failure
+// (no connection existed for that attempt). Everything else — ErrClosing, io.EOF, resets, "use of
 // closed network connection", i/o timeouts, context errors — is returned
 // also for commands that were written and even executed, so it is
 // Uncertain. In particular a socket the library closed itself (a retired

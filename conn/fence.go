@@ -19,11 +19,12 @@ type fenceCall struct {
 
 // Fence kills session s's socket with CLIENT KILL ID <id> ADDR <addr>, sent
 // on another connection to the same node (the ordinary client's). Once it
-// answers, nothing still queued on the killed socket can run
-// (server-replies.md fact 16), so the outcome of every command s carried is
-// settled: it ran before the kill or never will. s is marked retired before
-// the kill is sent (nothing new is handed to it) and closed once it
-// answered.
+// answers, nothing still queued on the killed socket can run (the server
+// answers the kill after the killed connection stopped running commands, and
+// discards what was queued or pipelined on it; rule FenceIsFinal in
+// docs/rules.md), so the outcome of every command s carried is settled: it
+// ran before the kill or never will. s is marked retired before the kill is
+// sent (nothing new is handed to it) and closed once it answered.
 //
 // Fences of one session are shared: concurrent callers wait for the one in
 // flight, and after it was answered Fence returns nil at once, so the other

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -98,5 +99,49 @@ func TestExtendManyPipelinesOnOneSession(t *testing.T) {
 				t.Fatalf("ExtendMany created a missing key: %q", got)
 			}
 		})
+	}
+}
+
+func TestFencesAreShared_ConcurrentCallersGetOneKill(t *testing.T) {
+	srv := startSim(t, sim.Valkey90)
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+	ctx := ctxT(t)
+	s, err := p.SessionFor(ctx, nodeOf(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := s.Identity()
+	if !ok {
+		t.Fatal("the session has no identity")
+	}
+	kill := FenceCommand(id.ID, id.Addr).Args
+	isKill := func(args []string) bool { return slices.Equal(args, kill) }
+	gate, fired := make(chan struct{}), make(chan sim.FaultRecord, 1)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "CLIENT", Match: isKill, Gate: gate, Fired: fired})
+	const callers = 8
+	errs := make(chan error, callers)
+	go func() { errs <- p.Fence(ctx, s) }()
+	<-fired // the first kill is on the server, its reply held back
+	for range callers - 1 {
+		go func() { errs <- p.Fence(ctx, s) }()
+	}
+	time.Sleep(20 * time.Millisecond) // let the others join the kill in flight
+	close(gate)
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatalf("Fence = %v; want nil for every caller", err)
+		}
+	}
+	if err := p.Fence(ctx, s); err != nil || !s.Fenced() {
+		t.Fatalf("a fence after the answer = %v (fenced %v); want nil at once", err, s.Fenced())
+	}
+	n := 0
+	for _, e := range srv.Log() {
+		if isKill(e.Args) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d CLIENT KILL commands for one session; want 1 shared by every caller", n)
 	}
 }

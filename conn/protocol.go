@@ -11,7 +11,7 @@ import (
 // the production transport (session.go) and the deterministic simulator
 // drive exactly the same rules.
 
-// The Lua scripts and their SHA1 digests (server-replies.md §3).
+// The Lua scripts and their SHA1 digests (listed in docs/compatibility.md).
 const (
 	ReleaseScript    = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 	ReleaseScriptSHA = "e9f69f2beb755be68b5e456ee2ce9aadfbc4ebf4"

@@ -15,7 +15,7 @@
 //     only from Config.Clock); TakePushes/PushTargets hand out what the
 //     node sends besides replies, ExpireDue runs its active expiry.
 //
-// Client-side tracking works as on the real servers (server-replies.md §8;
+// Client-side tracking works as on the real servers (as recorded from them;
 // the four profiles behave alike, NOPERM texts aside): CLIENT TRACKING
 // ON|OFF with REDIRECT, BCAST, PREFIX, OPTIN, OPTOUT and NOLOOP, CLIENT
 // CACHING, TRACKINGINFO and GETREDIR, with the real error replies. A key a
@@ -113,6 +113,10 @@ const (
 	DropAfterExec
 	// FailWith replies with Error instead of executing the command.
 	FailWith
+	// ReplaceReply executes the command, then writes Reply instead of its
+	// reply (a server that answers what no real one would, for a client's
+	// protocol checks).
+	ReplaceReply
 )
 
 // Fault is a scripted failure for commands that match it. A fault fires
@@ -126,6 +130,7 @@ type Fault struct {
 	Delay    time.Duration   // DelayReply
 	Gate     <-chan struct{} // DelayReply: hold the reply until closed
 	Error    string          // FailWith: error text without '-' and CRLF, e.g. "NOPERM denied"
+	Reply    string          // ReplaceReply: the raw RESP reply to write, e.g. "$7\r\ninvalid\r\n"
 	// Fired, when non-nil, receives one record (non-blocking send) each time the fault fires.
 	Fired chan<- FaultRecord
 }

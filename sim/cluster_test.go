@@ -8,8 +8,8 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// TestClusterRedirectsAndOrdering checks §6 CLUSTER and facts 19-20 for
-// every profile: MOVED on the wrong node, unknown commands before MOVED,
+// TestClusterRedirectsAndOrdering checks the cluster replies recorded from
+// the real servers, for every profile: MOVED on the wrong node, unknown commands before MOVED,
 // syntax errors after it, CROSSSLOT and non-local script keys.
 func TestClusterRedirectsAndOrdering(t *testing.T) {
 	for _, p := range Profiles {
@@ -56,7 +56,7 @@ func TestClusterRedirectsAndOrdering(t *testing.T) {
 	}
 }
 
-// TestClusterAskDuringMigration replays §6 CLUSTER-ASK: the source
+// TestClusterAskDuringMigration replays a recorded slot migration: the source
 // answers ASK for absent keys and TRYAGAIN for partly present ones; the
 // target accepts one command after ASKING.
 func TestClusterAskDuringMigration(t *testing.T) {

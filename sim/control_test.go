@@ -238,7 +238,7 @@ func TestEngineInProcessWithoutSockets(t *testing.T) {
 	}
 }
 
-// TestKilledInMultiDiscardsQueuedCommands: fact 16, a connection killed
+// TestKilledInMultiDiscardsQueuedCommands: as on the real servers, a connection killed
 // inside MULTI gets EOF on EXEC and its queued SET never applies.
 func TestKilledInMultiDiscardsQueuedCommands(t *testing.T) {
 	s := startSim(t, Config{Profile: Valkey81})

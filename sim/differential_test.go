@@ -21,8 +21,8 @@ func a(args ...string) diffStep               { return diffStep{"a", args} }
 
 const capScript = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
 
-// differentialScript follows the standalone rows of server-replies.md §5
-// plus more edge cases.
+// differentialScript follows the standalone replies recorded from the real
+// servers for every lock command, plus more edge cases.
 var differentialScript = []diffStep{
 	a("HELLO", "3"), a("HELLO", "2"),
 	a("SET", "k1", "v", "NX", "PX", "30000"), a("SET", "k1", "v", "NX", "PX", "30000"),

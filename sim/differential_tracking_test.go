@@ -10,8 +10,8 @@ import (
 	"github.com/respire-go/respire/internal/realserver"
 )
 
-// The differential rows of client-side tracking (server-replies.md §8 and
-// more): each step runs on the simulator and on a real redis-server 7.0
+// The differential rows of client-side tracking (the exchanges recorded from
+// the real servers, and more): each step runs on the simulator and on a real redis-server 7.0
 // (RESPIRE_REAL_REDIS70[_PASSWORD]) and must give the same bytes.
 //
 // Reading is deterministic: before and after each command the connection
@@ -49,25 +49,25 @@ func texec(conn string) tstep      { return tstep{conn: conn, args: []string{"EX
 
 // trackingScript: "a" and "bc" speak RESP3, the others RESP2.
 var trackingScript = []tstep{
-	// §8: OPTIN NOLOOP.
+	// OPTIN NOLOOP.
 	tc("a", "CLIENT TRACKING ON OPTIN NOLOOP"), tc("b", "SET k v1"), tc("a", "CLIENT CACHING YES"), tc("a", "GET k"),
 	tc("b", "SET k v2"), tread("a"), tc("a", "GET k"), tc("b", "SET k v3"), tread("a"),
 	tc("a", "SET k v4"), tc("b", "DEL k"), tread("a"),
-	// §8: active expiry, lazy expiry (same bytes whichever expiry wins), Lua, PEXPIRE, FLUSHALL.
+	// Active expiry, lazy expiry (same bytes whichever expiry wins), Lua, PEXPIRE, FLUSHALL.
 	tc("b", "SET ke v PX 700"), tc("a", "CLIENT CACHING YES"), tc("a", "GET ke"), {conn: "a", kind: tWait},
 	tc("b", "SET kl v PX 300"), tc("a", "CLIENT CACHING YES"), tc("a", "GET kl"), {kind: tSleep, args: []string{"400"}},
 	tc("b", "EXISTS kl"), tread("a"),
 	tc("b", "SET kc v"), tc("a", "CLIENT CACHING YES"), tc("a", "GET kc"), {conn: "b", args: []string{"EVAL", cadScript, "1", "kc", "v"}},
 	tread("a"), tc("b", "SET kx v"), tc("a", "CLIENT CACHING YES"), tc("a", "GET kx"), tc("b", "PEXPIRE kx 60000"), tread("a"),
 	tc("b", "FLUSHALL"), tread("a"), tc("a", "CLIENT TRACKING OFF"),
-	// §8: BCAST.
+	// BCAST.
 	tc("a", "CLIENT TRACKING ON BCAST PREFIX lock: NOLOOP"), tc("b", "SET lock:a 1"), tread("a"), tc("b", "SET other 1"), tread("a"),
 	tc("a", "SET lock:b 1"), {conn: "a", args: []string{"EVAL", "return redis.call('set', KEYS[1], 'y')", "1", "lock:b"}},
 	tmulti("a"), tone("a", "SET lock:c 1"), texec("a"),
 	tc("a", "CLIENT TRACKING ON BCAST PREFIX q PREFIX z PREFIX za"), tc("a", "CLIENT TRACKINGINFO"),
 	tmulti("b"), tone("b", "SET zb 1"), tone("b", "SET lock:d 1"), tone("b", "SET lock:c 1"), tone("b", "SET qq 1"),
 	texec("b"), tread("a"), tc("a", "SET lock:e 1"), tc("a", "CLIENT TRACKING OFF"),
-	// §8: RESP2 REDIRECT to a subscriber.
+	// RESP2 REDIRECT to a subscriber.
 	tc("r", "CLIENT TRACKING ON"), tc("sub", "SUBSCRIBE __redis__:invalidate"), tc("r", "CLIENT TRACKING ON REDIRECT $sub"),
 	tc("b", "SET kr 1"), tc("r", "GET kr"), tc("b", "DEL kr"), tread("sub"), tread("r"),
 	tc("r", "CLIENT TRACKING ON REDIRECT 999999"), tc("r", "GET kr"), tc("r", "SET kr 2"), tread("sub"),

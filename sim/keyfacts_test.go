@@ -47,8 +47,9 @@ type step struct {
 
 func cmd(args ...string) []string { return args }
 
-// keyFactSteps reproduces facts 1-13 of server-replies.md §4, in order,
-// on one connection.
+// keyFactSteps reproduces the key facts about the lock commands recorded
+// from the real servers (numbered 1-13 here; 14-18 are checked by
+// checkClientKillFacts and checkVersionFacts), in order, on one connection.
 var keyFactSteps = []step{
 	// 1: SET NX PX absent / present.
 	{cmd("SET", "k", "v", "NX", "PX", "30000"), all(ok)},
@@ -131,8 +132,8 @@ var keyFactSteps = []step{
 	{cmd("GET", "kacl"), all("$1\r\nv\r\n")},
 }
 
-// TestKeyFactsPerProfile checks facts 1-18 of server-replies.md §4 for
-// every profile, in RESP2 and RESP3, over real sockets.
+// TestKeyFactsPerProfile checks the recorded key facts 1-18 (keyFactSteps,
+// checkClientKillFacts, checkVersionFacts) for every profile, in RESP2 and RESP3, over real sockets.
 func TestKeyFactsPerProfile(t *testing.T) {
 	clock := NewManualClock(testEpoch)
 	for _, p := range Profiles {
@@ -156,7 +157,9 @@ func TestKeyFactsPerProfile(t *testing.T) {
 	}
 }
 
-// checkClientKillFacts covers facts 14-16.
+// checkClientKillFacts covers facts 14-16: CLIENT KILL ID of another, an
+// unknown and a malformed id; a self-kill with SKIPME yes (:0, the pipeline
+// goes on) and with SKIPME no (:1, then EOF: nothing after it runs).
 func checkClientKillFacts(t *testing.T, s *Server) {
 	a, b := dial(t, s.Addr()), dial(t, s.Addr())
 	idA := strings.TrimSuffix(strings.TrimPrefix(a.do("CLIENT", "ID"), ":"), "\r\n")
@@ -206,7 +209,8 @@ func checkClientKillFacts(t *testing.T, s *Server) {
 	}
 }
 
-// checkVersionFacts covers facts 17 and 18.
+// checkVersionFacts covers facts 17 and 18: the version HELLO 3 and INFO
+// server report (Valkey reports redis_version:7.2.4 besides its own).
 func checkVersionFacts(t *testing.T, s *Server, p Profile) {
 	w := dial(t, s.Addr())
 	id := strings.Trim(w.do("CLIENT", "ID"), ":\r\n")

@@ -12,7 +12,7 @@ import (
 	"github.com/respire-go/respire/sim/dst"
 )
 
-// The deterministic simulation of the lock (issue #5): the real
+// The deterministic simulation of the lock (sim/dst): the real
 // statemachine core and conn's protocol, many seeded schedules with faults,
 // invariants checked after every event. A failure prints its seed and the
 // one command that replays it:

@@ -140,7 +140,7 @@ func TestTrackingCommandErrors(t *testing.T) {
 }
 
 // TestTrackingNOPERM: a user without client|tracking or client|caching
-// gets the profile's NOPERM text (§8; fact 12).
+// gets the profile's NOPERM text (Redis 7.0 words it differently from the others).
 func TestTrackingNOPERM(t *testing.T) {
 	forEachProfile(t, Config{}, func(t *testing.T, sc *scenario) {
 		sc.s.SetUser("nt", "pw", "get", "client|id")

@@ -9,8 +9,8 @@ import (
 )
 
 // Unit tests of CLIENT TRACKING over real sockets, reading raw bytes. The
-// expected bytes are those of server-replies.md §8 and of the real redis
-// 7.0.15 (see differential_tracking_test.go); every profile gives the same
+// expected bytes are those recorded from the real servers and from the
+// real redis 7.0.15 (see differential_tracking_test.go); every profile gives the same
 // bytes except the NOPERM text.
 
 // inv is a RESP3 invalidation push of keys (BCAST lists several).
@@ -137,8 +137,8 @@ func forEachProfile(t *testing.T, cfg Config, f func(t *testing.T, sc *scenario)
 	}
 }
 
-// TestTrackingSection8OptinNoloop replays §8's OPTIN NOLOOP rows.
-func TestTrackingSection8OptinNoloop(t *testing.T) {
+// TestTrackingOptinNoloop replays the recorded OPTIN NOLOOP exchange.
+func TestTrackingOptinNoloop(t *testing.T) {
 	forEachProfile(t, Config{}, func(t *testing.T, sc *scenario) {
 		sc.conn("a", 3)
 		sc.conn("b", 2)
@@ -280,7 +280,7 @@ func TestTrackingNoloopAndOwnScripts(t *testing.T) {
 	})
 }
 
-// TestTrackingBcastPrefixes: §8's BCAST rows, several prefixes, one
+// TestTrackingBcastPrefixes: the recorded BCAST exchange, several prefixes, one
 // message per prefix per event-loop iteration (a transaction is one), the
 // empty prefix, overlap errors (with the real servers' double reply).
 func TestTrackingBcastPrefixes(t *testing.T) {
@@ -313,7 +313,7 @@ func TestTrackingBcastPrefixes(t *testing.T) {
 	})
 }
 
-// TestTrackingRedirectRESP2: §8's REDIRECT rows: a RESP2 connection's
+// TestTrackingRedirectRESP2: the recorded REDIRECT exchange: a RESP2 connection's
 // invalidations reach a connection subscribed to __redis__:invalidate;
 // FLUSHALL sends a null in the tracking connection's protocol; a closed
 // target makes RESP3 trackers get tracking-redir-broken.

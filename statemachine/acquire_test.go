@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestA1ContendedAcquisitionIsNotAcquired(t *testing.T) {
+func TestContentionIsNotAnError_AContendedAcquisitionIsNotAcquired(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second})
@@ -16,14 +16,14 @@ func TestA1ContendedAcquisitionIsNotAcquired(t *testing.T) {
 	}
 }
 
-func TestA4AcquireWithKeepAliveStartsOwnedKeepAlive(t *testing.T) {
+func TestOwnedKeepAlive_AcquireWithKeepAliveStartsIt(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	if !d.h.KeepAliveActive() || !has(d.last, EffectArmTimer) {
 		t.Fatalf("keep-alive not started: %+v", d.last)
 	}
 }
 
-func TestA9CancelledAcquireAfterSendEmitsCleanupDelete(t *testing.T) {
+func TestAbandonedAcquisitionIsCleanedUp_ACancelAfterTheSendEmitsACleanupDelete(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second})
@@ -38,7 +38,7 @@ func TestA9CancelledAcquireAfterSendEmitsCleanupDelete(t *testing.T) {
 	}
 }
 
-func TestA9UncertainAcquireEmitsCleanupDelete(t *testing.T) {
+func TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetEmitsACleanupDelete(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second})
@@ -48,7 +48,7 @@ func TestA9UncertainAcquireEmitsCleanupDelete(t *testing.T) {
 	}
 }
 
-func TestA10NotSubmittedAcquireNeedsNoCleanup(t *testing.T) {
+func TestUnsentAcquisitionNeedsNoCleanup_ASetNotSubmittedIsAbandonedWithoutOne(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second})
@@ -58,7 +58,7 @@ func TestA10NotSubmittedAcquireNeedsNoCleanup(t *testing.T) {
 	}
 }
 
-func TestA7PollSchedule(t *testing.T) {
+func TestWaitBudget_PollSchedule(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		name     string
@@ -100,4 +100,13 @@ func TestIllegalInputPanics(t *testing.T) {
 	}()
 	var h Handle
 	h.Step(Input{Kind: InputResetExpiry, Caller: 1, TTL: time.Second}, nil)
+}
+
+func TestWaitUntilDone_PollsUntilTheCallerGivesUp(t *testing.T) {
+	p := Poll{UntilDone: true, Wait: time.Millisecond, RetryEvery: 20 * time.Millisecond}
+	for _, now := range []time.Duration{0, time.Second, time.Hour} {
+		if sleep, again := p.Next(now, 0.5); !again || sleep != 20*time.Millisecond {
+			t.Fatalf("Next(%v) = %v, %v; want a full RetryEvery sleep and another try (Wait is ignored)", now, sleep, again)
+		}
+	}
 }

@@ -7,9 +7,9 @@ import (
 
 // Errors the core puts into Result.Err. Match with errors.Is.
 var (
-	// ErrKeepAliveActive: a keep-alive is already running on the handle (K1).
+	// ErrKeepAliveActive: a keep-alive is already running on the handle (rule OneKeepAlivePerLock).
 	ErrKeepAliveActive = errors.New("statemachine: a keep-alive is already active on this lock")
-	// ErrNotHeld: the operation needs a held lease with time left (K1).
+	// ErrNotHeld: the operation needs a held lease with time left (rule OneKeepAlivePerLock).
 	ErrNotHeld = errors.New("statemachine: the lock is not held")
 	// ErrCallerCancelled: the caller stopped waiting (InputCallerCancelled); the runtime
 	// normally replaces it with context.Cause of the caller's ctx.
@@ -21,9 +21,9 @@ var (
 var (
 	// ErrOwnershipLost: a renewal returned false, was uncertain, or the lease deadline passed.
 	ErrOwnershipLost = errors.New("respire: lock ownership lost")
-	// ErrReleased: the lock was released (K9).
+	// ErrReleased: the lock was released (rule ReleaseEndsTheKeepAlive).
 	ErrReleased = errors.New("respire: lock released")
-	// ErrKeepAliveStopped: the keep-alive was stopped by its owner (K10) or by Close.
+	// ErrKeepAliveStopped: the keep-alive was stopped by its owner (rule KeepAliveStopKeepsTheLock) or by Close.
 	ErrKeepAliveStopped = errors.New("respire: keep-alive stopped")
 	// ErrExpired: the lease ran out with no keep-alive renewing it.
 	ErrExpired = errors.New("respire: lease expired")
@@ -83,7 +83,7 @@ func (c Cause) Err(failure error) error {
 	return nil
 }
 
-// RenewalFailureError is the keep-alive cause when a renewal failed with an error (K8).
+// RenewalFailureError is the keep-alive cause when a renewal failed with an error (rule FailedRenewalIsLoss).
 // errors.Is(err, ErrOwnershipLost) is true; Unwrap returns the renewal's error.
 type RenewalFailureError struct {
 	Err error // the renewal's error; never nil when built by Cause.Err with a failure

@@ -11,7 +11,7 @@ type keepAliveState uint8
 const (
 	keepAliveNone     keepAliveState = iota
 	keepAliveRunning                 // timers armed, renewals sent
-	keepAliveStopping                // stop requested; waits for its renewal in flight (K10)
+	keepAliveStopping                // stop requested; waits for its renewal in flight (rule KeepAliveStopKeepsTheLock)
 )
 
 // waitKind says what a queued caller waits for.
@@ -67,7 +67,7 @@ type Handle struct {
 // State returns the handle's state. It does not block.
 func (h *Handle) State() State { return h.state }
 
-// Duration returns the acquired duration, or the one of the latest successful reset (H1).
+// Duration returns the acquired duration, or the one of the latest successful reset (rule DurationIsTheAppliedOne).
 func (h *Handle) Duration() time.Duration { return h.duration }
 
 // RemainingEstimate is the time left until the lease deadline (see LeaseDeadline), clamped
@@ -110,7 +110,7 @@ func (h *Handle) leaseEnd(sentAt, ttl time.Duration) time.Duration {
 }
 
 // IsReleased reports whether the handle no longer counts as holding the lock: the state is
-// not Held, or the local estimate reached 0 although the server was never asked (H4).
+// not Held, or the local estimate reached 0 although the server was never asked (rule NotHeldPastTheEstimate).
 func (h *Handle) IsReleased(now time.Duration) bool { return h.RemainingEstimate(now) == 0 }
 
 // KeepAliveActive reports whether a keep-alive occupies the handle's slot (running or
@@ -295,7 +295,7 @@ func (h *Handle) resolveAll(k waitKind, r Result) {
 
 // pump runs the follow-up work an input may have unblocked: finishing a keep-alive stop,
 // answering stoppers, releasing for closers, sending the next queued reset, and starting
-// the next release attempt after a not-submitted one (R5).
+// the next release attempt after a not-submitted one (rule ReleaseHandedToAJoiner).
 func (h *Handle) pump(now time.Duration) {
 	h.observe(now)
 	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {

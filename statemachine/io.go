@@ -17,8 +17,8 @@ type Timer uint8
 // The handle's timers.
 const (
 	TimerNone     Timer = iota
-	TimerRenewal        // keep-alive: time to send the next renewal (K2)
-	TimerDeadline       // keep-alive: the lease deadline, last confirmed send + Duration (K4, K5)
+	TimerRenewal        // keep-alive: time to send the next renewal (rule RenewalDelay)
+	TimerDeadline       // keep-alive: the lease deadline, last confirmed send + Duration (rule LeaseDeadlineEndsOwnership)
 )
 
 // Outcome is a command completion classified by the runtime (conn/ decides it).
@@ -129,7 +129,7 @@ type Effect struct {
 	Result Result
 }
 
-// ReleaseOutcome is the result of a release (R1). The zero value means "not a release".
+// ReleaseOutcome is the result of a release (rule ReleaseOutcomes). The zero value means "not a release".
 type ReleaseOutcome uint8
 
 // Release outcomes.
@@ -157,7 +157,7 @@ func (o ReleaseOutcome) String() string {
 // for keep-alive start/stop OK means done. Release carries the release outcome. When Err is
 // set, Outcome is the classification of the command failure that caused it (zero if the
 // error is the core's own, e.g. ErrKeepAliveActive), so Close can swallow
-// NotSubmitted/Uncertain errors while passing Definite ones through (X1).
+// NotSubmitted/Uncertain errors while passing Definite ones through (rule CloseSwallowsWhatExpiryCovers).
 type Result struct {
 	OK      bool
 	Release ReleaseOutcome

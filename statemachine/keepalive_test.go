@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestK2RenewalDelayExamples(t *testing.T) {
+func TestRenewalDelay_Examples(t *testing.T) {
 	tests := []struct {
 		duration, remaining, want time.Duration
 	}{
@@ -26,7 +26,7 @@ func TestK2RenewalDelayExamples(t *testing.T) {
 	}
 }
 
-func TestK2FreshLeaseOf500msRenewsAt250ms(t *testing.T) {
+func TestRenewalDelay_AFreshLeaseOf500msRenewsAt250ms(t *testing.T) {
 	d := acquired(t, 500*time.Millisecond, true)
 	start := d.now
 	arm := findTimer(t, d.last, TimerRenewal)
@@ -39,7 +39,7 @@ func TestK2FreshLeaseOf500msRenewsAt250ms(t *testing.T) {
 	}
 }
 
-func TestK1SecondKeepAliveIsRefused(t *testing.T) {
+func TestOneKeepAlivePerLock_ASecondKeepAliveIsRefused(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputKeepAliveStart, Caller: c})
@@ -48,7 +48,7 @@ func TestK1SecondKeepAliveIsRefused(t *testing.T) {
 	}
 }
 
-func TestK3ManualResetReschedulesKeepAlive(t *testing.T) {
+func TestResetReschedulesKeepAlive_AShorterLeaseBringsTheNextRenewalForward(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	_, eff := d.reset(5 * time.Second)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeOK, nil)
@@ -58,7 +58,7 @@ func TestK3ManualResetReschedulesKeepAlive(t *testing.T) {
 	}
 }
 
-func TestH10KeepAliveRenewalUsesLatestDuration(t *testing.T) {
+func TestKeepAliveUsesTheLatestDuration_AfterAManualReset(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	_, eff := d.reset(8 * time.Second)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeOK, nil)
@@ -68,7 +68,7 @@ func TestH10KeepAliveRenewalUsesLatestDuration(t *testing.T) {
 	}
 }
 
-func TestK4RenewalTimerWhileReleasingSendsNothing(t *testing.T) {
+func TestNoRenewalWhileReleasing_TheRenewalTimerSendsNothing(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	armed := d.last
 	d.release()
@@ -78,7 +78,7 @@ func TestK4RenewalTimerWhileReleasingSendsNothing(t *testing.T) {
 	}
 }
 
-func TestK4ReleaseOutlivingLeaseDeadlineBecomesUncertain(t *testing.T) {
+func TestNoRenewalWhileReleasing_AReleaseOutlivingTheLeaseDeadlineIsAbortedAndFenced(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	armed := d.last
 	_, eff := d.release()
@@ -92,7 +92,7 @@ func TestK4ReleaseOutlivingLeaseDeadlineBecomesUncertain(t *testing.T) {
 	}
 }
 
-func TestK4RenewalDueWithNothingLeftIsLost(t *testing.T) {
+func TestLeaseDeadlineEndsOwnership_ARenewalDueWithNoTimeLeftIsLost(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	arm := findTimer(t, d.last, TimerRenewal)
 	d.now = d.now + 2*time.Second
@@ -102,7 +102,7 @@ func TestK4RenewalDueWithNothingLeftIsLost(t *testing.T) {
 	}
 }
 
-func TestK5DeadlinePassingDuringRenewalCancelsKeepAliveThenFences(t *testing.T) {
+func TestLeaseDeadlineEndsOwnership_ARenewalInFlightIsAbortedAndFencedAfterTheCancel(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	armed := d.last
 	eff := d.fire(TimerRenewal, armed)
@@ -122,7 +122,7 @@ func TestK5DeadlinePassingDuringRenewalCancelsKeepAliveThenFences(t *testing.T) 
 	}
 }
 
-func TestK5IdleDeadlineIsLost(t *testing.T) {
+func TestLeaseDeadlineEndsOwnership_AnIdleDeadlineIsLost(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	arm := findTimer(t, d.last, TimerDeadline)
 	d.now = arm.At
@@ -132,7 +132,7 @@ func TestK5IdleDeadlineIsLost(t *testing.T) {
 	}
 }
 
-func TestK6KeepAliveRenewalFalseCancelsWithOwnershipLost(t *testing.T) {
+func TestRefusedRenewalIsLoss_TheKeepAliveEndsWithOwnershipLost(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeMismatch, nil)
@@ -141,7 +141,7 @@ func TestK6KeepAliveRenewalFalseCancelsWithOwnershipLost(t *testing.T) {
 	}
 }
 
-func TestK7NotSubmittedReleaseRestoresHeldAndKeepAliveKeepsRunning(t *testing.T) {
+func TestUnsentReleaseKeepsTheLock_TheKeepAliveKeepsRunning(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	armed := d.last
 	c, eff := d.release()
@@ -158,7 +158,7 @@ func TestK7NotSubmittedReleaseRestoresHeldAndKeepAliveKeepsRunning(t *testing.T)
 	find(t, eff, EffectSendRenew)
 }
 
-func TestK8KeepAliveRenewalErrorIsFailureCause(t *testing.T) {
+func TestFailedRenewalIsLoss_TheCauseIsARenewalFailure(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeDefinite, errNoPerm)
@@ -173,7 +173,7 @@ func TestK8KeepAliveRenewalErrorIsFailureCause(t *testing.T) {
 	}
 }
 
-func TestK9ReleasedEndsKeepAliveWithCauseReleased(t *testing.T) {
+func TestReleaseEndsTheKeepAlive_WithCauseReleased(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	_, eff := d.release()
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
@@ -182,7 +182,7 @@ func TestK9ReleasedEndsKeepAliveWithCauseReleased(t *testing.T) {
 	}
 }
 
-func TestK10StopWaitsForInFlightRenewalAndDoesNotRelease(t *testing.T) {
+func TestKeepAliveStopKeepsTheLock_StopWaitsForTheRenewalInFlight(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	op := find(t, eff, EffectSendRenew).Op
@@ -231,8 +231,8 @@ func TestStaleTimerFireIsIgnored(t *testing.T) {
 
 // Found by the deterministic simulator (sim/dst, seed 8): a keep-alive stopped while its
 // renewal hangs must not leave a live context (or a Stop that never returns) behind; the
-// deadline watch stays armed until the renewal settles, then aborts and fences it (K5).
-func TestK10StopWithAHungRenewalStillAbortsAndFencesItAtTheLeaseDeadline(t *testing.T) {
+// deadline watch stays armed until the renewal settles, then aborts and fences it (rule LeaseDeadlineEndsOwnership).
+func TestKeepAliveStopKeepsTheLock_AHungRenewalIsStillAbortedAndFencedAtTheDeadline(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	armed := d.last
 	eff := d.fire(TimerRenewal, armed)

@@ -66,7 +66,7 @@ func TestLeaseContext_StoppingTheKeepAliveKeepsWatchingTheLease(t *testing.T) {
 	}
 }
 
-func TestNoDeadHandles_AReplyAfterTheLeaseCouldHaveExpiredIsNotHandedOut(t *testing.T) {
+func TestAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredIsNotHandedOut(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second, Drift: DefaultDrift()})

@@ -62,7 +62,7 @@ func (h *Handle) stepAcquireDone(in Input) {
 	}
 }
 
-// stepRelease answers, starts or joins a release (R1-R3).
+// stepRelease answers, starts or joins a release (rules ReleaseOutcomes, ConcurrentReleasesShareOneDelete).
 func (h *Handle) stepRelease(caller CallerID, now time.Duration) {
 	switch h.state {
 	case Held:
@@ -94,7 +94,7 @@ func (h *Handle) startRelease(caller CallerID, _ time.Duration) {
 	h.emit(Effect{Kind: EffectSendRelease, Op: h.releaseOp, Caller: caller})
 }
 
-// stepClose stops an active keep-alive first, then releases (X1); idempotent.
+// stepClose stops an active keep-alive first, then releases (rule CloseStopsThenReleases); idempotent.
 func (h *Handle) stepClose(in Input) {
 	if h.keepAlive == keepAliveNone {
 		h.stepRelease(in.Caller, in.Now)
@@ -153,7 +153,7 @@ func (h *Handle) takeFirstWaiter(k waitKind, caller CallerID) {
 }
 
 // settledResult is what releasers get for a delete that completes after ownership was
-// already given up: the delete's own truth, never a restored Held (R8).
+// already given up: the delete's own truth, never a restored Held (rule LossIsFinal).
 func settledResult(in Input) Result {
 	switch in.Outcome {
 	case OutcomeOK:
@@ -164,8 +164,9 @@ func settledResult(in Input) Result {
 	return Result{Err: in.Err, Outcome: outcomeOf(in)}
 }
 
-// becomeHeldAgain restores ownership after a release that did not run (R5, R6, K7); the
-// keep-alive keeps running and is rescheduled.
+// becomeHeldAgain restores ownership after a release that did not run (rules
+// UnsentReleaseKeepsTheLock, RefusedReleaseKeepsTheLock); the keep-alive keeps running and
+// is rescheduled.
 func (h *Handle) becomeHeldAgain(e Event, now time.Duration) {
 	h.move(e, Held)
 	h.scheduleKeepAlive(now)

@@ -2,7 +2,7 @@ package statemachine
 
 import "time"
 
-// DefaultRetryEvery is the polling interval of a waiting acquisition when none is given (A6).
+// DefaultRetryEvery is the polling interval of a waiting acquisition when none is given (rule WaitBudget).
 const DefaultRetryEvery = 50 * time.Millisecond
 
 // Poll is the pure schedule of a waiting acquisition: a fresh attempt, then sleeps of

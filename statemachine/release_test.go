@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestR1R2ReleaseOutcomesAndIdempotence(t *testing.T) {
+func TestReleaseOutcomes_ReleasedThenAlreadyReleasedWithNothingSent(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c, eff := d.release()
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
@@ -23,7 +23,7 @@ func TestR1R2ReleaseOutcomesAndIdempotence(t *testing.T) {
 	}
 }
 
-func TestR1DeleteReturningZeroIsNotOwned(t *testing.T) {
+func TestReleaseOutcomes_ADeleteReturningZeroIsNotOwned(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c, eff := d.release()
 	eff = d.done(find(t, eff, EffectSendRelease).Op, OutcomeMismatch, nil)
@@ -36,7 +36,7 @@ func TestR1DeleteReturningZeroIsNotOwned(t *testing.T) {
 	}
 }
 
-func TestR3ConcurrentReleasesShareOneDelete(t *testing.T) {
+func TestConcurrentReleasesShareOneDelete_EveryCallerGetsItsOutcome(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c1, eff := d.release()
 	op := find(t, eff, EffectSendRelease).Op
@@ -50,7 +50,7 @@ func TestR3ConcurrentReleasesShareOneDelete(t *testing.T) {
 	}
 }
 
-func TestR4JoinerCancelStopsOnlyItsWait(t *testing.T) {
+func TestJoinerCancelsOnlyItself_TheSharedDeleteGoesOn(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c1, eff := d.release()
 	op := find(t, eff, EffectSendRelease).Op
@@ -65,7 +65,7 @@ func TestR4JoinerCancelStopsOnlyItsWait(t *testing.T) {
 	}
 }
 
-func TestR5StarterNotSubmittedJoinerStartsTheOnlyDelete(t *testing.T) {
+func TestReleaseHandedToAJoiner_WhenTheStartersDeleteWasNotSent(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c1, eff := d.release()
 	op := find(t, eff, EffectSendRelease).Op
@@ -85,7 +85,7 @@ func TestR5StarterNotSubmittedJoinerStartsTheOnlyDelete(t *testing.T) {
 	}
 }
 
-func TestR6DefiniteReleaseErrorRestoresHeldForEveryCaller(t *testing.T) {
+func TestRefusedReleaseKeepsTheLock_EveryCallerGetsTheServerError(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c1, eff := d.release()
 	c2, _ := d.release()
@@ -105,7 +105,7 @@ func TestR6DefiniteReleaseErrorRestoresHeldForEveryCaller(t *testing.T) {
 	}
 }
 
-func TestR6R7UncertainReleaseCancelsKeepAliveThenFencesThenLost(t *testing.T) {
+func TestUncertainReleaseIsFenced_KeepAliveCancelledThenFenceThenLost(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	c, eff := d.release()
 	op := find(t, eff, EffectSendRelease).Op
@@ -124,7 +124,7 @@ func TestR6R7UncertainReleaseCancelsKeepAliveThenFencesThenLost(t *testing.T) {
 	}
 }
 
-func TestR8RenewalFalseDuringReleaseStaysLostAfterDefiniteError(t *testing.T) {
+func TestLossIsFinal_ARefusedRenewalDuringAReleaseSurvivesItsServerError(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	renewOp := find(t, eff, EffectSendRenew).Op
@@ -144,7 +144,7 @@ func TestR8RenewalFalseDuringReleaseStaysLostAfterDefiniteError(t *testing.T) {
 	}
 }
 
-func TestR10UnfencedUncertainReleaseIsLostWithoutFence(t *testing.T) {
+func TestUnfencedRelease_AnUncertainOneIsLostWithoutAFence(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	c, eff := d.release()
 	eff = d.step(Input{Kind: InputCommandDone, Op: find(t, eff, EffectSendRelease).Op,
@@ -157,7 +157,7 @@ func TestR10UnfencedUncertainReleaseIsLostWithoutFence(t *testing.T) {
 	}
 }
 
-func TestX1CloseStopsKeepAliveFirstThenReleases(t *testing.T) {
+func TestCloseStopsThenReleases_KeepAliveFirstThenTheDelete(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputClose, Caller: c})
@@ -175,7 +175,7 @@ func TestX1CloseStopsKeepAliveFirstThenReleases(t *testing.T) {
 	}
 }
 
-func TestX1CloseWaitsForInFlightKeepAliveRenewal(t *testing.T) {
+func TestCloseStopsThenReleases_ItWaitsForTheRenewalInFlight(t *testing.T) {
 	d := acquired(t, time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	op := find(t, eff, EffectSendRenew).Op
@@ -190,7 +190,7 @@ func TestX1CloseWaitsForInFlightKeepAliveRenewal(t *testing.T) {
 	}
 }
 
-func TestX1CloseResultCarriesClassificationToSwallow(t *testing.T) {
+func TestCloseSwallowsWhatExpiryCovers_TheResultCarriesTheClassification(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c := d.newCaller()
 	eff := d.step(Input{Kind: InputClose, Caller: c})
@@ -200,7 +200,7 @@ func TestX1CloseResultCarriesClassificationToSwallow(t *testing.T) {
 	}
 }
 
-func TestX2CloseJoinsInFlightReleaseThatBecomesUncertain(t *testing.T) {
+func TestCloseJoinsARelease_ThatBecomesUncertain(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	_, eff := d.release()
 	op := find(t, eff, EffectSendRelease).Op

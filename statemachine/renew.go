@@ -2,7 +2,7 @@ package statemachine
 
 import "time"
 
-// minRenewalGap is the 10 ms floor of the K2 renewal delay.
+// minRenewalGap is the 10 ms floor of the renewal delay (rule RenewalDelay in docs/rules.md).
 const minRenewalGap = 10 * time.Millisecond
 
 // RenewalRetryDelay is how long a keep-alive waits before sending again a renewal that
@@ -13,7 +13,7 @@ func RenewalRetryDelay(remaining time.Duration) time.Duration {
 }
 
 // RenewalDelay is the keep-alive delay before the next renewal, from the current Duration
-// and the remaining estimate (K2): base = remaining − duration/2; if base > 10 ms use it;
+// and the remaining estimate (rule RenewalDelay): base = remaining − duration/2; if base > 10 ms use it;
 // else 0 when remaining ≤ 0; else 10 ms when remaining > 10 ms; else remaining/2, at least
 // 1 ns. It is pure and safe for concurrent use.
 func RenewalDelay(duration, remaining time.Duration) time.Duration {
@@ -48,8 +48,8 @@ func (h *Handle) stepResetExpiry(in Input) {
 	h.sendRenew(in.Caller, in.TTL, in.Now)
 }
 
-// pumpResets sends the oldest queued reset once no renewal is in flight (H7: the
-// remaining estimate is checked again when the slot is taken). Once the handle has left
+// pumpResets sends the oldest queued reset once no renewal is in flight (rule ResetsInRequestOrder:
+// the remaining estimate is checked again when the slot is taken). Once the handle has left
 // Held, queued resets are answered false at once, whatever is still in flight.
 func (h *Handle) pumpResets(now time.Duration) {
 	if h.state == Recovering {
@@ -80,7 +80,7 @@ func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
 	h.renewByKeep = caller == 0
 	h.emit(Effect{Kind: EffectSendRenew, Op: h.renewOp, TTL: ttl, Caller: caller})
 	if h.keepAlive == keepAliveRunning && h.leaseEnd(now, ttl) < h.leaseEnd(h.confirmedAt, h.duration) {
-		// A shortening renewal may apply before its reply: watch its deadline now (K5).
+		// A shortening renewal may apply before its reply: watch its deadline now (rule ShorteningResetCountsAtOnce).
 		h.armTimer(TimerDeadline, h.deadline())
 	}
 }
@@ -202,8 +202,9 @@ func (h *Handle) startKeepAlive(now time.Duration) {
 	h.scheduleKeepAlive(now)
 }
 
-// scheduleKeepAlive (re)arms the renewal timer per K2 and the deadline timer at the last
-// confirmed send + Duration (K3, K5). Only while the keep-alive runs in Held.
+// scheduleKeepAlive (re)arms the renewal timer (rule RenewalDelay) and the deadline timer at
+// the last confirmed send + Duration (rules ResetReschedulesKeepAlive,
+// LeaseDeadlineEndsOwnership). Only while the keep-alive runs in Held.
 func (h *Handle) scheduleKeepAlive(now time.Duration) {
 	if h.keepAlive != keepAliveRunning {
 		return
@@ -219,7 +220,7 @@ func (h *Handle) scheduleKeepAlive(now time.Duration) {
 	h.armTimer(TimerDeadline, h.deadline())
 }
 
-// stepKeepAliveStop stops the keep-alive (K10). With wait, the caller is answered when no
+// stepKeepAliveStop stops the keep-alive (rule KeepAliveStopKeepsTheLock). With wait, the caller is answered when no
 // keep-alive renewal is in flight and no fence is pending.
 func (h *Handle) stepKeepAliveStop(in Input, wait bool) {
 	h.stay(EventKeepAliveStop)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestH2RemainingEstimateCountsFromSendTimestampAndClampsAtZero(t *testing.T) {
+func TestEstimateCountsFromTheSend_AndClampsAtZero(t *testing.T) {
 	d := newDriver(t)
 	d.step(Input{Kind: InputAcquire, Caller: d.newCaller(), TTL: time.Second})
 	sentAt := d.now
@@ -23,7 +23,7 @@ func TestH2RemainingEstimateCountsFromSendTimestampAndClampsAtZero(t *testing.T)
 	}
 }
 
-func TestH2RemainingEstimateIsZeroWhenNotHeld(t *testing.T) {
+func TestEstimateCountsFromTheSend_ZeroWhenNotHeld(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	_, eff := d.release()
 	d.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
@@ -32,7 +32,7 @@ func TestH2RemainingEstimateIsZeroWhenNotHeld(t *testing.T) {
 	}
 }
 
-func TestH6ResetExpiryAppliesTTLFromNowAndPublishesRenewalSendTime(t *testing.T) {
+func TestResetAppliesFromNow_AndCountsFromItsSend(t *testing.T) {
 	d := acquired(t, time.Second, false)
 	d.advance(400 * time.Millisecond)
 	c, eff := d.reset(5 * time.Second)
@@ -52,7 +52,7 @@ func TestH6ResetExpiryAppliesTTLFromNowAndPublishesRenewalSendTime(t *testing.T)
 	}
 }
 
-func TestH6ResetExpiryReturnsFalseWithoutSendingWhenExpiredLocally(t *testing.T) {
+func TestEndedLockSendsNothing_AResetAfterTheLocalExpiry(t *testing.T) {
 	d := acquired(t, time.Second, false)
 	d.advance(2 * time.Second)
 	c, eff := d.reset(time.Second)
@@ -61,7 +61,7 @@ func TestH6ResetExpiryReturnsFalseWithoutSendingWhenExpiredLocally(t *testing.T)
 	}
 }
 
-func TestH7H8ResetsAreSerialisedInRequestOrder(t *testing.T) {
+func TestResetsInRequestOrder_DurationIsTheLastOnes(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c1, eff1 := d.reset(10 * time.Second)
 	c2, eff2 := d.reset(20 * time.Second)
@@ -82,7 +82,7 @@ func TestH7H8ResetsAreSerialisedInRequestOrder(t *testing.T) {
 	}
 }
 
-func TestH7QueuedResetCallerCancelledIsRemovedWithoutSending(t *testing.T) {
+func TestResetsInRequestOrder_AQueuedCallerWhoGivesUpIsNeverSent(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	_, eff1 := d.reset(10 * time.Second)
 	c2, _ := d.reset(20 * time.Second)
@@ -96,7 +96,7 @@ func TestH7QueuedResetCallerCancelledIsRemovedWithoutSending(t *testing.T) {
 	}
 }
 
-func TestH9ResetFalseMarksLostAndLaterResetsSendNothing(t *testing.T) {
+func TestRefusedRenewalIsLoss_AResetAnsweredFalseLosesTheLock(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c, eff := d.reset(time.Minute)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeMismatch, nil)
@@ -112,7 +112,7 @@ func TestH9ResetFalseMarksLostAndLaterResetsSendNothing(t *testing.T) {
 	}
 }
 
-func TestH12UncertainResetCancelsKeepAliveBeforeFencingThenLost(t *testing.T) {
+func TestUncertainResetIsFenced_KeepAliveCancelledBeforeTheFence(t *testing.T) {
 	d := acquired(t, time.Minute, true)
 	c, eff := d.reset(time.Minute)
 	op := find(t, eff, EffectSendRenew).Op
@@ -136,7 +136,7 @@ func TestH12UncertainResetCancelsKeepAliveBeforeFencingThenLost(t *testing.T) {
 	}
 }
 
-func TestH12FenceFailurePropagatesToResetCaller(t *testing.T) {
+func TestUncertainResetIsFenced_AFailedFenceGoesToTheCaller(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c, eff := d.reset(time.Minute)
 	op := find(t, eff, EffectSendRenew).Op
@@ -148,7 +148,7 @@ func TestH12FenceFailurePropagatesToResetCaller(t *testing.T) {
 	}
 }
 
-func TestH13DefiniteResetErrorGoesToCallerStateUnchanged(t *testing.T) {
+func TestRefusedResetChangesNothing_TheCallerGetsTheServerError(t *testing.T) {
 	d := acquired(t, time.Minute, false)
 	c, eff := d.reset(time.Hour)
 	eff = d.done(find(t, eff, EffectSendRenew).Op, OutcomeDefinite, errNoPerm)
@@ -160,7 +160,7 @@ func TestH13DefiniteResetErrorGoesToCallerStateUnchanged(t *testing.T) {
 	}
 }
 
-func TestH3LeaseDeadlineIsSendTimestampPlusDuration(t *testing.T) {
+func TestEstimateCountsFromTheSend_TheDeadlineIsSendPlusDuration(t *testing.T) {
 	d := newDriver(t)
 	d.step(Input{Kind: InputAcquire, Caller: d.newCaller(), TTL: time.Second})
 	sentAt := d.now
@@ -170,6 +170,6 @@ func TestH3LeaseDeadlineIsSendTimestampPlusDuration(t *testing.T) {
 		t.Fatalf("LeaseDeadline = %v, %v; want %v, true", at, ok, sentAt+time.Second)
 	}
 	if d.h.IsReleased(d.now) || !d.h.IsReleased(sentAt+time.Second) {
-		t.Fatal("IsReleased wrong around the local expiry (H4)")
+		t.Fatal("IsReleased wrong around the local expiry (rule NotHeldPastTheEstimate)")
 	}
 }

@@ -29,10 +29,10 @@ func TestMain(m *testing.M) {
 // even with -race.
 const budgetParallel = 4
 
-// TestCampaign_SimServersBreakNoRule is the CI budget on sim nodes: 60
+// TestChaosCampaign_SimServersBreakNoRule is the CI budget on sim nodes: 60
 // schedules, seeds 1–60, so every profile runs 15 of them. No rule may
 // break, and the budget must have exercised what it claims to.
-func TestCampaign_SimServersBreakNoRule(t *testing.T) {
+func TestChaosCampaign_SimServersBreakNoRule(t *testing.T) {
 	stats := runBudget(t, Options{}, 1, 60)
 	for k, n := range stats.Faults {
 		if n == 0 {
@@ -44,9 +44,9 @@ func TestCampaign_SimServersBreakNoRule(t *testing.T) {
 	}
 }
 
-// TestCampaign_RealRedis70BreaksNoRule is the CI budget on the real
+// TestChaosCampaign_RealRedis70BreaksNoRule is the CI budget on the real
 // redis-server 7.0 that scripts/with-servers.sh starts: 20 schedules.
-func TestCampaign_RealRedis70BreaksNoRule(t *testing.T) {
+func TestChaosCampaign_RealRedis70BreaksNoRule(t *testing.T) {
 	addr, password := os.Getenv("RESPIRE_REAL_REDIS70"), os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
 	if addr == "" {
 		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 (the Makefile starts one)")
@@ -112,9 +112,9 @@ func runBudget(t *testing.T, opt Options, first uint64, n int) Stats {
 	return total
 }
 
-// TestPlan_TheSeedDecidesTheScheduleAndTheDecisions: the same seed gives
+// TestSeededSchedules_TheChaosSeedDecidesThePlanAndTheDecisions: the same seed gives
 // the same plan, fault schedule and worker decisions.
-func TestPlan_TheSeedDecidesTheScheduleAndTheDecisions(t *testing.T) {
+func TestSeededSchedules_TheChaosSeedDecidesThePlanAndTheDecisions(t *testing.T) {
 	for seed := range uint64(50) {
 		a, b := newPlan(seed), newPlan(seed)
 		if !reflect.DeepEqual(a, b) {
@@ -143,7 +143,7 @@ func held(key, token string, from, until float64) *holding {
 		acquiredAt: at(from), promise: at(until)}
 }
 
-func TestCheckTwoOwners_AnOverlapBeyondTheMarginIsAViolation(t *testing.T) {
+func TestNoTwoOwners_TheChaosCheckerFlagsAnOverlapBeyondTheMargin(t *testing.T) {
 	margin := float64(driftMargin(200*time.Millisecond)) / float64(time.Millisecond) // 4 ms
 	for _, tc := range []struct {
 		name      string
@@ -192,7 +192,7 @@ func exec(seq, client int64, reply string, args ...string) sim.Execution {
 	return sim.Execution{Seq: seq, ClientID: client, Args: args, Reply: reply, At: at(float64(seq))}
 }
 
-func TestCheckResent_OnlyExecutedUnrefusedWritesCount(t *testing.T) {
+func TestUncertainWriteNeverReplayed_TheChaosCheckerCountsOnlyExecutedUnrefusedWrites(t *testing.T) {
 	ladder := []sim.Execution{ // Redis 7.0's fallback: refused steps do not count
 		exec(1, 5, "+OK\r\n", "SET", "k", "tok", "NX", "PX", "200"),
 		exec(2, 5, "-ERR unknown command 'DELEX'\r\n", "DELEX", "k", "IFEQ", "tok"),
@@ -209,7 +209,7 @@ func TestCheckResent_OnlyExecutedUnrefusedWritesCount(t *testing.T) {
 	}
 }
 
-func TestCheckFencedRan_NothingOfAFencedClientRunsAfterTheFence(t *testing.T) {
+func TestFenceIsFinal_TheChaosCheckerFlagsACommandRunAfterTheFence(t *testing.T) {
 	history := []sim.Execution{
 		exec(1, 7, ":0\r\n", "CLIENT", "KILL", "ID", "7", "SKIPME", "yes"), // the probe fences nothing
 		exec(2, 7, "+OK\r\n", "SET", "k", "tok", "NX", "PX", "200"),
@@ -224,7 +224,7 @@ func TestCheckFencedRan_NothingOfAFencedClientRunsAfterTheFence(t *testing.T) {
 	}
 }
 
-func TestCheckOrphans_OnlyTokensNobodyMayHoldAreViolations(t *testing.T) {
+func TestAbandonedAcquisitionIsCleanedUp_TheChaosCheckerFlagsOnlyTokensNobodyMayHold(t *testing.T) {
 	released := held("k1", "released-token", 0, 100)
 	released.released = true
 	lost := held("k2", "lost-token", 0, 100)
@@ -257,6 +257,34 @@ func TestCheckOrphans_OnlyTokensNobodyMayHoldAreViolations(t *testing.T) {
 	got, expired = checkOrphans(seen)
 	if len(got) != 2 || got[1].Key != "k3" || expired != 1 {
 		t.Fatalf("%v (expired %d); want the released token and the seen, never deleted SET of k3, one expired", got, expired)
+	}
+	// A clean-up held up by faults for the whole lease (a black-holed socket,
+	// then a paused server) could not reach the server: the lease expired.
+	blackHole := &fault{kind: FaultBlackHole, dur: 120 * time.Millisecond}
+	pause := &fault{kind: FaultPause, dur: 150 * time.Millisecond}
+	seen.events = []faultEvent{{at: at(0), f: blackHole}, {at: at(100), f: pause},
+		{at: at(120), f: blackHole, lift: true}, {at: at(250), f: pause, lift: true}}
+	got, expired = checkOrphans(seen)
+	if len(got) != 1 || expired != 2 {
+		t.Fatalf("%v (expired %d); want only the released token, the faulted clean-up counted as expired", got, expired)
+	}
+}
+
+func TestAbandonedAcquisitionIsCleanedUp_TheChaosCheckerWantsACleanUpOnlyWhenNoFaultHeldItUp(t *testing.T) {
+	stall := &fault{kind: FaultStall, dur: 50 * time.Millisecond}
+	obs := observation{events: []faultEvent{{at: at(10), f: stall}, {at: at(60), f: stall, lift: true}}}
+	for _, tt := range []struct {
+		from, to float64
+		want     bool
+	}{
+		{0, 100, false},  // 10 ms before, 40 ms after the stall
+		{0, 300, true},   // 240 ms after the lift
+		{70, 200, false}, // 130 ms in all
+		{70, 230, true},
+	} {
+		if got := healthyFor(obs, at(tt.from), at(tt.to), cleanupWindow); got != tt.want {
+			t.Errorf("healthyFor(%v, %v) = %v; want %v", tt.from, tt.to, got, tt.want)
+		}
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 // lease lasted, a delete of that token must follow — the clean-up reads the
 // key after fencing the SET's socket and deletes only what it finds. An
 // abandoned lease whose clean-up could not reach the server before it
-// expired (a stalled or black-holed socket) is not an orphan; such leases
-// are counted in Stats.AbandonedExpired.
+// expired (a stalled or black-holed socket, a paused server: no fault-free
+// cleanupWindow before the lease's end) is not an orphan; such leases are
+// counted in Stats.AbandonedExpired.
 func checkOrphans(obs observation) (out []Violation, expired int) {
 	owners := ownersByToken(obs)
 	for _, key := range obs.keys {
@@ -60,7 +61,7 @@ func uncleanedSets(obs observation, owners owners) (out []Violation, expired int
 		seen, deleted := cleanupOf(obs.history[i+1:], commandKey(e.Args), token, end)
 		switch {
 		case deleted:
-		case seen:
+		case seen && healthyFor(obs, e.At, end, cleanupWindow):
 			out = append(out, Violation{Rule: RuleOrphan, Key: commandKey(e.Args), Evidence: fmt.Sprintf(
 				"token %s, which no Acquire returned, took the key at %s; a read saw it there while its lease lasted "+
 					"and no delete of it followed; %s", short(token), rel(obs.start, e.At), tokenTrail(obs, token))})
@@ -69,6 +70,41 @@ func uncleanedSets(obs observation, owners owners) (out []Violation, expired int
 		}
 	}
 	return out, expired
+}
+
+// cleanupWindow is how long every fault must have been lifted, within an
+// abandoned lease, for its clean-up to be expected to reach the server:
+// the clean-up retries every 50 ms, and a call stuck on a faulted socket
+// fails once the fault is lifted (a black-hole or a pause ends with the
+// socket reset or answering).
+const cleanupWindow = 150 * time.Millisecond
+
+// healthyFor reports whether, between from and to, no fault was in force
+// for at least d in a row. A clean-up stuck behind a stalled, black-holed
+// or paused socket until the lease ran out is not an orphan: nothing could
+// have reached the server (the lease then simply expires).
+func healthyFor(obs observation, from, to time.Time, d time.Duration) bool {
+	active, since := 0, from
+	for _, ev := range obs.events {
+		if ev.f.dur == 0 { // a one-shot fault (reset, close, kill, close-locks) holds nothing up
+			continue
+		}
+		if ev.at.After(to) {
+			break
+		}
+		if ev.lift {
+			active--
+			if active == 0 && ev.at.After(since) {
+				since = ev.at
+			}
+			continue
+		}
+		if active == 0 && ev.at.After(from) && ev.at.Sub(since) >= d {
+			return true
+		}
+		active++
+	}
+	return active == 0 && to.Sub(since) >= d
 }
 
 // cleanupOf reports, over the executions after an abandoned SET of token

@@ -116,7 +116,7 @@ func (k *checker) unsealed(conns []*connection) *connection {
 }
 
 // confirming is the checker's own table of fallback-confirming replies
-// (respire-behaviour.md §6 N3), independent of conn's.
+// (docs/compatibility.md, "Exact fallback triggers"), independent of conn's.
 func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 	if r.Kind != conn.ReplyError {
 		return false

@@ -26,8 +26,8 @@
 //
 // # Transport
 //
-// Connections behave as rueidis' sockets do (rueidis-transport notes, as
-// verified over real sockets): a connection the process closes itself
+// Connections behave as rueidis' sockets do (as verified over real
+// sockets): a connection the process closes itself
 // while commands are in flight (a retired session, a process closing it as
 // another lock's fence or Locks.Close would) answers those commands with
 // rueidis.ErrClosing once its drain gives up, while the server still runs
@@ -58,14 +58,14 @@
 // (coordination/; Swarm turns them on in one seed in four):
 // they acquire with conn's fenced script (conn.FencedAcquire, EVALSHA then
 // EVAL after NOSCRIPT) on the key and its persistent counter "{key}:fence",
-// and renew, verify and release with the ordinary ladders, as coordination
-// does through lease's raw-token API. Failover copies the counters with the
-// keyspace and a slot move carries the counter with its slot; during a
-// migration the two-key script follows the cluster's multi-key rules (run
-// where both keys are, ASK when neither is on the source, TRYAGAIN when
-// they are split). The client-side checks of coordination after a reply
-// (caller gone, estimate expired) are not modelled: the core takes the
-// reply as an acquisition, as for SET NX.
+// and renew, verify and release with the ordinary ladders, as coordination's
+// locks do (they are lease's managed handles, acquired with that script).
+// Failover copies the counters with the keyspace and a slot move carries
+// the counter with its slot; during a migration the two-key script follows
+// the cluster's multi-key rules (run where both keys are, ASK when neither
+// is on the source, TRYAGAIN when they are split). The core takes the
+// script's reply as an acquisition, exactly as for SET NX, as production
+// does.
 //
 // # Invariants
 //

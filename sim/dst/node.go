@@ -141,7 +141,7 @@ func (n *node) failover(w *world, profile sim.Profile) {
 }
 
 // moved applies cluster routing to a command arriving at n, as a cluster
-// node does (server-replies.md fact 19): ASKING is noted for the next
+// node does (MOVED and ASK name the slot and the owner's address): ASKING is noted for the next
 // command; a key whose slot n does not own gets MOVED; while the slot
 // migrates away from n, a key absent here gets ASK; the migration target
 // accepts the key only right after ASKING. A redirected command does not

@@ -100,7 +100,7 @@ func Swarm(seed uint64) Options {
 	if f := rand.New(rand.NewPCG(seed, 0xfe4ced)); f.IntN(4) == 0 {
 		o.FencedPercent = 20 + f.IntN(41)
 	}
-	// timing regimes: short leases make renewals hit K2's 10ms floor; a
+	// timing regimes: short leases make renewals hit the renewal delay's 10ms floor; a
 	// command deadline longer than the lease leaves only the lease deadline
 	o.CommandTimeout = []time.Duration{10, 30, 30, 80}[r.IntN(4)] * time.Millisecond
 	if r.IntN(4) == 0 {

@@ -139,7 +139,8 @@ func TestParseReply(t *testing.T) {
 	}
 }
 
-// The checker's own table of fallback-confirming replies (N3/N4), kept
+// The checker's own table of fallback-confirming replies (rules
+// ExtensionFallsBackOnlyOnSyntaxError, ReleaseFallsBackOnlyOnUnknownCommand), kept
 // independent of conn's so a conn mistake cannot hide itself.
 func TestCheckerConfirmingReplies(t *testing.T) {
 	var k checker

@@ -4,7 +4,7 @@ import "time"
 
 // standIn is a small test-only handle core used to exercise the runtime's
 // scheduler, faults, checker and transcript independently of statemachine/.
-// It follows respire-behaviour.md §4 in outline only.
+// It follows the lock's lifecycle (acquire, hold, release) in outline only.
 type standIn struct {
 	info      HandleInfo
 	state     string // acquiring, held, releasing, lost, released, not-acquired, cleanup
