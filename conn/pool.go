@@ -100,9 +100,10 @@ func (p *Pool) track(s *Session) bool {
 // Result is the answer of a conditional operation and the session that
 // executed its last attempt (the one to fence after an uncertain outcome).
 type Result struct {
-	Owned   bool     // true: released/extended/found; false: not owner, expired or missing
-	Token   string   // Owner only: the owner token bytes when Owned
-	Session *Session // session of the last attempt; nil when nothing was sent
+	Owned        bool     // true: released/extended/found/acquired; false: not owner, expired, missing or contended
+	Token        string   // Owner only: the owner token bytes when Owned
+	FencingToken int64    // FencedAcquireOp only: the fencing token when Owned
+	Session      *Session // session of the last attempt; nil when nothing was sent
 }
 
 // Do runs op on the session of the key's primary, following MOVED (re-send
@@ -116,6 +117,11 @@ type Result struct {
 // Session. Cancellation after hand-off cannot recall the command
 // (Uncertain), and an Uncertain command is never replayed.
 func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+	if op.kind == opFenced {
+		if err := p.CheckFencedKeys(op.key, op.counter); err != nil {
+			return Result{}, err
+		}
+	}
 	node, err := p.route(ctx, op.name(), op.key)
 	if err != nil {
 		return Result{}, err
@@ -131,8 +137,7 @@ func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		o := op.operation(s)
-		res, err := s.drive(ctx, op.name(), &o, asking, route)
+		res, err := s.run(ctx, op, asking, route)
 		var e *Error
 		if err == nil || !errors.As(err, &e) || hop >= maxRedirects {
 			return res, err

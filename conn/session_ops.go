@@ -10,14 +10,17 @@ const (
 	opExtend
 	opRelease
 	opOwner
+	opFenced
 )
 
 // Op is one lock operation to run with Session.Do or Pool.Do: build it with
-// AcquireOp, ExtendOp, ReleaseOp or OwnerOp. Keys are wire keys (any prefix
-// already applied). It is a small value; copies are independent.
+// AcquireOp, FencedAcquireOp, ExtendOp, ReleaseOp or OwnerOp. Keys are wire
+// keys (any prefix already applied). It is a small value; copies are
+// independent.
 type Op struct {
 	kind      opKind
 	key       string
+	counter   string // FencedAcquireOp only: the fencing counter key
 	token     string
 	ttlMillis int64
 }
@@ -43,7 +46,7 @@ func OwnerOp(key string) Op { return Op{kind: opOwner, key: key} }
 
 // name is the Op field of the *Error values this operation returns.
 func (o Op) name() string {
-	return [...]string{"", "acquire", "extend", "release", "owner"}[o.kind]
+	return [...]string{"", "acquire", "extend", "release", "owner", fencedOp}[o.kind]
 }
 
 // operation builds the pure protocol state machine for o on a session with
@@ -69,8 +72,16 @@ func (o Op) operation(s *Session) Operation {
 // error; after an Uncertain error the command may have run and is never
 // replayed.
 func (s *Session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+	return s.run(ctx, op, false, route)
+}
+
+// run drives op on this session (after ASKING when asking).
+func (s *Session) run(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
+	if op.kind == opFenced {
+		return s.driveFenced(ctx, op, asking, route)
+	}
 	o := op.operation(s)
-	return s.drive(ctx, op.name(), &o, false, route)
+	return s.drive(ctx, op.name(), &o, asking, route)
 }
 
 // Release runs ReleaseOp on this session only (see Do).

@@ -2,101 +2,74 @@ package coordination
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
-// tryOnce runs the script once under a fresh owner token. contended is true
-// when another owner holds the lease (the only case worth polling again).
-func (c *Coordinator) tryOnce(ctx context.Context, r request) (attempt Attempt, contended bool, err error) {
-	owner := lease.NewToken()
-	sentAt := time.Now() // before the send: the estimate never outlives the server's lease
-	res, err := c.runScript(ctx, r, owner)
-	if c.afterScript != nil {
-		c.afterScript()
-	}
+// TryAcquire tries to take key with a lease of ttl (rounded up to whole
+// milliseconds) and the next fencing token from counterKey, under a fresh
+// random owner token: one atomic script that refuses a held lease (leaving
+// the counter alone), increments the counter and takes the lease, sent on
+// the key's session like lease's SET NX PX, the connection that then carries
+// the lock's renewals and release. When another owner holds the lease, the
+// attempt is not acquired and err is nil (lease.WithWait and
+// lease.WithWaitUntilDone poll first, with a fresh owner token per try).
+// It blocks for the round trip(s).
+//
+// The options are lease's — lease.WithKeepAlive, lease.WithWait,
+// lease.WithWaitUntilDone, lease.WithRetryEvery — and WithReplicas. Errors
+// before anything is sent: an empty key or counterKey (lease.ErrEmptyKey),
+// key == counterKey (ErrSameKeys), a bad ttl (lease.ErrInvalidTTL), a bad
+// option (lease.ErrInvalidOption), in cluster mode keys in two hash slots
+// (lease.ErrCrossSlot), a closed Locks (lease.ErrClosed), a done ctx (its
+// cause).
+//
+// Otherwise it behaves as lease.Locks.TryAcquire: a server error reply (for
+// example a counter with a TTL or a value that is not a canonical integer)
+// changed nothing; if ctx ends after the script was sent, or its reply is
+// lost, the script is never replayed: no lock is returned, the error is
+// ctx's cause or matches lease.ErrOutcomeUnknown, and a bounded clean-up
+// deletes the lease the script may have taken, in the background (the
+// token is spent either way). A reply that comes after the lease could
+// have expired gives lease.ErrAcquiredTooLate (cleaned up the same way), a
+// malformed reply ErrMalformedFencingToken (idem). With WithReplicas, see
+// there. Once acquired, ctx no longer matters. Errors are *OpError, except
+// the *NotReplicatedError of WithReplicas.
+func (c *Coordinator) TryAcquire(ctx context.Context, key, counterKey string, ttl time.Duration,
+	opts ...lease.AcquireOption) (Attempt, error) {
+	lock, err := c.acquire(ctx, "TryAcquire", key, counterKey, ttl, opts)
+	return Attempt{lock: lock}, err
+}
+
+// Acquire is TryAcquire that returns the lock itself, or an error matching
+// lease.ErrNotAcquired when another owner holds it (after the wait of
+// lease.WithWait or lease.WithWaitUntilDone, if given).
+func (c *Coordinator) Acquire(ctx context.Context, key, counterKey string, ttl time.Duration,
+	opts ...lease.AcquireOption) (*Lock, error) {
+	return c.acquire(ctx, "Acquire", key, counterKey, ttl, opts)
+}
+
+func (c *Coordinator) acquire(ctx context.Context, op, key, counterKey string, ttl time.Duration,
+	opts []lease.AcquireOption) (*Lock, error) {
 	switch {
-	case errors.Is(err, conn.ErrMalformedFencingToken):
-		c.releaseNow(ctx, r.key, owner) // F5: the script may have created the lease
-		return Attempt{}, false, err
-	case err != nil:
-		if conn.ClassOf(err) == conn.Uncertain {
-			c.releaseInBackground(ctx, r.key, owner) // F7: never replayed, only cleaned up
-		}
-		return Attempt{}, false, err
-	case !res.Acquired:
-		return Attempt{}, true, nil
-	case r.opts.replicas > 0 && (res.WaitErr != nil || res.Acknowledged < int64(r.opts.replicas)):
-		return Attempt{}, false, c.notReplicated(ctx, r, owner, res)
+	case key == "":
+		return nil, &OpError{Op: op, Key: key, Err: lease.ErrEmptyKey}
+	case counterKey == "":
+		return nil, &OpError{Op: op, Key: key, Err: fmt.Errorf("%w (the fencing counter key)", lease.ErrEmptyKey)}
+	case key == counterKey:
+		return nil, &OpError{Op: op, Key: key, Err: ErrSameKeys}
 	}
-	if ctx.Err() != nil { // F6: the caller is gone; nobody will use this lease
-		c.releaseInBackground(ctx, r.key, owner)
-		return Attempt{}, false, context.Cause(ctx)
+	held, reply, err := bridge.Acquire(ctx, c.locks, op, key, counterKey, ttl, opts)
+	if err != nil {
+		return nil, &OpError{Op: op, Key: key, Err: err}
 	}
-	if c.since(sentAt) >= r.ttl { // F6: the lease may already belong to someone else
-		c.releaseNow(ctx, r.key, owner)
-		return Attempt{}, false, nil
+	if held == nil {
+		return nil, nil
 	}
-	return Attempt{lock: newFencedLock(c.locks, r, owner, res.FencingToken, sentAt)}, false, nil
-}
-
-// runScript sends the acquisition script, followed by WAIT on the same
-// connection when WithReplicas asked for it.
-func (c *Coordinator) runScript(ctx context.Context, r request, owner lease.Token) (conn.ReplicatedFencedResult, error) {
-	prefix := c.locks.KeyPrefix()
-	leaseKey, counterKey, token := prefix+r.key, prefix+r.counterKey, string(owner.Bytes())
-	if r.opts.replicas == 0 {
-		res, err := c.acquire(ctx, c.client, leaseKey, counterKey, token, r.ttl.Milliseconds())
-		return conn.ReplicatedFencedResult{FencedResult: res}, err
+	if reply.Replicas > 0 && (reply.WaitErr != nil || reply.Acknowledged < int64(reply.Replicas)) {
+		return nil, notReplicated(ctx, held, reply)
 	}
-	return c.acquireReplicated(ctx, c.client, leaseKey, counterKey, token, r.ttl.Milliseconds(),
-		int64(r.opts.replicas), r.opts.replicaTimeout.Milliseconds())
-}
-
-// notReplicated releases a lease whose increment WAIT did not confirm and
-// returns the error that says so. The script's reply is in, so the delete
-// cannot overtake it.
-func (c *Coordinator) notReplicated(ctx context.Context, r request, owner lease.Token, res conn.ReplicatedFencedResult) error {
-	released, _ := c.releaseNow(ctx, r.key, owner)
-	e := &NotReplicatedError{Key: r.key, Required: r.opts.replicas, Timeout: r.opts.replicaTimeout,
-		Acknowledged: int(res.Acknowledged), Released: released, Err: res.WaitErr}
-	if res.WaitErr != nil {
-		e.Acknowledged = -1
-	}
-	return e
-}
-
-// cleanupContext is a context that outlives the caller's cancellation but
-// keeps its values, bounded to cleanupTimeout.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-}
-
-// releaseNow deletes the lease if it still holds owner, best effort, and
-// reports whether it did.
-func (c *Coordinator) releaseNow(ctx context.Context, key string, owner lease.Token) (bool, error) {
-	cleanup, cancel := cleanupContext(ctx)
-	defer cancel()
-	return c.locks.Release(cleanup, key, owner)
-}
-
-// releaseInBackground is releaseNow without delaying the caller; Close
-// waits for it. Once Close has begun, the release runs in the caller instead
-// (so that Close's wait covers every cleanup).
-func (c *Coordinator) releaseInBackground(ctx context.Context, key string, owner lease.Token) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		c.releaseNow(ctx, key, owner)
-		return
-	}
-	c.cleanups.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.cleanups.Done()
-		c.releaseNow(ctx, key, owner)
-	}()
+	return &Lock{Lock: held, fencingToken: reply.FencingToken, counterKey: counterKey}, nil
 }

@@ -1,5 +1,5 @@
-// Package coordination provides fencing-token locks: leases that carry an
-// ordered token a protected resource can check.
+// Package coordination provides fencing-token locks: managed leases that
+// carry an ordered token a protected resource can check.
 //
 // A fenced lock uses two keys that every contender must share and that are
 // reserved for this primitive:
@@ -18,6 +18,23 @@
 // accepted (and token > 0), and remember the largest accepted token. Equal
 // tokens let one owner write repeatedly within its lease; a stale owner's
 // smaller token is rejected.
+//
+// # The same lock as package lease's
+//
+// A *Lock embeds the managed *lease.Lock that the acquisition created:
+// the same state machine, keep-alive and context. Acquire with
+// lease.WithKeepAlive (or call KeepAlive) to have it renewed in the
+// background, and run the protected work under Lock.Context, which ends,
+// with the cause, when the lease ends for any reason (released, expired,
+// lost). A renewal or release whose outcome is unknown gives ownership up
+// (or, for a keep-alive renewal, is recovered on a fresh connection) after
+// its connection was fenced with CLIENT KILL, so it cannot run later;
+// concurrent Release calls share one delete. The options are lease's
+// (lease.WithKeepAlive, lease.WithWait, lease.WithWaitUntilDone,
+// lease.WithRetryEvery) plus WithReplicas, and so are the errors (see
+// Coordinator.TryAcquire). Managed renewal needs the CLIENT ID and CLIENT
+// KILL permissions, as for lease's locks (see lease.PermissionError and
+// lease.WithUnfencedRenewal).
 //
 // # Limitations (read before relying on the tokens)
 //
@@ -42,10 +59,10 @@
 //     among the n, or a restart that loses memory, still rolls it back.
 //   - Restoring a backup rolls the counter back in the same way.
 //   - Gaps are normal: a cancelled acquisition whose script took the lease,
-//     or one refused by WithReplicas, spends a token (a contended one does
-//     not), and an acquisition whose reply was lost is never
-//     replayed (its token is spent and its lease, if created, lives until it
-//     expires or the best-effort cleanup deletes it).
+//     a reply that came too late, or one refused by WithReplicas spends a
+//     token (a contended one does not), and an acquisition whose reply was
+//     lost is never replayed (its token is spent and its lease, if created,
+//     is deleted in the background or lives until it expires).
 //   - VerifyStillHeld is a point-in-time check only; use the fencing token
 //     at the resource, not VerifyStillHeld, to protect writes.
 //
@@ -54,30 +71,30 @@
 // Both keys get the Locks view's key prefix. In cluster mode both prefixed
 // keys must hash to the same slot: use a shared hash tag such as
 // "{invoice:42}:lease" with "{invoice:42}:fence". A cross-slot pair is
-// refused before anything is sent (an error matching conn.ErrNotSubmitted
-// and conn.ErrCrossSlot).
+// refused before anything is sent (an error matching lease.ErrCrossSlot and
+// lease.ErrNotSubmitted).
 //
 // # Wire behaviour
 //
-// Acquisition runs conn.FencedAcquireScript with EVALSHA on the ordinary
-// rueidis client (EVAL only after the definite NOSCRIPT reply); an
-// uncertain outcome is never replayed. With WithReplicas it runs on a
-// dedicated connection instead, pipelined with WAIT n timeout
-// (conn.AcquireFencedReplicated): WAIT waits for the replication offset the
-// server recorded for the connection it is sent on, so it must follow the
-// script on the script's own connection. WAITAOF is not used (see
-// docs/fencing.md). Renewal, ownership checks and release
-// delegate to the raw-token API of lease.Locks (lease.Locks.ResetExpiry,
-// OwnerToken and Release) on the same key-prefixed view, so they use the
-// native commands and fallbacks of lease/ and need no CLIENT permission.
+// Acquisition runs conn.FencedAcquireScript with EVALSHA (EVAL only after
+// the definite NOSCRIPT reply) on the lease key's session, the pinned
+// connection of lease's managed locks, which then carries the lock's
+// renewals and release: a clean-up delete of an abandoned acquisition
+// queues behind the script on that socket. An uncertain outcome is never
+// replayed. With WithReplicas the script runs on a dedicated connection
+// instead, pipelined with WAIT n timeout (conn.AcquireFencedReplicated):
+// WAIT waits for the replication offset the server recorded for the
+// connection it is sent on, so it must follow the script on the script's
+// own connection. WAITAOF is not used (see docs/fencing.md). Renewal,
+// ownership checks and release are lease's, with the native commands and
+// fallbacks of each server.
 //
 // Waiting acquisition polls, like lease.Locks.Acquire with lease.WithWait:
-// a fresh owner token per try and a try every RetryEvery. The original's
-// client-side-tracking waiter (invalidation pushes, PTTL-scheduled wake) is
-// not implemented; there is no managed keep-alive on fenced locks either:
-// renew with FencedLock.ResetExpiry.
+// a fresh owner token per try and a try about every RetryEvery. The
+// original's client-side-tracking waiter (invalidation pushes, a
+// PTTL-scheduled wake) is not implemented.
 //
 // Durations are rounded up to whole milliseconds, as for lease/ locks (the
-// original truncates and refuses less than 1 ms); zero or negative
-// durations are refused before anything is sent.
+// original truncates and refuses less than 1 ms); a lease no longer than
+// its drift margin is refused before anything is sent (lease.ErrInvalidTTL).
 package coordination

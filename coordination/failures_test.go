@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/respire-go/respire/internal/simtest"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
@@ -39,7 +38,7 @@ func simCoordinator(t *testing.T, profile sim.Profile) (*sim.Server, *Coordinato
 
 func assertLeaseGoneAfterOneScript(t *testing.T, srv *sim.Server, c *Coordinator) {
 	t.Helper()
-	c.Close() // waits for the background release
+	c.locks.Close() // waits for the background clean-up
 	if n := fencedScripts(srv.Log()); n != 1 {
 		t.Errorf("fenced scripts sent = %d; want exactly 1 (never replayed)", n)
 	}
@@ -57,7 +56,7 @@ func TestAcceptedAcquisitionIsNotReplayedAfterDisconnect(t *testing.T) {
 			srv, c := simCoordinator(t, p)
 			srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Match: isFencedScript})
 			attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
-			if !errors.Is(err, conn.ErrOutcomeUnknown) || attempt.Acquired() {
+			if !errors.Is(err, lease.ErrOutcomeUnknown) || !errors.Is(err, conn.ErrOutcomeUnknown) || attempt.Acquired() {
 				t.Fatalf("TryAcquire with a lost reply = %v, %v; want ErrOutcomeUnknown", attempt.Acquired(), err)
 			}
 			assertLeaseGoneAfterOneScript(t, srv, c)
@@ -65,12 +64,13 @@ func TestAcceptedAcquisitionIsNotReplayedAfterDisconnect(t *testing.T) {
 	}
 }
 
+// The caller gives up while the script's reply is held: no lock, ctx's
+// cause, and the clean-up delete rides the script's own connection, behind
+// the script.
 func TestAcceptedAcquisitionIsNotReplayedAfterCancellation(t *testing.T) {
 	srv, c := simCoordinator(t, sim.Redis70)
 	gate := make(chan struct{})
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Match: isFencedScript, Gate: gate})
-	// No deadline: rueidis waits for a deadline ctx's deadline, not its
-	// cancellation, on an idle connection (pipe.go syncDo).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -78,22 +78,48 @@ func TestAcceptedAcquisitionIsNotReplayedAfterCancellation(t *testing.T) {
 		cancel()
 	}()
 	attempt, err := c.TryAcquire(ctx, leaseKey, counterKey, time.Minute)
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || attempt.Acquired() {
-		t.Fatalf("TryAcquire cancelled after the send = %v, %v; want canceled and outcome unknown", attempt.Acquired(), err)
+	if !errors.Is(err, context.Canceled) || attempt.Acquired() {
+		t.Fatalf("TryAcquire cancelled after the send = %v, %v; want canceled", attempt.Acquired(), err)
 	}
 	close(gate)
+	script, _ := srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return isFencedScript(e.Args) })
+	cleanup, err := srv.WaitFor(ctxT(t), isRelease(leaseKey))
+	if err != nil || cleanup.ClientID != script.ClientID {
+		t.Fatalf("clean-up %v on connection %d, the script on %d: want it behind the script on its connection",
+			err, cleanup.ClientID, script.ClientID)
+	}
 	assertLeaseGoneAfterOneScript(t, srv, c)
+}
+
+// lateCancel is a context that never signals Done but reports Canceled
+// once cancelled: the caller "gives up" exactly when the test says, after
+// the script's reply is on its way, without cutting the wait for it short.
+type lateCancel struct {
+	context.Context
+	cancelled atomic.Bool
+}
+
+func (c *lateCancel) Err() error {
+	if c.cancelled.Load() {
+		return context.Canceled
+	}
+	return nil
 }
 
 func TestCancellationAfterASuccessfulReplyReleasesTheLease(t *testing.T) {
 	for _, p := range sim.Profiles {
 		t.Run(string(p), func(t *testing.T) {
 			srv, c := simCoordinator(t, p)
-			ctx, cancel := context.WithCancelCause(ctxT(t))
-			cause := errors.New("caller gave up")
-			c.afterScript = func() { cancel(cause) }
+			gate := make(chan struct{})
+			srv.Inject(sim.Fault{Kind: sim.DelayReply, Match: isFencedScript, Gate: gate})
+			ctx := &lateCancel{Context: context.Background()}
+			go func() {
+				_, _ = srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return isFencedScript(e.Args) })
+				ctx.cancelled.Store(true) // the script ran; its successful reply is held
+				close(gate)
+			}()
 			attempt, err := c.TryAcquire(ctx, leaseKey, counterKey, time.Minute)
-			if !errors.Is(err, cause) || attempt.Acquired() {
+			if !errors.Is(err, context.Canceled) || attempt.Acquired() {
 				t.Fatalf("TryAcquire = %v, %v; want the ctx's cause", attempt.Acquired(), err)
 			}
 			if _, err := srv.WaitFor(ctxT(t), isRelease(leaseKey)); err != nil {
@@ -104,12 +130,19 @@ func TestCancellationAfterASuccessfulReplyReleasesTheLease(t *testing.T) {
 	}
 }
 
-func TestExpiredEstimateAtReplyReleasesAndIsNotAcquired(t *testing.T) {
-	srv, c := simCoordinator(t, sim.Valkey90)
-	c.since = func(time.Time) time.Duration { return time.Minute } // the reply came a lease too late
-	attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
-	if err != nil || attempt.Acquired() {
-		t.Fatalf("TryAcquire = %v, %v; want not acquired, no error", attempt.Acquired(), err)
+// The script's reply comes after the lease could have expired: no lock,
+// lease.ErrAcquiredTooLate, and the lease (still there: the server's clock
+// stands still) is deleted.
+func TestReplyAfterTheLeaseCouldHaveExpiredIsAcquiredTooLateAndCleanedUp(t *testing.T) {
+	const ttl = 100 * time.Millisecond
+	srv := simtest.Start(t, sim.Config{Profile: sim.Valkey90, Password: simPassword,
+		Clock: sim.NewManualClock(time.Unix(1_700_000_000, 0))})
+	srv.Exec("SCRIPT", "LOAD", conn.FencedAcquireScript)
+	c := newCoordinator(t, newClient(t, []string{srv.Addr()}, simPassword), "")
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Match: isFencedScript, Delay: 2 * ttl}) // real time: past the local lease
+	attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, ttl)
+	if !errors.Is(err, lease.ErrAcquiredTooLate) || attempt.Acquired() {
+		t.Fatalf("TryAcquire = %v, %v; want ErrAcquiredTooLate", attempt.Acquired(), err)
 	}
 	assertLeaseGoneAfterOneScript(t, srv, c)
 }
@@ -118,20 +151,17 @@ func TestMalformedReplyIsAProtocolErrorAndReleasesTheLease(t *testing.T) {
 	for _, reply := range []string{"invalid", "0", "-1", "9223372036854775808"} {
 		t.Run(reply, func(t *testing.T) {
 			srv, c := simCoordinator(t, sim.Redis84)
-			c.acquire = func(ctx context.Context, client rueidis.Client, l, k, tok string, ms int64) (conn.FencedResult, error) {
-				if _, err := conn.AcquireFenced(ctx, client, l, k, tok, ms); err != nil {
-					return conn.FencedResult{}, err
-				}
-				// What AcquireFenced returns for such a reply (its parser is tested in conn).
-				return conn.FencedResult{}, &conn.Error{Class: conn.Definite, Op: "fenced-acquire", Code: "PROTOCOL",
-					Err: fmt.Errorf("%w: %q", conn.ErrMalformedFencingToken, reply)}
-			}
+			srv.Inject(sim.Fault{Kind: sim.ReplaceReply, Match: isFencedScript,
+				Reply: fmt.Sprintf("$%d\r\n%s\r\n", len(reply), reply)})
 			attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute)
 			if !errors.Is(err, ErrMalformedFencingToken) || attempt.Acquired() {
 				t.Fatalf("TryAcquire = %v, %v; want ErrMalformedFencingToken", attempt.Acquired(), err)
 			}
-			if last := srv.Log()[len(srv.Log())-1]; last.Args[0] != "DELEX" || last.Args[1] != leaseKey {
-				t.Errorf("last command = %q; want the DELEX release of the lease", last.Args)
+			script, _ := srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return isFencedScript(e.Args) })
+			cleanup, err := srv.WaitFor(ctxT(t), isRelease(leaseKey))
+			if err != nil || cleanup.Args[0] != "DELEX" || cleanup.ClientID != script.ClientID {
+				t.Errorf("clean-up = %q on connection %d (%v); want the DELEX of the lease on the script's connection %d",
+					cleanup.Args, cleanup.ClientID, err, script.ClientID)
 			}
 			assertLeaseGoneAfterOneScript(t, srv, c)
 		})
@@ -147,7 +177,7 @@ func TestValidationFailsBeforeAnythingIsSent(t *testing.T) {
 		ctx          context.Context
 		key, counter string
 		ttl          time.Duration
-		opts         []AcquireOption
+		opts         []lease.AcquireOption
 		want         error
 	}{
 		{"same keys", ctxT(t), "k", "k", time.Second, nil, ErrSameKeys},
@@ -155,15 +185,18 @@ func TestValidationFailsBeforeAnythingIsSent(t *testing.T) {
 		{"empty counter", ctxT(t), "k", "", time.Second, nil, lease.ErrEmptyKey},
 		{"zero ttl", ctxT(t), "k", "c", 0, nil, lease.ErrInvalidTTL},
 		{"negative ttl", ctxT(t), "k", "c", -time.Millisecond, nil, lease.ErrInvalidTTL},
+		{"ttl within the drift margin", ctxT(t), "k", "c", time.Millisecond, nil, lease.ErrInvalidTTL},
 		{"cancelled ctx", cancelled, "k", "c", time.Second, nil, context.Canceled},
-		{"negative wait", ctxT(t), "k", "c", time.Second, []AcquireOption{WithWait(-1)}, lease.ErrInvalidOption},
-		{"zero retry", ctxT(t), "k", "c", time.Second, []AcquireOption{WithRetryEvery(0)}, lease.ErrInvalidOption},
+		{"negative wait", ctxT(t), "k", "c", time.Second, []lease.AcquireOption{lease.WithWait(-1)}, lease.ErrInvalidOption},
+		{"zero retry", ctxT(t), "k", "c", time.Second, []lease.AcquireOption{lease.WithRetryEvery(0)}, lease.ErrInvalidOption},
+		{"no replicas", ctxT(t), "k", "c", time.Second, []lease.AcquireOption{WithReplicas(0, time.Second)}, lease.ErrInvalidOption},
 	}
 	srv.ResetLog()
 	for _, tt := range tests {
 		attempt, err := c.TryAcquire(tt.ctx, tt.key, tt.counter, tt.ttl, tt.opts...)
-		if !errors.Is(err, tt.want) || attempt.Acquired() {
-			t.Errorf("%s: TryAcquire = %v, %v; want %v", tt.name, attempt.Acquired(), err, tt.want)
+		var opErr *OpError
+		if !errors.Is(err, tt.want) || !errors.As(err, &opErr) || attempt.Acquired() {
+			t.Errorf("%s: TryAcquire = %v, %v; want an *OpError matching %v", tt.name, attempt.Acquired(), err, tt.want)
 		}
 	}
 	if log := srv.Log(); len(log) != 0 {
@@ -206,7 +239,7 @@ func TestWaitingAcquirePollsWithAFreshTokenUntilReleased(t *testing.T) {
 		})
 		_, _ = holder.Release(ctxT(t))
 	}()
-	waiter, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute, WithWait(10*time.Second), WithRetryEvery(time.Millisecond))
+	waiter, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute, lease.WithWait(10*time.Second), lease.WithRetryEvery(time.Millisecond))
 	if err != nil || waiter.FencingToken() != 2 {
 		t.Fatalf("waiting Acquire = %v, %v; want token 2", waiter, err)
 	}
@@ -229,7 +262,8 @@ func TestCrossSlotPairIsRefusedInClusterModeAndHashTagsWork(t *testing.T) {
 	if sim.Slot("invoice:42:lease") == sim.Slot("invoice:42:fence") {
 		t.Fatal("test keys must hash to different slots")
 	}
-	if _, err := c.TryAcquire(ctxT(t), "invoice:42:lease", "invoice:42:fence", time.Minute); !errors.Is(err, conn.ErrCrossSlot) {
+	if _, err := c.TryAcquire(ctxT(t), "invoice:42:lease", "invoice:42:fence", time.Minute); !errors.Is(err, conn.ErrCrossSlot) ||
+		!errors.Is(err, lease.ErrCrossSlot) || !errors.Is(err, lease.ErrNotSubmitted) {
 		t.Fatalf("cross-slot TryAcquire = %v; want ErrCrossSlot", err)
 	}
 	for i := range 2 {

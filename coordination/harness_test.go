@@ -112,8 +112,8 @@ func newClient(t *testing.T, addrs []string, password string) rueidis.Client {
 	return client
 }
 
-// newCoordinator builds Locks (with prefix) and a Coordinator on client,
-// closed in the right order when the test ends.
+// newCoordinator builds Locks (with prefix) and a Coordinator on client;
+// the Locks is closed when the test ends.
 func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordinator {
 	t.Helper()
 	locks, err := lease.New(client, lease.WithKeyPrefix(prefix))
@@ -121,11 +121,10 @@ func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordin
 		t.Fatalf("lease.New: %v", err)
 	}
 	t.Cleanup(locks.Close)
-	c, err := New(client, locks)
+	c, err := New(locks)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(c.Close)
 	return c
 }
 

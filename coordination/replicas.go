@@ -1,12 +1,18 @@
 package coordination
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/respire-go/respire/internal/leasebridge"
 	"github.com/respire-go/respire/lease"
 )
+
+// releaseTimeout bounds the release of a lock whose increment WAIT did not
+// confirm.
+const releaseTimeout = 5 * time.Second
 
 // ErrNotReplicated matches (errors.Is) a *NotReplicatedError: the script
 // took the lease and incremented the counter, but WithReplicas' WAIT did not
@@ -16,10 +22,11 @@ var ErrNotReplicated = errors.New("coordination: fencing counter increment not a
 
 // NotReplicatedError is the error of an acquisition with WithReplicas whose
 // WAIT reported fewer acknowledging replicas than required, or failed. The
-// lease was released with a compare-and-delete of its owner token before
-// the error was returned (see Released). The counter stays incremented: the
-// token is spent, never handed out, and must not be used. It matches
-// ErrNotReplicated and, through Err, the cause of a failed WAIT.
+// lock was released (a compare-and-delete of its owner token, through the
+// lease handle) before the error was returned (see Released). The counter
+// stays incremented: the token is spent, never handed out, and must not be
+// used. It matches ErrNotReplicated and, through Err, the classification of
+// a failed WAIT (lease.ErrServerReply, lease.ErrOutcomeUnknown, ...).
 type NotReplicatedError struct {
 	Key string // the lease key as given (without the Locks' key prefix)
 	// Required is the n of WithReplicas; Timeout its WAIT timeout (rounded
@@ -29,13 +36,13 @@ type NotReplicatedError struct {
 	// Acknowledged is WAIT's count (below Required), or -1 when WAIT gave
 	// no count (Err is then set).
 	Acknowledged int
-	// Released reports whether the compare-and-delete deleted the lease.
-	// When false (the delete failed, or found the lease already gone) a
-	// lease still on the server expires with its TTL.
+	// Released reports whether the release deleted the lease. When false
+	// (the delete failed, or found the lease already gone) a lease still on
+	// the server expires with its TTL.
 	Released bool
-	// Err is why WAIT gave no count: a *conn.Error (a server error reply, a
-	// malformed reply, or an uncertain outcome after the script's reply
-	// arrived). Nil when WAIT answered with a count.
+	// Err is why WAIT gave no count: a server error reply, a malformed
+	// reply, or an outcome lost after the script's reply arrived. Nil when
+	// WAIT answered with a count.
 	Err error
 }
 
@@ -46,49 +53,67 @@ func (e *NotReplicatedError) Error() string {
 		release = "lease not confirmed released (it expires with its TTL)"
 	}
 	if e.Err != nil {
-		return fmt.Sprintf("%v: %s: WAIT %d %v failed: %v; %s; the counter stays incremented",
+		return fmt.Sprintf("%v: %q: WAIT %d %v failed: %v; %s; the counter stays incremented",
 			ErrNotReplicated, e.Key, e.Required, e.Timeout, e.Err, release)
 	}
-	return fmt.Sprintf("%v: %s: %d of %d replicas acknowledged within %v; %s; the counter stays incremented",
+	return fmt.Sprintf("%v: %q: %d of %d replicas acknowledged within %v; %s; the counter stays incremented",
 		ErrNotReplicated, e.Key, e.Acknowledged, e.Required, e.Timeout, release)
 }
 
-// Is matches ErrNotReplicated.
-func (e *NotReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
+// Is matches ErrNotReplicated and lease's transport sentinels that apply
+// to Err.
+func (e *NotReplicatedError) Is(target error) bool {
+	return target == ErrNotReplicated || (e.Err != nil && bridge.IsTransport(e.Err, target))
+}
 
 // Unwrap returns the cause of a failed WAIT, or nil.
 func (e *NotReplicatedError) Unwrap() error { return e.Err }
 
 // WithReplicas makes an acquisition hand out its token only once WAIT n
-// timeout, sent on the connection that ran the acquisition script (a
-// dedicated connection, pipelined with the script), reports that at least n
-// replicas acknowledged the write. Otherwise, or when WAIT fails, the lease
-// is released with a compare-and-delete of its owner token and the
-// acquisition fails with a *NotReplicatedError (ErrNotReplicated); the
-// counter stays incremented. With WithWait, such a failure ends the wait.
+// timeout, sent on the connection that ran the acquisition script, reports
+// that at least n replicas acknowledged the write. Otherwise, or when WAIT
+// fails, the lock is released and the acquisition fails with a
+// *NotReplicatedError (ErrNotReplicated); the counter stays incremented.
+// With lease.WithWait, such a failure ends the wait. It is an option of
+// Coordinator.TryAcquire and Acquire only: lease.Locks refuses it
+// (lease.ErrInvalidOption).
 //
-// It narrows the window in which a failover to a lagging replica rolls the
-// counter back; it does not close it (see docs/fencing.md): a replica that
-// was not among the n can still be promoted, and WAIT says nothing about
-// disk. The acquisition blocks for up to timeout more (also when contended,
-// while replicas are missing or behind), so keep timeout well below the
-// lease duration and give ctx longer than timeout: a ctx that ends during
-// WAIT makes the outcome uncertain (conn.ErrOutcomeUnknown; the script is
-// never replayed and the lease is released in the background). In cluster
-// mode the dedicated connection does not follow redirects: a slot that
-// moved since rueidis last read the slot map fails with a server error
-// matching conn.ErrDidNotRun (nothing ran; trying again is safe).
+// The script and WAIT are pipelined on a dedicated connection of their own
+// (WAIT blocks its socket, and counts the replication of its own
+// connection's writes, so it must follow the script there); the lock's
+// renewals and release then ride the key's session as usual. It narrows
+// the window in which a failover to a lagging replica rolls the counter
+// back; it does not close it (see docs/fencing.md): a replica that was not
+// among the n can still be promoted, and WAIT says nothing about disk. The
+// acquisition blocks for up to timeout more (also when contended, while
+// replicas are missing or behind), so keep timeout well below the lease
+// duration and give ctx longer than timeout: a ctx that ends during WAIT
+// makes the outcome uncertain (lease.ErrOutcomeUnknown; the script is never
+// replayed and the lease is deleted in the background, best effort: the
+// dedicated connection is closed, not fenced). In cluster mode the dedicated
+// connection does not follow redirects: a slot that moved since rueidis last
+// read the slot map fails with an error matching lease.ErrDidNotRun
+// (nothing ran; trying again is safe).
 //
 // timeout is rounded up to whole milliseconds. n < 1 or timeout <= 0 is
-// rejected (lease.ErrInvalidOption) before anything is sent (WAIT with a 0
-// timeout would block forever). WAITAOF is not offered: see docs/fencing.md.
-func WithReplicas(n int, timeout time.Duration) AcquireOption {
-	return func(o *acquireOptions) error {
-		if n < 1 || timeout <= 0 {
-			return fmt.Errorf("coordination: WithReplicas(%d, %v): need n >= 1 and timeout > 0: %w",
-				n, timeout, lease.ErrInvalidOption)
-		}
-		o.replicas, o.replicaTimeout = n, roundUpMillis(timeout)
-		return nil
+// rejected with lease.ErrInvalidOption before anything is sent (WAIT with a
+// 0 timeout would block forever). WAITAOF is not offered: see
+// docs/fencing.md.
+func WithReplicas(n int, timeout time.Duration) lease.AcquireOption {
+	return bridge.Replicas(n, timeout)
+}
+
+// notReplicated releases a lock whose increment WAIT did not confirm and
+// returns the error that says so. The script's reply is in, so the delete
+// cannot overtake it.
+func notReplicated(ctx context.Context, held *lease.Lock, reply leasebridge.Reply) error {
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	outcome, _ := held.Release(releaseCtx)
+	e := &NotReplicatedError{Key: held.Key(), Required: reply.Replicas, Timeout: reply.Timeout,
+		Acknowledged: int(reply.Acknowledged), Released: outcome == lease.Released, Err: reply.WaitErr}
+	if reply.WaitErr != nil {
+		e.Acknowledged = -1
 	}
+	return e
 }

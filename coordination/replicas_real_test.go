@@ -122,7 +122,7 @@ func TestFencingCounter_FailoverToALaggingReplicaRollsTheCounterBack(t *testing.
 	if got := primary.must(t, "CLIENT", "KILL", "TYPE", "replica"); got != ":1" {
 		t.Fatalf("CLIENT KILL TYPE replica on the primary = %s; want :1", got)
 	}
-	var last *FencedLock
+	var last *Lock
 	for want := int64(3); want <= 5; want++ { // tokens only the primary knows
 		lock, err := c.Acquire(ctxT(t), leaseKey, counterKey, 30*time.Second)
 		if err != nil || lock.FencingToken() != want {
@@ -193,9 +193,9 @@ func promote(t *testing.T, cluster realCluster, dead, replica realNode) {
 }
 
 // acquireAfterFailover retries until the client has found the new primary.
-func acquireAfterFailover(t *testing.T, c *Coordinator) *FencedLock {
+func acquireAfterFailover(t *testing.T, c *Coordinator) *Lock {
 	t.Helper()
-	var lock *FencedLock
+	var lock *Lock
 	eventually(t, "Acquire after the failover", 20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

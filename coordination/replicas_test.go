@@ -3,11 +3,10 @@ package coordination
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
@@ -17,7 +16,7 @@ import (
 func TestWithReplicasIsValidatedBeforeAnythingIsSent(t *testing.T) {
 	srv, c := simCoordinator(t, sim.Redis70)
 	srv.ResetLog()
-	for _, opt := range []AcquireOption{WithReplicas(0, time.Second), WithReplicas(-1, time.Second),
+	for _, opt := range []lease.AcquireOption{WithReplicas(0, time.Second), WithReplicas(-1, time.Second),
 		WithReplicas(1, 0), WithReplicas(1, -time.Millisecond)} {
 		attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute, opt)
 		if !errors.Is(err, lease.ErrInvalidOption) || attempt.Acquired() {
@@ -110,7 +109,7 @@ func TestFencingCounter_FailedWaitRefusesTheTokenAndReleases(t *testing.T) {
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "WAIT", Error: "ERR refused by the test"})
 	_, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute, WithReplicas(1, time.Second))
 	nr := assertNotReplicated(t, s, err, -1, "1")
-	if !errors.Is(err, conn.ErrServerReply) || nr.Err == nil {
+	if !errors.Is(err, conn.ErrServerReply) || !errors.Is(err, lease.ErrServerReply) || nr.Err == nil {
 		t.Fatalf("error = %v; want it to carry WAIT's error reply", err)
 	}
 }
@@ -126,7 +125,7 @@ func TestFencingCounter_UncertainWaitAfterTheScriptIsNotReplicated(t *testing.T)
 	defer cancel()
 	_, err := c.TryAcquire(ctx, leaseKey, counterKey, time.Minute, WithReplicas(1, time.Second))
 	assertNotReplicated(t, s, err, -1, "1")
-	if !errors.Is(err, conn.ErrOutcomeUnknown) {
+	if !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrOutcomeUnknown) {
 		t.Fatalf("error = %v; want it to carry the uncertain WAIT", err)
 	}
 	if n := fencedScripts(srv.Log()); n != 1 {
@@ -135,7 +134,8 @@ func TestFencingCounter_UncertainWaitAfterTheScriptIsNotReplicated(t *testing.T)
 }
 
 // The WAIT count is compared with n: at least n hands the token out, fewer
-// refuses it. (The simulator has no replicas, so its count is replaced.)
+// refuses it. (The simulator has no replicas: the server answers WAIT with
+// the count the test scripts.)
 func TestFencingCounter_WaitCountBelowNRefusesAndAtLeastNHandsOut(t *testing.T) {
 	for _, tc := range []struct {
 		n, acked int
@@ -143,15 +143,14 @@ func TestFencingCounter_WaitCountBelowNRefusesAndAtLeastNHandsOut(t *testing.T) 
 	}{{1, 1, true}, {2, 3, true}, {2, 1, false}, {3, 0, false}} {
 		srv, c := simCoordinator(t, sim.Valkey81)
 		s := server{name: "valkey-8.1", srv: srv, client: newClient(t, []string{srv.Addr()}, simPassword)}
-		c.acquireReplicated = func(ctx context.Context, client rueidis.Client, l, k, tok string, ms, n, wait int64) (conn.ReplicatedFencedResult, error) {
-			res, err := conn.AcquireFencedReplicated(ctx, client, l, k, tok, ms, n, wait)
-			res.Acknowledged = int64(tc.acked)
-			return res, err
-		}
+		srv.Inject(sim.Fault{Kind: sim.ReplaceReply, Command: "WAIT", Reply: fmt.Sprintf(":%d\r\n", tc.acked)})
 		lock, err := c.Acquire(ctxT(t), leaseKey, counterKey, time.Minute, WithReplicas(tc.n, 50*time.Millisecond))
 		if tc.acquired {
 			if err != nil || lock.FencingToken() != 1 {
 				t.Fatalf("WithReplicas(%d) with %d acknowledged = %v, %v; want token 1", tc.n, tc.acked, lock, err)
+			}
+			if ok, err := lock.ResetExpiry(ctxT(t), time.Minute); !ok || err != nil {
+				t.Fatalf("ResetExpiry on the key's session = %v, %v", ok, err)
 			}
 			_ = lock.Close()
 			continue

@@ -170,7 +170,7 @@ func TestPrefixesApplyToBothKeysForEveryOperation(t *testing.T) {
 		if lock.Key() != leaseKey || lock.CounterKey() != counterKey {
 			t.Fatalf("Key, CounterKey = %q, %q; want them without prefix", lock.Key(), lock.CounterKey())
 		}
-		owner, _ := lock.OwnerToken().Text()
+		owner, _ := lock.Token().Text()
 		if got := s.exec(t, "GET", s.prefix+"app:"+leaseKey); got != owner {
 			t.Fatalf("prefixed lease holds %q; want the owner token", got)
 		}

@@ -20,6 +20,8 @@ type acquireOptions struct {
 	retryEvery    time.Duration
 	retryEverySet bool
 	untilDone     bool
+	replicas      replicasOption // coordination.WithReplicas (see fenced.go)
+	fenced        *fencedRequest // set for coordination's fenced acquisitions only
 }
 
 // WithKeepAlive starts a keep-alive owned by the lock once acquired: the
@@ -134,7 +136,7 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 	}
 	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
 	for {
-		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node)
+		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
 		if lock != nil || err != nil {
 			return lock, err
 		}
@@ -172,6 +174,9 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 	if o.retryEverySet && o.retryEvery <= 0 {
 		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be positive", ErrInvalidOption, o.retryEvery))
 	}
+	if err := o.replicas.validate(o.fenced != nil); err != nil {
+		return 0, 0, opError(op, key, err)
+	}
 	return d, int64(d / time.Millisecond), nil
 }
 
@@ -189,8 +194,10 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 	return d, nil
 }
 
-// tryOnce makes one acquisition with a fresh token and handle.
-func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool, node string) (*Lock, error) {
+// tryOnce makes one acquisition with a fresh token and handle: SET NX PX,
+// or the fenced script when fenced is set.
+func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
+	node string, fenced *fencedRequest) (*Lock, error) {
 	lock := &Lock{locks: l, m: m, key: key, wireKey: l.key(key), token: NewToken(), node: node}
 	if keepAlive {
 		lock.owned = newKeepAlive(lock, context.WithoutCancel(ctx))
@@ -205,9 +212,15 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
 	defer m.inflight.Done()
 	cmdCtx, cancel := m.commandContext(ctx)
-	sent, err := m.acquireOn(cmdCtx, lock.wireKey, lock.token.wire(), ms, j.route)
+	var sent conn.Result
+	var err error
+	if fenced == nil {
+		sent, err = m.acquireOn(cmdCtx, lock.wireKey, conn.AcquireOp(lock.wireKey, lock.token.wire(), ms), j.route)
+	} else {
+		sent, err = fenced.send(cmdCtx, m, lock.wireKey, lock.token.wire(), ms, j.route)
+	}
 	cancel()
-	outcome := outcomeOf(sent.Owned, err)
+	outcome := acquireOutcome(sent.Owned, err)
 
 	lock.mu.Lock()
 	if s := j.route.Session(); s != nil {
@@ -235,12 +248,12 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	return nil, nil
 }
 
-// acquireOn sends SET NX PX on wireKey's session, the one that carries the
-// lock's release and renewals too, once more on a fresh session when the
-// first was found dead before the hand-off. It follows redirects; route
-// records every session that carries it.
-func (m *managed) acquireOn(ctx context.Context, wireKey, token string, ms int64, route *conn.Route) (conn.Result, error) {
-	op := conn.AcquireOp(wireKey, token, ms)
+// acquireOn sends the acquisition op (SET NX PX, or the fenced script) on
+// its key's session, the one that carries the lock's release and renewals
+// too, once more on a fresh session when the first was found dead before
+// the hand-off. It follows redirects; route records every session that
+// carries it.
+func (m *managed) acquireOn(ctx context.Context, wireKey string, op conn.Op, route *conn.Route) (conn.Result, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := m.sessionFor(ctx, wireKey)
 		if err != nil {

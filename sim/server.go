@@ -299,6 +299,9 @@ func (s *Server) handle(cn *srvConn, args []string, r *bufio.Reader) bool {
 			return false
 		}
 	}
+	if f != nil && f.Kind == ReplaceReply {
+		out = []byte(f.Reply)
+	}
 	if f != nil && f.Kind == DropAfterExec {
 		w.Flush()
 		return false

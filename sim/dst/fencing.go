@@ -11,7 +11,8 @@ import (
 // acquires through conn's fenced script (conn.FencedAcquire: EVALSHA, EVAL
 // after NOSCRIPT) instead of SET NX PX, with the key's persistent counter
 // "{key}:fence" (same slot); renewal, verification and release are the
-// ordinary ladders, as coordination delegates them to lease's raw-token API.
+// ordinary ladders, as for coordination's locks, which are lease's managed
+// handles with this script as their acquisition command.
 // Invariant 6 checks the tokens the processes accept.
 
 // counterKey is the fencing counter of a lock key (one hash slot with it).
