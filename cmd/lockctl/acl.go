@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// aclRules are the least-privilege ACL lines of docs/compatibility.md
+// ("ACL: least-privilege users"), per server version; the test checks them
+// against the document.
+var aclRules = map[string]string{
+	"redis-7.0":  "ACL SETUSER locker on >pw ~* +set +get +evalsha +eval +del +pexpire",
+	"redis-8.4":  "ACL SETUSER locker on >pw ~* +set +get +delex",
+	"valkey-8.1": "ACL SETUSER locker on >pw ~* +set +get +evalsha +eval +del",
+	"valkey-9.0": "ACL SETUSER locker on >pw ~* +set +get +delifeq",
+}
+
+// managedPermissions are what managed locks add (identity and the fence).
+const managedPermissions = "+client|id +client|info +client|kill"
+
+// cmdACL is `lockctl acl`.
+func cmdACL(args []string, _ *connFlags, e *env) error {
+	fs := newFlagSet("lockctl acl")
+	server := fs.String("server", "", "")
+	managed := fs.Bool("managed", false, "")
+	rest, err := parseFlags(fs, args, true)
+	if err != nil {
+		return flagError("lockctl acl", aclUsage, err, e)
+	}
+	if len(rest) > 0 {
+		return usagef("acl: unexpected argument %q; see 'lockctl acl --help'", rest[0])
+	}
+	rule, ok := aclRules[*server]
+	switch {
+	case *server == "":
+		return usagef("acl: missing --server (%s)", aclServers())
+	case !ok:
+		return usagef("acl: unknown --server %q (want %s)", *server, aclServers())
+	}
+	if *managed {
+		rule += " " + managedPermissions
+	}
+	fmt.Fprintln(e.stdout, rule)
+	return nil
+}
+
+// aclServers lists the versions acl knows, oldest first.
+func aclServers() string {
+	return strings.Join([]string{"redis-7.0", "redis-8.4", "valkey-8.1", "valkey-9.0"}, ", ")
+}

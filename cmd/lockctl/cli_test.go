@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
+)
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestBadInputGivesOneLineAndUsageStatus: every kind of bad input — a
+// missing key, a negative TTL, an unknown flag or command, an unreachable
+// server, a wrong password — prints one line on stderr, nothing on stdout,
+// and exits 64; never a panic or a stack trace.
+func TestBadInputGivesOneLineAndUsageStatus(t *testing.T) {
+	t.Parallel()
+	srv, err := sim.Start(context.Background(), sim.Config{Profile: sim.Valkey81, Password: "right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	down := closedPort(t)
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"--bogus", "status", "k"},
+		{"run", "--", "true"},
+		{"run", "--key", "k"},
+		{"run", "--key", "k", "--ttl", "-1s", "--", "true"},
+		{"run", "--key", "k", "--ttl", "soon", "--", "true"},
+		{"run", "--key", "k", "--wait", "-5s", "--", "true"},
+		{"run", "--key", "k", "--bogus", "--", "true"},
+		{"run", "--key", "k", "--fenced", "k", "--", "true"},
+		{"run", "--key", "k", "--addr", down, "--", "true"},
+		{"run", "--key", "k", "--addr", srv.Addr(), "--password", "wrong", "--", "true"},
+		{"status"},
+		{"status", "--addr", down, "k"},
+		{"status", "--addr", srv.Addr(), "--password", "wrong", "k"},
+		{"status", "--url", "http://example.com", "k"},
+		{"status", "--url", "redis://127.0.0.1:6379", "--addr", "127.0.0.1:6379", "k"},
+		{"status", "--sim", "redis-6.2", "k"},
+		{"status", "--sim", "redis-8.4", "--addr", srv.Addr(), "k"},
+		{"release", "k"},
+		{"release", "--token", "00ff"},
+		{"release", "k", "--token", "not-hex"},
+		{"release", "k", "--token", "00ff", "--addr", down},
+		{"watch"},
+		{"watch", "--interval", "0s", "k"},
+		{"acl"},
+		{"acl", "--server", "redis-6.2"},
+	}
+	t.Run("cases", func(t *testing.T) { // srv lives until every case ended
+		for _, args := range cases {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				t.Parallel()
+				code, stdout, stderr := runCLI(t, nil, args...)
+				if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+					!strings.HasPrefix(stderr, "lockctl: ") || strings.Contains(stderr, "goroutine") {
+					t.Errorf("exit %d, stdout %q, stderr %q; want 64 and one line on stderr", code, stdout, stderr)
+				}
+			})
+		}
+	})
+}
+
+// TestHelpReadsLikeAManual: --help prints the synopsis, the commands, the
+// connection options and the exit statuses on stdout and exits 0; each
+// command has its own help.
+func TestHelpReadsLikeAManual(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, nil, "--help")
+	if code != 0 || stderr != "" {
+		t.Fatalf("--help: exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"Usage: lockctl", "run ", "status ", "release ", "watch ", "acl ",
+		"--url", "REDIS_URL", "REDIS_PASSWORD", "--cluster", "--sim", "Exit status", "64", "75", "76"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	for cmd, want := range map[string]string{"run": "--grace", "status": "--show-token", "release": "--token",
+		"watch": "--interval", "acl": "--managed"} {
+		for _, args := range [][]string{{cmd, "--help"}, {"help", cmd}, {cmd, "-h"}} {
+			code, stdout, _ := runCLI(t, nil, args...)
+			if code != 0 || !strings.Contains(stdout, "Usage: lockctl "+cmd) || !strings.Contains(stdout, want) {
+				t.Errorf("lockctl %q: exit %d, output %q", args, code, stdout)
+			}
+		}
+	}
+}
+
+// TestACLMatchesCompatibilityDoc: acl prints the exact ACL line of
+// docs/compatibility.md for each server, with the CLIENT permissions
+// appended for --managed.
+func TestACLMatchesCompatibilityDoc(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/compatibility.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "`"+managedPermissions+"`") {
+		t.Errorf("docs/compatibility.md no longer names %q for managed locks", managedPermissions)
+	}
+	for _, server := range []string{"redis-7.0", "redis-8.4", "valkey-8.1", "valkey-9.0"} {
+		code, stdout, _ := runCLI(t, nil, "acl", "--server", server)
+		line := strings.TrimSuffix(stdout, "\n")
+		if code != 0 || !strings.Contains(string(doc), "`"+line+"`") {
+			t.Errorf("acl --server %s: exit %d, %q is not a line of docs/compatibility.md", server, code, line)
+		}
+		_, managed, _ := runCLI(t, nil, "acl", "--managed", "--server", server)
+		if managed != line+" "+managedPermissions+"\n" {
+			t.Errorf("acl --server %s --managed = %q", server, managed)
+		}
+	}
+}
+
+// TestStatusAndRawRelease: status shows an owner and its PTTL but no token
+// (unless --show-token); release with the token's hex, in either case,
+// deletes the key once, then reports "not owned" with exit 1.
+func TestStatusAndRawRelease(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, tg *target) {
+		key, free := uniqueKey(t, "status"), uniqueKey(t, "free")
+		token := lease.NewToken()
+		text, _ := token.Text()
+		tg.do(t, tg.client.B().Set().Key(key).Value(text).Px(time.Minute).Build())
+
+		code, stdout, stderr := runCLI(t, tg.env(), append(tg.conn(), "status", key, free)...)
+		if code != 0 || stderr != "" {
+			t.Fatalf("status: exit %d, stderr %q", code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], key+": owner present, PTTL ") ||
+			lines[1] != free+": no owner" {
+			t.Fatalf("status printed %q", stdout)
+		}
+		if strings.Contains(stdout, text) || strings.Contains(strings.ToUpper(stdout), token.Hex()) {
+			t.Fatalf("status revealed the token without --show-token: %q", stdout)
+		}
+		_, shown, _ := runCLI(t, tg.env(), append(tg.conn(), "status", "--show-token", key)...)
+		if !strings.Contains(shown, "token "+token.Hex()) {
+			t.Fatalf("status --show-token printed %q; want the token's hex", shown)
+		}
+
+		args := append(tg.conn(), "release", key, "--token", strings.ToLower(token.Hex()))
+		if code, stdout, _ := runCLI(t, tg.env(), args...); code != 0 || stdout != "released\n" {
+			t.Fatalf("release: exit %d, %q", code, stdout)
+		}
+		if _, found := tg.get(t, key); found {
+			t.Fatal("the key survived the release")
+		}
+		if code, stdout, _ := runCLI(t, tg.env(), args...); code != exitNotOwned || stdout != "not owned\n" {
+			t.Fatalf("second release: exit %d, %q; want 1, not owned", code, stdout)
+		}
+	})
+}
+
+// TestConnectionConventions: REDIS_URL with the password in it, and
+// --password instead of REDIS_PASSWORD, reach a password-protected server.
+func TestConnectionConventions(t *testing.T) {
+	t.Parallel()
+	srv, err := sim.Start(context.Background(), sim.Config{Profile: sim.Redis70, Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.Exec("SET", "k", "v", "PX", "60000")
+	env := append(cleanEnv(), "REDIS_URL=redis://:s3cret@"+srv.Addr()+"/0")
+	if code, stdout, stderr := runCLI(t, env, "status", "k"); code != 0 || !strings.HasPrefix(stdout, "k: owner present") {
+		t.Errorf("REDIS_URL: exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, nil, "--addr", srv.Addr(), "--password", "s3cret", "status", "k"); code != 0 ||
+		!strings.HasPrefix(stdout, "k: owner present") {
+		t.Errorf("--password: exit %d, %q %q", code, stdout, stderr)
+	}
+}

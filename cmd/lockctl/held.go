@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/respire-go/respire/lease"
+)
+
+// heldLock is what run needs of a held lock, plain or fenced: a managed
+// lease handle whose Context ends (with the cause) when the lease ends, and
+// that is released once CMD has exited.
+type heldLock interface {
+	Context() context.Context
+	Release(ctx context.Context) (lease.ReleaseOutcome, error)
+	// FencingToken is the lock's fencing token, 0 for a plain lock.
+	FencingToken() int64
+}
+
+// plainLock is a lease.Lock as a heldLock.
+type plainLock struct{ *lease.Lock }
+
+// FencingToken is 0: a plain lock has none.
+func (plainLock) FencingToken() int64 { return 0 }
+
+// acquireRequest is what run asks for.
+type acquireRequest struct {
+	key, counter string // counter: the fencing counter key, "" for a plain lock
+	ttl, wait    time.Duration
+	unfenced     bool // --unfenced-renewal (an option of the Locks)
+}
+
+// acquireOptions are the lease options of an acquisition: a keep-alive,
+// and the wait.
+func (r acquireRequest) acquireOptions() []lease.AcquireOption {
+	opts := []lease.AcquireOption{lease.WithKeepAlive()}
+	if r.wait > 0 {
+		opts = append(opts, lease.WithWait(r.wait))
+	}
+	return opts
+}
+
+// acquire takes the lock r describes on locks, with a keep-alive.
+func acquire(ctx context.Context, locks *lease.Locks, r acquireRequest) (heldLock, error) {
+	if r.counter != "" {
+		return acquireFenced(ctx, locks, r)
+	}
+	lock, err := locks.Acquire(ctx, r.key, r.ttl, r.acquireOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	return plainLock{lock}, nil
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/respire-go/respire/lease"
+)
+
+// releaseTimeout bounds the release after CMD exits; the lease ends by
+// itself within its TTL if the release cannot be confirmed.
+const releaseTimeout = 10 * time.Second
+
+// runArgs is a parsed `lockctl run`.
+type runArgs struct {
+	req   acquireRequest
+	grace time.Duration
+	name  string   // CMD as given
+	path  string   // CMD resolved
+	args  []string // CMD's arguments
+}
+
+// parseRun parses run's command line.
+func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
+	fs := newFlagSet("lockctl run")
+	g.register(fs)
+	r := &runArgs{}
+	fs.StringVar(&r.req.key, "key", "", "")
+	fs.StringVar(&r.req.counter, "fenced", "", "")
+	fs.BoolVar(&r.req.unfenced, "unfenced-renewal", false, "")
+	ttl := newDuration(fs, "ttl", 30*time.Second, "")
+	wait := newDuration(fs, "wait", 0, "")
+	grace := newDuration(fs, "grace", 10*time.Second, "")
+	rest, err := parseFlags(fs, args, false)
+	if err != nil {
+		return nil, flagError("lockctl run", runUsage, err, e)
+	}
+	r.req.ttl, r.req.wait, r.grace = *ttl, *wait, *grace
+	switch {
+	case r.req.key == "":
+		return nil, usagef("run: missing --key; see 'lockctl run --help'")
+	case len(rest) == 0:
+		return nil, usagef("run: missing the command to run (lockctl run --key KEY -- CMD [ARGS...])")
+	case r.req.ttl <= 0:
+		return nil, usagef("run: --ttl must be positive (got %v)", r.req.ttl)
+	case r.req.wait < 0:
+		return nil, usagef("run: --wait must not be negative (got %v)", r.req.wait)
+	case r.grace < 0:
+		return nil, usagef("run: --grace must not be negative (got %v)", r.grace)
+	case r.req.counter == r.req.key:
+		return nil, usagef("run: --fenced must name a counter key other than --key")
+	}
+	r.name, r.args = rest[0], rest[1:]
+	if r.path, err = commandPath(r.name); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// cmdRun is `lockctl run`.
+func cmdRun(args []string, g *connFlags, e *env) error {
+	r, err := parseRun(args, g, e)
+	if r == nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	b, err := g.open(e.getenv)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	var opts []lease.Option
+	if r.req.unfenced {
+		opts = append(opts, lease.WithUnfencedRenewal())
+	}
+	locks, err := lease.New(b.client, opts...)
+	if err != nil {
+		return usagef("run: %v", err)
+	}
+	defer locks.Close()
+
+	lock, sig, err := acquireInterruptibly(locks, r.req, sigs)
+	switch {
+	case sig != nil:
+		if lock != nil {
+			_ = release(lock, r.req.key, e) // CMD never ran: a loss changes nothing
+		}
+		return exitWith(signalStatus(sig))
+	case err != nil:
+		return acquireError(r.req, err)
+	}
+	return hold(lock, r, sigs, e)
+}
+
+// acquireInterruptibly acquires, giving up when one of the forwarded
+// signals arrives first (then sig is that signal, and lock, if the
+// acquisition still succeeded, must be released).
+func acquireInterruptibly(locks *lease.Locks, req acquireRequest, sigs <-chan os.Signal) (heldLock, os.Signal, error) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var sig os.Signal
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case sig = <-sigs:
+			cancel(errors.New("interrupted by " + sig.String()))
+		case <-stop:
+		}
+	}()
+	lock, err := acquire(ctx, locks, req)
+	close(stop)
+	<-stopped
+	return lock, sig, err
+}
+
+// acquireError is run's error for a failed acquisition.
+func acquireError(req acquireRequest, err error) error {
+	switch {
+	case errors.Is(err, lease.ErrNotAcquired):
+		if req.wait > 0 {
+			return failf(exitNotAcquired, "%s is held by another owner (waited %v)", req.key, req.wait)
+		}
+		return failf(exitNotAcquired, "%s is held by another owner", req.key)
+	case errors.Is(err, lease.ErrInvalidTTL), errors.Is(err, lease.ErrEmptyKey), errors.Is(err, lease.ErrInvalidOption):
+		return usagef("run: %v", err)
+	case errors.Is(err, lease.ErrCrossSlot):
+		return usagef("run: --key and --fenced hash to different cluster slots; give them one hash tag ({job}:lock, {job}:fence)")
+	case errors.Is(err, lease.ErrFencingNotPermitted):
+		return failf(exitUnavailable, "%v (grant the rule of 'lockctl acl --managed', or use --unfenced-renewal)", err)
+	}
+	return failf(exitUnavailable, "acquiring %s: %v", req.key, err)
+}
+
+// hold runs CMD while lock is held and returns how lockctl ends.
+func hold(lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
+	extra := []string{"RESPIRE_LOCK_KEY=" + r.req.key}
+	if r.req.counter != "" {
+		extra = append(extra, "RESPIRE_FENCING_TOKEN="+strconv.FormatInt(lock.FencingToken(), 10))
+	}
+	c, err := startChild(r.name, r.path, r.args, extra)
+	if err != nil {
+		_ = release(lock, r.req.key, e) // CMD never ran: a loss changes nothing
+		return err
+	}
+	lost := supervise(c, lock, r, sigs, e)
+	if lost == nil {
+		if lost = release(lock, r.req.key, e); lost != nil {
+			fmt.Fprintf(e.stderr, "lockctl: %s was no longer held when %s exited: %s\n", r.req.key, r.name, reason(lost))
+		}
+	}
+	if lost != nil {
+		return exitWith(exitLost)
+	}
+	return exitWith(c.status())
+}
+
+// supervise forwards signals to CMD's group until CMD exits. When the lease
+// ends first, CMD's group gets SIGTERM, then SIGKILL after the grace period,
+// and the cause is returned.
+func supervise(c *child, lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
+	ended := lock.Context().Done()
+	var (
+		cause    error
+		kill     *time.Timer
+		killC    <-chan time.Time
+		deadline time.Time
+	)
+	defer func() {
+		if kill != nil {
+			kill.Stop()
+		}
+	}()
+	for {
+		select {
+		case sig := <-sigs:
+			c.terminate(sig.(syscall.Signal))
+		case <-ended:
+			ended = nil
+			cause = context.Cause(lock.Context())
+			fmt.Fprintf(e.stderr, "lockctl: lost %s: %s; terminating %s\n", r.req.key, reason(cause), r.name)
+			c.terminate(syscall.SIGTERM)
+			deadline = time.Now().Add(r.grace)
+			kill = time.NewTimer(r.grace)
+			killC = kill.C
+		case <-killC:
+			killC = nil
+			c.signal(syscall.SIGKILL)
+		case <-c.done:
+			if cause != nil {
+				c.reapGroup(deadline)
+				return cause
+			}
+			if ctx := lock.Context(); ctx.Err() != nil { // ended as CMD exited
+				cause = context.Cause(ctx)
+				fmt.Fprintf(e.stderr, "lockctl: lost %s as %s exited: %s\n", r.req.key, r.name, reason(cause))
+				return cause
+			}
+			return nil
+		}
+	}
+}
+
+// release releases lock once CMD has exited. It returns an error when the
+// lock turns out to have been lost; a release that fails otherwise is
+// reported and left to the lease's expiry.
+func release(lock heldLock, key string, e *env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	outcome, err := lock.Release(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.stderr, "lockctl: releasing %s: %s (it expires by itself within its TTL)\n", key, reason(err))
+		return nil
+	case outcome == lease.NotOwned:
+		return errors.New("the release found another owner or no key")
+	}
+	return nil
+}
+
+// reason is err's text on one line, without the library's package prefix.
+func reason(err error) string {
+	return oneLine(strings.TrimPrefix(err.Error(), "lease: "))
+}

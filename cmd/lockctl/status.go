@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/lease"
+)
+
+// commandTimeout bounds status's and release's round trips.
+const commandTimeout = 10 * time.Second
+
+// keyState is what GET and PTTL said about a key.
+type keyState struct {
+	present bool
+	value   string // the owner token's bytes (or the counter's digits)
+	pttl    int64  // milliseconds; -1 no expiry, -2 no key
+}
+
+// readKey sends GET and PTTL for key, pipelined on one connection. They
+// are read-only; the key may change between the two (a PTTL of -2 after a
+// GET that found the key counts as gone).
+func readKey(ctx context.Context, client rueidis.Client, key string) (keyState, error) {
+	replies := client.DoMulti(ctx, client.B().Get().Key(key).Build(), client.B().Pttl().Key(key).Build())
+	value, err := replies[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		return keyState{pttl: -2}, nil
+	}
+	if err != nil {
+		return keyState{}, err
+	}
+	pttl, err := replies[1].AsInt64()
+	if err != nil {
+		return keyState{}, err
+	}
+	if pttl == -2 {
+		return keyState{pttl: -2}, nil
+	}
+	return keyState{present: true, value: value, pttl: pttl}, nil
+}
+
+// cmdStatus is `lockctl status`.
+func cmdStatus(args []string, g *connFlags, e *env) error {
+	fs := newFlagSet("lockctl status")
+	g.register(fs)
+	var counters []string
+	fs.Var(stringsFlag{&counters}, "fenced", "")
+	showToken := fs.Bool("show-token", false, "")
+	keys, err := parseFlags(fs, args, true)
+	if err != nil {
+		return flagError("lockctl status", statusUsage, err, e)
+	}
+	if len(keys) == 0 && len(counters) == 0 {
+		return usagef("status: missing KEY; see 'lockctl status --help'")
+	}
+	if err := checkKeys(append(keys, counters...)); err != nil {
+		return err
+	}
+	b, err := g.open(e.getenv)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	for _, key := range keys {
+		st, err := readKey(ctx, b.client, key)
+		if err != nil {
+			return failf(exitUnavailable, "status %s: %v", showKey(key), err)
+		}
+		fmt.Fprintln(e.stdout, lockLine(key, st, *showToken))
+	}
+	for _, counter := range counters {
+		st, err := readKey(ctx, b.client, counter)
+		if err != nil {
+			return failf(exitUnavailable, "status %s: %v", showKey(counter), err)
+		}
+		fmt.Fprintln(e.stdout, counterLine(counter, st))
+	}
+	return nil
+}
+
+// lockLine describes a lock key; the token only with showToken.
+func lockLine(key string, st keyState, showToken bool) string {
+	if !st.present {
+		return showKey(key) + ": no owner"
+	}
+	line := showKey(key) + ": owner present, "
+	if st.pttl < 0 {
+		line += "PTTL -1 (no expiry: not a lease)"
+	} else {
+		line += fmt.Sprintf("PTTL %d ms", st.pttl)
+	}
+	if showToken {
+		line += ", token " + lease.TokenFromBytes([]byte(st.value)).Hex()
+	}
+	return line
+}
+
+// counterLine describes a fencing counter key.
+func counterLine(key string, st keyState) string {
+	switch {
+	case !st.present:
+		return showKey(key) + ": fencing counter not set"
+	case isCounter(st.value):
+		return showKey(key) + ": fencing counter " + st.value
+	}
+	return fmt.Sprintf("%s: not a fencing counter (value is not an integer)", showKey(key))
+}
+
+// isCounter reports whether v is a non-negative decimal integer.
+func isCounter(v string) bool {
+	_, err := strconv.ParseUint(v, 10, 63)
+	return err == nil
+}
+
+// checkKeys refuses empty keys.
+func checkKeys(keys []string) error {
+	for _, k := range keys {
+		if k == "" {
+			return usagef("empty key")
+		}
+	}
+	return nil
+}
+
+// showKey prints a key as is, or quoted when it holds spaces or control
+// characters.
+func showKey(key string) string {
+	if strings.ContainsFunc(key, func(r rune) bool { return r <= ' ' || r == 0x7f }) || !strconv.CanBackquote(key) {
+		return strconv.Quote(key)
+	}
+	return key
+}
+
+// cmdRelease is `lockctl release`.
+func cmdRelease(args []string, g *connFlags, e *env) error {
+	fs := newFlagSet("lockctl release")
+	g.register(fs)
+	tokenHex := fs.String("token", "", "")
+	keys, err := parseFlags(fs, args, true)
+	if err != nil {
+		return flagError("lockctl release", releaseUsage, err, e)
+	}
+	switch {
+	case len(keys) != 1:
+		return usagef("release: want exactly one KEY (got %d); see 'lockctl release --help'", len(keys))
+	case keys[0] == "":
+		return usagef("release: empty key")
+	case *tokenHex == "":
+		return usagef("release: missing --token HEX")
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(*tokenHex))
+	if err != nil || len(raw) == 0 {
+		return usagef("release: --token is not a hexadecimal token")
+	}
+	b, err := g.open(e.getenv)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	locks, err := lease.New(b.client)
+	if err != nil {
+		return usagef("release: %v", err)
+	}
+	defer locks.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	released, err := locks.Release(ctx, keys[0], lease.TokenFromBytes(raw))
+	switch {
+	case err != nil:
+		return failf(exitUnavailable, "release %s: %s", showKey(keys[0]), reason(err))
+	case !released:
+		fmt.Fprintln(e.stdout, "not owned")
+		return exitWith(exitNotOwned)
+	}
+	fmt.Fprintln(e.stdout, "released")
+	return nil
+}
