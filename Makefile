@@ -29,15 +29,27 @@ chaos:
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 
-## bench: benchmarks against a private redis-server, side by side with raw rueidis.
+## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
+## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes
+## bench/RESULTS.md. Installs Debian's redis-server when missing, as scripts/with-servers.sh does.
+PEERBENCH_FLAGS ?= -reps 3 -ctx both
+.PHONY: bench bench-micro
 bench:
-	bash scripts/with-servers.sh $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	@command -v redis-server >/dev/null || { \
+	  echo "bench: installing Debian's redis-server" >&2; \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >&2 && apt-get install -y -qq redis-server >&2; }
+	cd bench && $(GO) run ./cmd/peerbench $(PEERBENCH_FLAGS)
+
+## bench-micro: bench/'s micro-benchmarks (lease against raw rueidis) on scripts/with-servers.sh's servers.
+bench-micro:
+	bash scripts/with-servers.sh env -C bench $(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## lint: gofmt check, go vet, staticcheck.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	cd bench && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,7 +1,18 @@
-// Package bench holds the performance benchmarks of the managed lock handles
-// (lease.TryAcquire + Release, held locks with keep-alive), side by side with
-// raw rueidis doing the same wire work by hand. They need a private
-// redis-server: RESPIRE_REAL_REDIS70=host:port and
-// RESPIRE_REAL_REDIS70_PASSWORD (`make bench` starts one); they skip
-// otherwise. Run: go test -run '^$' -bench . -benchmem ./bench/
+// Package bench holds respire-go's benchmarks, in a Go module of its own
+// (github.com/respire-go/respire/bench, replacing the library with ../) so
+// that users of the library never inherit the peers' dependencies.
+//
+// The peer benchmark is the program in cmd/peerbench: respire-go against raw
+// rueidis and raw go-redis doing the same wire work, redsync, bsm/redislock
+// and rueidislock, on a private redis-server it starts itself. `make bench`
+// runs it and writes RESULTS.md; from this directory:
+//
+//	go run ./cmd/peerbench -reps 3 -ctx both
+//
+// This package's micro-benchmarks measure the managed lock handles
+// (lease.TryAcquire + Release, held locks with keep-alive) side by side with
+// raw rueidis by hand. They need a private redis-server:
+// RESPIRE_REAL_REDIS70=host:port and RESPIRE_REAL_REDIS70_PASSWORD
+// (`make bench-micro` starts one with scripts/with-servers.sh); they skip
+// otherwise. Run: go test -run '^$' -bench . -benchmem . (from bench/).
 package bench
