@@ -144,7 +144,10 @@ func (p *Pool) ClientAlive() error {
 		return &Error{Class: NotSubmitted, Op: "client", Err: ErrClientClosed}
 	}
 	now, last := monoNow(), p.lastProbe.Load()
-	if now-last < max(p.idleCheck.Load(), int64(time.Millisecond)) || !p.lastProbe.CompareAndSwap(last, now) {
+	// last is 0 before the first probe: monoNow counts from the package's
+	// initialisation, so a young process must not read it as a recent probe.
+	recent := last != 0 && now-last < max(p.idleCheck.Load(), int64(time.Millisecond))
+	if recent || !p.lastProbe.CompareAndSwap(last, now) {
 		return nil
 	}
 	done := make(chan struct{})

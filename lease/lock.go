@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -46,6 +48,8 @@ type Lock struct {
 	watch     *leaseWatch
 	// clientClosed: the keep-alive ended because the rueidis client was closed
 	clientClosed bool
+	renewalDue   time.Duration      // when the armed renewal timer is due (0: never armed)
+	acquireSpan  *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
 }
 
 // leaseWatch is the lock's context, created on first Context call.
@@ -232,8 +236,13 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	l.mu.Unlock()
 	res, err := reply.Wait(ctx, nil)
 	if err != nil {
-		if l.abandon(in.Caller) {
+		switch {
+		case l.abandon(in.Caller):
 			err = fencePending(err, ownErr)
+		case ownErr != nil:
+			// The command this caller ran had an unknown outcome (its fence
+			// may have answered already): say so, not only why we stopped.
+			err = fmt.Errorf("%w: %w", err, ownErr)
 		}
 	}
 	return res, err

@@ -125,10 +125,26 @@ func (l *Lock) CloseContext(ctx context.Context) error {
 func (l *Lock) close(ctx context.Context) error {
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputClose})
 	if err != nil {
+		if ctx.Err() != nil {
+			// ctx ended before Close could stop the keep-alive (it may not
+			// have stepped at all): stop it now, or it would renew the lease
+			// for ever instead of letting it end.
+			l.stopKeepAliveNow()
+		}
 		return opError("Close", l.key, err)
 	}
 	if res.Err != nil && res.Outcome == sm.OutcomeDefinite && !errors.Is(res.Err, conn.ErrPoolClosed) {
 		return opError("Close", l.key, res.Err)
 	}
 	return nil
+}
+
+// stopKeepAliveNow stops the lock's keep-alive, if one is active, without
+// waiting for a renewal in flight. It does not block.
+func (l *Lock) stopKeepAliveNow() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.h.KeepAliveActive() {
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: l.m.clock.Now()}, 0)
+	}
 }

@@ -1,0 +1,257 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/internal/leakcheck"
+	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServerAfter:
+// the rueidis client is closed while keep-alives run (one started with
+// Lock.KeepAlive, one owned through WithKeepAlive). At their next renewal
+// both end with ErrClientClosed; from then on no command of either lock
+// reaches the server; each lock's context ends at its estimate with an
+// error matching both ErrExpired and ErrClientClosed; and Locks.Close
+// still returns, leaving no goroutine behind.
+func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServerAfter(t *testing.T) {
+	const ttl = 10 * time.Second
+	leaks := append(leakcheck.RueidisBackground(), goleak.IgnoreCurrent())
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks...) }) // after every subtest and its clean-ups
+	forEachServer(t, func(t *testing.T, tg *target) {
+		client := newClient(t, []string{tg.srv.Addr()}, "", tg.password, false)
+		locks := newLocks(t, client, WithIdleCheck(0)) // the client is probed at every renewal batch
+		clock := &actor.ManualClock{}
+		useClock(locks, clock)
+		ctx := ctxT(t)
+		started, err := locks.Acquire(ctx, "started", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ka, err := started.KeepAlive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned, err := locks.Acquire(ctx, "owned", ttl, WithKeepAlive())
+		if err != nil {
+			t.Fatal(err)
+		}
+		type kept struct {
+			name       string
+			lock       *Lock
+			ka         *KeepAlive
+			ctx        context.Context
+			detectedAt int // the server log's length when its keep-alive ended; -1 before
+		}
+		all := []*kept{
+			{name: "started", lock: started, ka: ka, detectedAt: -1},
+			{name: "owned", lock: owned, ka: owned.owned, detectedAt: -1},
+		}
+		for _, k := range all {
+			k.ctx = k.lock.Context()
+		}
+		// renewNext advances the clock to the next renewal of a running
+		// keep-alive and waits until each one due has renewed or ended.
+		renewNext := func() {
+			t.Helper()
+			var due []*kept
+			next := time.Duration(1<<63 - 1)
+			for _, k := range all {
+				if k.ka.Err() != nil {
+					continue
+				}
+				switch d := sm.RenewalDelay(k.lock.Duration(), k.lock.RemainingEstimate()); {
+				case d < next:
+					next, due = d, []*kept{k}
+				case d == next:
+					due = append(due, k)
+				}
+			}
+			clock.Advance(next)
+			eventually(t, "the due keep-alives renewed or ended", func() bool {
+				for _, k := range due {
+					if k.ka.Err() == nil && !renewedFresh(k.lock) {
+						return false
+					}
+				}
+				return true
+			})
+			for _, k := range due {
+				if k.ka.Err() != nil && k.detectedAt < 0 {
+					k.detectedAt = len(tg.srv.Log())
+					if k.ctx.Err() != nil {
+						t.Fatalf("the %s lock's context ended with its keep-alive: %v; want it to last until the estimate", k.name, context.Cause(k.ctx))
+					}
+				}
+			}
+		}
+
+		renewNext() // renewals reach the server while the client is open
+		for _, k := range all {
+			if k.ka.Err() != nil {
+				t.Fatalf("the %s keep-alive ended with the client open: %v", k.name, k.ka.Err())
+			}
+			waitEntry(t, tg.srv, isExtendOf(k.name))
+		}
+
+		client.Close()
+		for tries := 0; all[0].ka.Err() == nil || all[1].ka.Err() == nil; tries++ {
+			if tries == 5 {
+				t.Fatalf("the keep-alives still run after %d renewals with the client closed", tries)
+			}
+			// A renewal that runs before the closed client is detected is
+			// confirmed on the lock's own connection, which rueidis leaves
+			// open; a later one detects it.
+			renewNext()
+		}
+		last := time.Duration(0)
+		for _, k := range all {
+			if cause := k.ka.Err(); cause != ErrClientClosed {
+				t.Fatalf("the %s keep-alive's cause %v; want ErrClientClosed", k.name, cause)
+			}
+			last = max(last, k.lock.RemainingEstimate())
+		}
+		if cause := context.Cause(ka.Context()); cause != ErrClientClosed {
+			t.Fatalf("KeepAlive.Context's cause %v; want ErrClientClosed", cause)
+		}
+
+		clock.Advance(last) // every estimate runs out
+		for _, k := range all {
+			cause := causeOf(t, k.ctx)
+			if !errors.Is(cause, ErrExpired) || !errors.Is(cause, ErrClientClosed) || errors.Is(cause, ErrOwnershipLost) {
+				t.Fatalf("the %s lock's cause %v; want one matching ErrExpired and ErrClientClosed", k.name, cause)
+			}
+			assertOneLeasePrefix(t, k.name+" lock's cause", cause)
+		}
+		clock.Advance(time.Minute) // any timer left would fire now
+		log := tg.srv.Log()
+		for _, k := range all {
+			for _, e := range log[k.detectedAt:] {
+				if slices.Contains(e.Args, k.name) {
+					t.Fatalf("%q reached the server after the closed client was detected", e.Args)
+				}
+			}
+		}
+
+		closed := make(chan struct{})
+		go func() { locks.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Locks.Close after the client was closed did not return within 10s")
+		}
+	})
+}
+
+// TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection: lock b's
+// keep-alive renewal was refused as not run (LOADING), so its retry is
+// routed by key on its own instead of through the node's renewal batches.
+// Once the closed client was detected (lock a's keep-alive ended with
+// ErrClientClosed), that retry must not reach the server either: b's
+// keep-alive ends with ErrClientClosed too.
+func TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	client := newClient(t, []string{srv.Addr()}, "", simPassword, false)
+	locks := newLocks(t, client, WithIdleCheck(0))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	ctx := ctxT(t)
+	b, err := locks.Acquire(ctx, "b", time.Minute, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(25 * time.Second)
+	a, err := locks.Acquire(ctx, "a", 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b renews first (due in 4.398s) and is refused as not run: its retry
+	// comes 1s later, after a's renewal (due in 4.898s).
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Error: "LOADING Redis is loading the dataset in memory",
+		Match: func(args []string) bool { return hasIFEQ(args) && args[1] == "b" }})
+	clock.Advance(sm.RenewalDelay(b.Duration(), b.RemainingEstimate()))
+	eventually(t, "b's retry armed", func() bool { return clock.Pending() == 4 }) // each lock's deadline and renewal timers
+	client.Close()
+	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
+	eventually(t, "a's keep-alive ended", func() bool { return a.owned.Err() != nil })
+	if err := a.owned.Err(); err != ErrClientClosed {
+		t.Fatalf("a's keep-alive ended with %v; want ErrClientClosed", err)
+	}
+	srv.ResetLog()             // the detection
+	clock.Advance(time.Second) // b's retry
+	eventually(t, "b's retry settled", func() bool {
+		return b.owned.Err() != nil || b.RemainingEstimate() > estimateOf(time.Minute)-time.Second
+	})
+	if err := b.owned.Err(); err != ErrClientClosed {
+		t.Errorf("b's keep-alive: %v; want it ended with ErrClientClosed", err)
+	}
+	if n := countArgs(srv.Log(), "SET", "b"); n != 0 {
+		t.Errorf("%d renewals of b reached the server after the closed client was detected: %v", n, srv.Log())
+	}
+}
+
+// testBinaryStart is about when this process started (package
+// initialisation), for the test below.
+var testBinaryStart = time.Now()
+
+// clientClosedEarlyEnv makes
+// TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck run its
+// scenario (in the child process it starts).
+const clientClosedEarlyEnv = "RESPIRE_LEASE_CLIENT_CLOSED_EARLY"
+
+// TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck: a closed
+// rueidis client ends keep-alives however young the process is: with the
+// default idle check (1s), a process that closes its client within its
+// first second still sees its keep-alive end with ErrClientClosed at the
+// next renewals. Run in a fresh child process, so that it is young.
+func TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T) {
+	if os.Getenv(clientClosedEarlyEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck$",
+			"-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), clientClosedEarlyEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), "--- SKIP") {
+			t.Skipf("the child process was too slow to be young:\n%s", out)
+		}
+		if err != nil {
+			t.Fatalf("in a fresh process: %v\n%s", err, out)
+		}
+		return
+	}
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	client := newClient(t, []string{srv.Addr()}, "", simPassword, false)
+	locks := newLocks(t, client) // the default idle check: the client is probed at most once a second
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	lock, err := locks.Acquire(ctxT(t), "k", 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	for renewal := 1; lock.owned.Err() == nil; renewal++ {
+		if renewal > 2 {
+			t.Fatalf("the keep-alive still runs after %d renewals with the client closed", renewal-1)
+		}
+		clock.Advance(sm.RenewalDelay(lock.Duration(), lock.RemainingEstimate()))
+		eventually(t, "the renewal settled", func() bool {
+			return lock.owned.Err() != nil || renewedFresh(lock)
+		})
+	}
+	if young := time.Since(testBinaryStart); young >= DefaultIdleCheck {
+		t.Skipf("the process is %v old: not within its first idle-check period", young)
+	}
+	if err := lock.owned.Err(); err != ErrClientClosed {
+		t.Fatalf("the keep-alive ended with %v; want ErrClientClosed", err)
+	}
+}
