@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
@@ -25,9 +26,14 @@ func (s *stage) fenced(ctx context.Context) error {
 		return fmt.Errorf("acquire: %w", err)
 	}
 	defer lock.Close()
-	gate := make(chan struct{})
+	gate, fenceGate := make(chan struct{}), make(chan struct{})
 	defer close(gate) // runs before lock.Close: the held reply is let go
 	s.srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Match: isRelease})
+	// The kill's answer is held too, until the caller has stopped waiting:
+	// otherwise it may come first, and the fence is no longer pending.
+	s.srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: fenceGate, Match: isFence})
+	letFenceGo := sync.OnceFunc(func() { close(fenceGate) })
+	defer letFenceGo()
 	mark := s.mark()
 	releaseCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -46,6 +52,7 @@ func (s *stage) fenced(ctx context.Context) error {
 	s.say("fenced", "worker-a Acquire(%v); the server holds the reply to its Release (a scripted fault)", longLease)
 	s.say("", "worker-a stops waiting → the error matches conn.ErrOutcomeUnknown and lease.ErrFencePending,")
 	s.say("", "state %v: the lock is no longer held; its session is being fenced", lock.State())
+	letFenceGo()
 	mark = s.mark()
 	outcome, err := lock.Release(ctx)
 	if err != nil {
@@ -58,6 +65,13 @@ func (s *stage) fenced(ctx context.Context) error {
 	s.say("", "worker-a Release again → %v (no delete sent), answered %s", outcome, deletes(s.since(mark)))
 	s.say("", "  %s", fence)
 	return nil
+}
+
+// isFence reports whether args is a fence (CLIENT KILL ID … ADDR …, not the
+// permission probe with SKIPME).
+func isFence(args []string) bool {
+	return len(args) >= 6 && strings.EqualFold(args[0], "CLIENT") && strings.EqualFold(args[1], "KILL") &&
+		!slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "SKIPME") })
 }
 
 // deletes describes how many release commands entries hold.
