@@ -80,11 +80,11 @@ func TestKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing
 	clock.Advance(5 * time.Second)
 	renewal := waitLog(t, srv, isRenewal("k"))
 	ka := lock.Context()
-	clock.Advance(5*time.Second - time.Millisecond)
+	clock.Advance(estimateOf(10*time.Second) - 5*time.Second - time.Millisecond)
 	if ka.Err() != nil {
 		t.Fatalf("keep-alive cancelled before the deadline: %v", context.Cause(ka))
 	}
-	clock.Advance(time.Millisecond) // acquisition send time + Duration: the server's lease cannot end earlier
+	clock.Advance(time.Millisecond) // acquisition send time + Duration − drift margin: the server's lease cannot end earlier
 	waitDone(t, ka)
 	if cause := context.Cause(ka); !errors.Is(cause, ErrOwnershipLost) {
 		t.Fatalf("cause = %v; want ErrOwnershipLost", cause)
