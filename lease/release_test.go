@@ -115,12 +115,21 @@ func TestReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences
 	gate := make(chan struct{})
 	defer close(gate)
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
+	// The kill's answer is held until Release has returned: otherwise it may
+	// come first, and the fence is no longer pending when Release reports.
+	fenceGate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: fenceGate, Match: func(args []string) bool {
+		return isKill(sim.Entry{Args: args})
+	}})
+	letFenceGo := sync.OnceFunc(func() { close(fenceGate) })
+	defer letFenceGo()
 	releaseCtx, cancel := context.WithCancel(ctx)
 	released := make(chan error, 1)
 	go func() { _, err := lock.Release(releaseCtx); released <- err }()
 	del := waitLog(t, srv, isCommand("DELEX"))
 	cancel()
 	err = <-released
+	letFenceGo()
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, ErrFencePending) {
 		t.Fatalf("Release = %v; want the cancellation, classified uncertain, fence pending", err)
 	}
