@@ -77,3 +77,18 @@ func (s *Store) Add(learned Set) {
 		s.bits.Or(uint32(learned))
 	}
 }
+
+// FallbackBits are the bits that make an operation skip a native command:
+// a connection that learned one of them takes a fallback.
+const FallbackBits = ConditionalSetUnsupported | DelexUnsupported | DelifeqUnsupported
+
+// AddNew sets the bits of learned, like Add, and returns those that were
+// not set before (zero when learned adds nothing new). Concurrent callers
+// learning the same bit get it returned exactly once between them.
+func (s *Store) AddNew(learned Set) Set {
+	if learned == 0 {
+		return 0
+	}
+	old := Set(s.bits.Or(uint32(learned)))
+	return learned &^ old
+}

@@ -41,12 +41,12 @@ func (p *Pool) Fence(ctx context.Context, s *Session) error {
 		// not the primary any more (and is not among the client's nodes to
 		// send a kill to); Sentinel kills its clients when it reconfigures it.
 		s.demoted.Store(true)
-		p.retire(s)
+		p.retireFor(s, RetiredDemoted)
 		return nil
 	}
 	id, ok := s.Identity()
 	if !ok {
-		p.retire(s)
+		p.retireFor(s, RetiredFenced)
 		return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: ErrNoIdentity}
 	}
 	for {
@@ -106,7 +106,7 @@ func (s *Session) endFence(call *fenceCall) {
 // lasts, and closes s once the kill was answered or given up.
 func (p *Pool) sendFence(ctx context.Context, s *Session, id Identity) error {
 	s.retired.Store(true) // nothing new is handed to s from now on
-	defer p.retire(s)
+	defer p.retireFor(s, RetiredFenced)
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {
 		if err = ctx.Err(); err != nil {
@@ -117,6 +117,7 @@ func (p *Pool) sendFence(ctx context.Context, s *Session, id Identity) error {
 			return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s,
 				Err: fmt.Errorf("%w: %s", errUnknownNode, s.node)}
 		}
+		p.reportCommand(ctx, "CLIENT KILL")
 		result := nodeClient.Do(ctx, buildCommand(nodeClient.B(), FenceCommand(id.ID, id.Addr)))
 		if transport := result.NonRedisError(); transport != nil {
 			err = &Error{Class: ClassifyTransport(transport), Op: "fence", Addr: s.node, Session: s, Err: transport}

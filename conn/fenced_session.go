@@ -50,6 +50,9 @@ func (s *Session) driveFenced(ctx context.Context, op Op, asking bool, route *Ro
 		out := f.Interpret(reply)
 		switch {
 		case !out.Done:
+			if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
+				o.FallbackTaken(s.node, FallbackScriptCache, false)
+			}
 			continue // NOSCRIPT: the script did not run; EVAL it
 		case out.Redirect != nil || out.Err != nil:
 			return s.finish(fencedOp, Outcome{Done: true, Err: out.Err, Redirect: out.Redirect}, redisErr)

@@ -36,6 +36,8 @@ type Pool struct {
 	opening  singleflight.Group // one session open per node at a time
 
 	closing track.Tracker // background socket closes of retired sessions (retiring goes on while Close waits)
+
+	obs *Observer // telemetry hooks (SetObserver); nil: none
 }
 
 // NewPool wraps client. It sends nothing; sessions open on first use.
@@ -65,7 +67,7 @@ func (p *Pool) Close() {
 	p.sessions = map[string]*Session{}
 	p.mu.Unlock()
 	for s := range open {
-		s.close()
+		s.close(RetiredClosed)
 	}
 	p.closing.Wait()
 }
@@ -81,7 +83,7 @@ func (p *Pool) RetireAll() {
 	p.sessions = map[string]*Session{}
 	p.mu.Unlock()
 	for s := range open {
-		s.close()
+		s.close(RetiredClosed)
 	}
 	p.closing.Wait()
 }
@@ -203,8 +205,9 @@ func (s *Session) drive(ctx context.Context, op string, o *Operation, asking boo
 		if err != nil {
 			return Result{Session: s}, err
 		}
+		step := o.step
 		out := o.Interpret(reply)
-		s.caps.Add(out.Learned)
+		s.learn(step, out)
 		if !out.Done {
 			continue
 		}
@@ -214,7 +217,7 @@ func (s *Session) drive(ctx context.Context, op string, o *Operation, asking boo
 
 func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error) {
 	if out.Redirect != nil {
-		s.pool.retire(s)
+		s.pool.retireFor(s, RetiredRedirect)
 		e := definite(op, s.node, s, out.Err, redisErr)
 		if out.Err == nil {
 			e.Code = "MOVED"
@@ -227,7 +230,7 @@ func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error)
 	}
 	if out.Err != nil {
 		if IsReadOnlyReply(out.Err.Message) {
-			s.pool.retire(s) // not a primary any more
+			s.pool.retireFor(s, RetiredReadOnly) // not a primary any more
 		}
 		if IsDidNotRunReply(out.Err.Message) {
 			s.pool.markSlotsStale()

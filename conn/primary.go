@@ -53,7 +53,7 @@ func (s *Session) checkPrimary(op string) error {
 		return nil
 	}
 	s.demoted.Store(true)
-	s.pool.retire(s)
+	s.pool.retireFor(s, RetiredDemoted)
 	return &Error{Class: Uncertain, Op: op, Addr: s.node, Session: s, Err: ErrNotPrimary}
 }
 

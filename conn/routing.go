@@ -99,7 +99,7 @@ func (p *Pool) openCurrent(ctx context.Context, node string) (*Session, error) {
 		return s, nil
 	}
 	p.mu.Unlock()
-	p.retire(s) // OpenSession callers outside SessionFor may have raced us
+	p.retireFor(s, RetiredSuperseded) // OpenSession callers outside SessionFor may have raced us
 	return current, nil
 }
 
@@ -126,21 +126,26 @@ var errUnknownNode = errors.New("node is not known to the client")
 // every least-privilege user of a lock may run). rueidis follows the MOVED
 // itself and connects to the new owner. The reply is dropped.
 func (p *Pool) learnNode(ctx context.Context, key string) {
+	p.reportCommand(ctx, "GET")
 	p.client.Do(ctx, p.client.B().Get().Key(key).Build())
 }
 
 // Close retires the session and closes its socket. Idempotent.
-func (s *Session) Close() { s.pool.retire(s) }
+func (s *Session) Close() { s.pool.retireFor(s, RetiredClosed) }
 
-// retire closes s and forgets it as its node's current session.
-func (p *Pool) retire(s *Session) {
+// retire retires s because its socket was found closed (RetiredDead).
+func (p *Pool) retire(s *Session) { p.retireFor(s, RetiredDead) }
+
+// retireFor closes s and forgets it as its node's current session; reason
+// is reported to the observer if s was not retired before.
+func (p *Pool) retireFor(s *Session, reason RetireReason) {
 	p.mu.Lock()
 	if p.sessions[s.node] == s {
 		delete(p.sessions, s.node)
 	}
 	delete(p.open, s)
 	p.mu.Unlock()
-	s.close()
+	s.close(reason)
 }
 
 // route returns the node address key belongs to.
@@ -187,6 +192,7 @@ func (p *Pool) learnSlot(slot int, addr string) {
 // loadSlots asks any node for CLUSTER SLOTS through the ordinary client and
 // replaces the map (slots no range covers are forgotten).
 func (p *Pool) loadSlots(ctx context.Context, op string) error {
+	p.reportCommand(ctx, "CLUSTER SLOTS")
 	result := p.client.Do(ctx, buildCommand(p.client.B(), ClusterSlotsCommand()))
 	ranges, err := result.ToArray()
 	if err != nil {

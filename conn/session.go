@@ -79,6 +79,8 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 	}
 	dedicated, _ := nodeClient.Dedicate()
 	s := &Session{pool: pool, node: node, client: dedicated}
+	pool.reportCommand(ctx, "CLIENT ID")
+	pool.reportCommand(ctx, "CLIENT INFO")
 	sendCtx, sent := s.sendContext(ctx) // a cancellation before ctx's deadline is honoured
 	results := dedicated.DoMulti(sendCtx, s.build(ClientIDCommand()), s.build(ClientInfoCommand()))
 	sent()
@@ -93,6 +95,9 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 	if !pool.track(s) {
 		dedicated.Close()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
+	}
+	if o := pool.obs; o != nil && o.SessionOpened != nil {
+		o.SessionOpened(node)
 	}
 	return s, nil
 }
@@ -145,6 +150,12 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 	if !route.carry(s) {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: ErrAborted}
 	}
+	if s.pool.obs != nil {
+		if asking {
+			s.pool.reportCommand(ctx, "ASKING")
+		}
+		s.pool.reportCommand(ctx, commandName(cmd))
+	}
 	sendCtx, sent := s.sendContext(ctx)
 	var result rueidis.RedisResult
 	if asking {
@@ -172,7 +183,7 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 func (s *Session) transportError(ctx context.Context, op string, err error) *Error {
 	class := ClassifyTransport(err)
 	if !cancelledByCaller(ctx, err) {
-		s.pool.retire(s)
+		s.pool.retireFor(s, RetiredTransportError)
 		s.pool.markSlotsStale()
 	}
 	if class == NotSubmitted {
@@ -239,10 +250,14 @@ func toReply(result rueidis.RedisResult) (Reply, error) {
 // close marks the session retired at once and closes its socket in the
 // background: rueidis drains replies to commands already written first, which
 // can take until a delayed reply arrives, and no caller should wait for that.
-// Pool.Close waits for every background close.
-func (s *Session) close() {
+// Pool.Close waits for every background close. The first close reports
+// reason to the observer.
+func (s *Session) close(reason RetireReason) {
 	s.retired.Store(true)
 	s.closeOnce.Do(func() {
+		if o := s.pool.obs; o != nil && o.SessionRetired != nil {
+			o.SessionRetired(s.node, reason)
+		}
 		s.pool.closing.Add()
 		go func() {
 			defer s.pool.closing.Done()

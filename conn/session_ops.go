@@ -179,8 +179,9 @@ func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidis
 	}
 	s.touch()
 	reply, redisErr := toReply(raw)
+	step := o.step
 	out := o.Interpret(reply)
-	s.caps.Add(out.Learned)
+	s.learn(step, out)
 	if out.Done {
 		res, err := s.finish("extend", out, redisErr)
 		return ExtendResult{res, err}

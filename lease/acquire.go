@@ -116,6 +116,10 @@ func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, 
 	if err != nil {
 		return nil, err
 	}
+	if obs := l.core.obs; obs != nil {
+		lock, err := obs.acquire(ctx, l, key, d, ms, o)
+		return lock, opError(op, key, err)
+	}
 	lock, err := l.acquireValid(ctx, key, d, ms, o)
 	return lock, opError(op, key, err)
 }
@@ -133,6 +137,12 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 			return nil, err
 		}
 		node = s.Node()
+	} else {
+		// Open the key's session before the lease estimate starts: the dial
+		// and handshake of a cold pool must not count against the lease (the
+		// estimate still starts before the SET is written). An error here is
+		// met again, and reported, by the acquisition itself.
+		_, _ = m.sessionFor(ctx, l.key(key))
 	}
 	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
 	for {
@@ -200,7 +210,7 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	node string, fenced *fencedRequest) (*Lock, error) {
 	lock := &Lock{locks: l, m: m, key: key, wireKey: l.key(key), token: NewToken(), node: node}
 	if keepAlive {
-		lock.owned = newKeepAlive(lock, context.WithoutCancel(ctx))
+		lock.owned = newKeepAlive(lock, context.WithoutCancel(userContext(ctx)))
 		lock.keepAlive = lock.owned
 	}
 	lock.mu.Lock()

@@ -74,7 +74,12 @@ func acquireFenced(ctx context.Context, l *Locks, op, key, counterKey string, tt
 	if o.replicas.set {
 		f.reply.Replicas, f.reply.Timeout = o.replicas.n, time.Duration(ceilMillis(o.replicas.timeout))*time.Millisecond
 	}
-	lock, err := l.acquireValid(ctx, key, d, ms, o)
+	var lock *Lock
+	if obs := l.core.obs; obs != nil {
+		lock, err = obs.acquire(ctx, l, key, d, ms, o)
+	} else {
+		lock, err = l.acquireValid(ctx, key, d, ms, o)
+	}
 	if err == nil && lock == nil && op == "Acquire" {
 		err = ErrNotAcquired
 	}

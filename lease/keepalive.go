@@ -136,6 +136,14 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 // with CLIENT KILL, and returns the error. A server error reply leaves the
 // handle unchanged.
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
+	if o := l.m.core.obs; o != nil && o.tracer != nil {
+		return o.traceReset(ctx, l, func(ctx context.Context) (bool, error) { return l.resetExpiry(ctx, ttl) })
+	}
+	return l.resetExpiry(ctx, ttl)
+}
+
+// resetExpiry is ResetExpiry without its span.
+func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
 	d, err := managedTTL(ttl, l.m.core.drift)
 	if err != nil {
 		return false, opError("ResetExpiry", l.key, err)

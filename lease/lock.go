@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -46,6 +48,8 @@ type Lock struct {
 	watch     *leaseWatch
 	// clientClosed: the keep-alive ended because the rueidis client was closed
 	clientClosed bool
+	renewalDue   time.Duration      // when the armed renewal timer is due (0: never armed)
+	acquireSpan  *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
 }
 
 // leaseWatch is the lock's context, created on first Context call.

@@ -23,11 +23,76 @@
 // Valkey 9.0+, SET IFEQ / Lua on Valkey 8.1, Lua on older servers (see
 // docs/compatibility.md). The raw-token API never fences connections and
 // never needs CLIENT permissions.
+//
+// # Metrics
+//
+// WithMeterProvider records these (OpenTelemetry, scope
+// "github.com/respire-go/respire/lease"; bring your own SDK). Attribute
+// values are fixed words, never a key or a token; WithKeyPrefixAttribute
+// adds respire.lock.key_prefix (the view's prefix) to the lock metrics.
+//
+//   - respire.lock.acquisitions (counter), respire.result: acquired,
+//     contended (another owner held it for the whole wait), abandoned (the
+//     caller's ctx ended first, or the reply came too late), failed.
+//   - respire.lock.acquire.duration (histogram, s), respire.result: the
+//     whole call, polling included.
+//   - respire.lock.held (up-down counter): +1 when acquired, -1 when the
+//     handle sees its lease end (release, loss, expiry noticed by a
+//     keep-alive, Lock.Context's watch or the next call on the lock).
+//   - respire.lock.renewals (counter), respire.result: renewed, recovered,
+//     refused (not ours any more), error (a server error reply, or a reset
+//     not sent), unknown (outcome unknown), not-sent (a keep-alive renewal
+//     that did not run, retried).
+//   - respire.lock.renewal.lateness (histogram, s): how long after its due
+//     time a keep-alive renewal was handed to the connection.
+//   - respire.lock.releases (counter), respire.outcome: per delete sent
+//     by Release or Close: released, not-owned, refused (server error
+//     reply, still held), unknown, not-sent.
+//   - respire.lock.losses (counter), respire.cause: a LossReason's name
+//     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
+//     deadline-in-flight), renewal-failed or expired.
+//   - respire.fences (counter), respire.result: ok or failed, per fence of
+//     a lock command whose outcome was unknown.
+//   - respire.fallbacks (counter), respire.capability (set-ifeq, delex,
+//     delifeq, script-cache), server.address, server.port: each step from
+//     a native command the server lacks (or an uncached script) to the
+//     next implementation.
+//   - respire.sessions.opened (counter), server.address, server.port.
+//   - respire.sessions.retired (counter), respire.reason (dead,
+//     transport-error, fenced, redirect, readonly, demoted, superseded,
+//     closed), server.address, server.port.
+//
+// # Spans
+//
+// WithTracerProvider records respire.acquire (waiting included),
+// respire.release and respire.reset as children of the span in the call's
+// ctx, and respire.fence, linked to the lock's respire.acquire span. Each
+// wire command a call sends is an event of its span, named after the
+// command (SET, EVALSHA, DELEX, CLIENT KILL, …). Attributes: respire.result
+// or respire.outcome, error.type (a word: outcome-unknown, not-sent,
+// server-reply, permission, closed, cancelled, …) on failure, and
+// respire.lock.key_prefix with WithKeyPrefixAttribute.
+//
+// # Log events
+//
+// WithLogger receives one record per state change that matters to an
+// operator: "lease: acquired" (debug: ttl, keep_alive, waited), "lease:
+// fallback learned" (info, once per session and capability: capability,
+// server), "lease: lock lost" (warn: cause, event, error), "lease: release
+// refused" and "lease: release outcome unknown" (warn: outcome, error),
+// "lease: lock command fenced" (warn: result, error) and "lease: session
+// retired" (debug: reason, server). Warnings are rate-limited: at most one
+// per message and cause per second per Locks, the next one carrying
+// "suppressed", the count held back. No record shows a token; "key" only
+// with WithKeysInLogs.
+//
+// Without these options none of it runs: an acquisition and a release pay
+// nothing for it.
 package lease
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -57,6 +122,8 @@ type core struct {
 	drift          sm.Drift // of managed leases
 	// unfencedRenewal: renew on sessions that cannot be fenced (WithUnfencedRenewal)
 	unfencedRenewal bool
+	keysInLogs      bool      // WithKeysInLogs
+	obs             *observer // telemetry (observe.go); nil when none was asked for
 
 	mu         sync.Mutex
 	closed     bool                        // guarded by mu
@@ -98,16 +165,23 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 			return nil, err
 		}
 	}
+	obs, err := newObserver(&o)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	if o.logger == nil {
-		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.logger = slog.New(slog.DiscardHandler)
 	}
 	if !o.driftSet {
 		o.drift = sm.DefaultDrift()
 	}
 	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
-		drift: o.drift, unfencedRenewal: o.unfenced}
+		drift: o.drift, unfencedRenewal: o.unfenced, keysInLogs: o.keysInLogs, obs: obs}
 	if o.idleCheckSet {
 		c.pool.SetIdleCheck(o.idleCheck)
+	}
+	if obs != nil {
+		c.pool.SetObserver(obs.connObserver())
 	}
 	return &Locks{core: c, prefix: o.keyPrefix}, nil
 }
@@ -160,6 +234,15 @@ func (c *core) closedErr() error {
 		return &conn.Error{Class: conn.NotSubmitted, Op: "open", Err: conn.ErrPoolClosed}
 	}
 	return nil
+}
+
+// keyArgs returns the arguments of a log record, with "key" (wireKey)
+// first when WithKeysInLogs asked for keys in logs.
+func (c *core) keyArgs(wireKey string, args ...any) []any {
+	if c.keysInLogs {
+		return append([]any{"key", wireKey}, args...)
+	}
+	return args
 }
 
 // key returns the wire key for a user key.

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -21,6 +24,10 @@ type options struct {
 	idleCheck      time.Duration
 	idleCheckSet   bool
 	unfenced       bool
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	prefixAttr     bool // WithKeyPrefixAttribute
+	keysInLogs     bool // WithKeysInLogs
 }
 
 // WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
@@ -30,10 +37,45 @@ func WithKeyPrefix(prefix string) Option {
 	return func(o *options) error { o.keyPrefix = prefix; return nil }
 }
 
-// WithLogger sets the logger for diagnostics (never tokens). Default: a
-// logger that discards everything. nil means the default.
+// WithLogger sets the logger for diagnostics and for one structured event
+// per state change that matters to an operator (see "Log events" in the
+// package doc). Records never show a token, and show keys only with
+// WithKeysInLogs. Default: nothing is logged. nil means the default.
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *options) error { o.logger = logger; return nil }
+}
+
+// WithKeysInLogs adds the lock's key (with the key prefix) to the records
+// WithLogger's logger receives, as the attribute "key". Default: keys are
+// left out, since they may name customers or resources.
+func WithKeysInLogs() Option {
+	return func(o *options) error { o.keysInLogs = true; return nil }
+}
+
+// WithMeterProvider records the metrics listed under "Metrics" in the
+// package doc with a meter of provider (scope
+// "github.com/respire-go/respire/lease"); bring your own SDK and exporter.
+// Default: no metrics, and the locks pay nothing for them (no allocation,
+// no clock read). nil means the default.
+func WithMeterProvider(provider metric.MeterProvider) Option {
+	return func(o *options) error { o.meterProvider = provider; return nil }
+}
+
+// WithTracerProvider records spans around acquisitions (waiting included),
+// releases, resets and fences, with the wire commands they sent as span
+// events, as children of the span in the call's ctx (see "Spans" in the
+// package doc). Default: no spans, and nothing paid for them. nil means the
+// default.
+func WithTracerProvider(provider trace.TracerProvider) Option {
+	return func(o *options) error { o.tracerProvider = provider; return nil }
+}
+
+// WithKeyPrefixAttribute adds the key prefix of the view that took a lock
+// (Locks.KeyPrefix, "" included) to its metrics and spans, as the
+// attribute "respire.lock.key_prefix". Keep prefixes few: each is a time
+// series per metric. Keys and tokens are never attributes.
+func WithKeyPrefixAttribute() Option {
+	return func(o *options) error { o.prefixAttr = true; return nil }
 }
 
 // WithCommandTimeout bounds each raw-token call (all its commands, fallback

@@ -99,6 +99,6 @@ func validate(key string, token Token, ttl time.Duration, needTTL bool) (int64, 
 
 func (l *Locks) logFailure(ctx context.Context, op, key string, err error) {
 	if err != nil {
-		l.core.logger.DebugContext(ctx, "lease: raw operation failed", "op", op, "key", key, "error", err)
+		l.core.logger.DebugContext(ctx, "lease: raw operation failed", l.core.keyArgs(l.key(key), "op", op, "error", err)...)
 	}
 }

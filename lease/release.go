@@ -26,6 +26,14 @@ import (
 // leaves the lock held. Without CLIENT ID/KILL permission the delete is sent
 // unfenced and one warning is logged per Locks.
 func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
+	if o := l.m.core.obs; o != nil && o.tracer != nil {
+		return o.traceRelease(ctx, l)
+	}
+	return l.release(ctx)
+}
+
+// release is Release without its span.
+func (l *Lock) release(ctx context.Context) (ReleaseOutcome, error) {
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputRelease})
 	if err != nil {
 		return 0, opError("Release", l.key, err)
@@ -91,6 +99,9 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 	}
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
+	}
+	if o := l.m.core.obs; o != nil && o.metrics != nil && j.due > 0 {
+		o.renewalSent(l, j.due, l.m.clock.Now())
 	}
 	res, err := l.m.run(ctx, s, conn.ExtendOp(l.wireKey, l.token.wire(), ms), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}

@@ -14,7 +14,8 @@ type renewal struct {
 	lock  *Lock
 	op    sm.OpID
 	ttl   time.Duration
-	route *conn.Route // the lock's Route for op (records the carrier, may abort)
+	route *conn.Route   // the lock's Route for op (records the carrier, may abort)
+	due   time.Duration // when the renewal was due (its timer's time); 0: not timer-driven
 }
 
 // Bounds of a renewer: a batch carries at most maxRenewalBatch renewals and
@@ -141,6 +142,12 @@ func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, 
 	}
 	if len(sent) == 0 {
 		return true
+	}
+	if o := r.m.core.obs; o != nil && o.metrics != nil {
+		now := r.m.clock.Now()
+		for _, rn := range sent {
+			o.renewalSent(rn.lock, rn.due, now)
+		}
 	}
 	results := s.ExtendMany(ctx, requests)
 	if retry && conn.RetriableOnFreshSession(results[0].Err) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -46,6 +48,7 @@ type job struct {
 	op    sm.OpID
 	ttl   time.Duration
 	route *conn.Route
+	due   time.Duration // a keep-alive renewal's due time (its timer's); 0 when not timer-driven
 }
 
 var jobNone job
@@ -108,11 +111,18 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	buf := effectBuffers.Get().(*[]sm.Effect)
 	effects := l.h.Step(in, (*buf)[:0])
+	var due time.Duration // when a renewal this step sends was due (its timer's time)
+	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
+		due = l.renewalDue
+	}
 	var mine job
 	for i := range effects {
-		if j := l.apply(&effects[i], self); j.op != 0 {
+		if j := l.apply(&effects[i], self, due); j.op != 0 {
 			mine = j
 		}
+	}
+	if o := l.m.core.obs; o != nil {
+		o.effects(l, &in, effects)
 	}
 	if in.Kind == sm.InputCommandDone {
 		l.forgetOp(in.Op)
@@ -128,16 +138,20 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	return mine
 }
 
-// apply executes one effect; l.mu is held.
-func (l *Lock) apply(e *sm.Effect, self sm.CallerID) job {
+// apply executes one effect; l.mu is held. due is when a keep-alive renewal
+// the effect sends was due (0: unknown).
+func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	switch e.Kind {
 	case sm.EffectSendAcquire:
 		return job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
 	case sm.EffectSendRenew, sm.EffectSendRelease:
 		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
+		if e.Kind == sm.EffectSendRenew && e.Caller == 0 {
+			j.due = due
+		}
 		switch {
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.node != "":
-			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route})
+			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
 			l.m.inflight.Add() // no known node: routed by key, on its own
 			go l.runJob(context.Background(), j)
@@ -192,6 +206,9 @@ func (l *Lock) arm(t sm.Timer, seq uint32, at time.Duration) {
 		slot.alarm = actor.NewAlarm(l.m.clock, l.mailboxLocked(), tick)
 	}
 	slot.seq = seq
+	if t == sm.TimerRenewal {
+		l.renewalDue = max(at, 1) // 0 means unknown
+	}
 	slot.alarm.Arm(at - l.m.clock.Now())
 }
 
@@ -273,13 +290,17 @@ func (l *Lock) fence(op sm.OpID) {
 		_ = mailbox.Deliver(event{kind: eventFence, op: op})
 		return
 	}
+	obs, link := l.m.core.obs, l.acquireSpan
 	l.m.goBackground(func() {
 		ctx, cancel := l.m.fenceContext()
 		defer cancel()
+		var span trace.Span
+		if obs != nil {
+			ctx, span = obs.startFence(ctx, l, link)
+		}
 		err := l.m.core.pool.Fence(ctx, s)
-		if err != nil {
-			l.m.core.logger.Warn("lease: fencing the connection of an interrupted lock command failed",
-				"key", l.key, "error", err)
+		if obs != nil {
+			obs.fenced(l, span, err) // a failure is logged as a warning there
 		}
 		// Stepped right here (not through the mailbox), so that once this
 		// background work ends — Locks.Close waits for it — the lock has
@@ -295,7 +316,7 @@ func (l *Lock) cleanup(setOn *conn.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	if err := l.m.cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
-		l.m.core.logger.Debug("lease: cleanup of an abandoned acquisition failed", "key", l.key, "error", err)
+		l.m.core.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.m.core.keyArgs(l.wireKey, "error", err)...)
 	}
 }
 

@@ -1,0 +1,168 @@
+package conn
+
+import (
+	"context"
+
+	"github.com/respire-go/respire/capstore"
+)
+
+// Observer receives a Pool's events, for telemetry: sessions opened and
+// retired, fallbacks taken, and the name of each command right before it is
+// handed to a socket. Any field may be nil. The callbacks run on the
+// goroutine of the event, with no lock of the Pool or of a Session held; they
+// must not block. Without an Observer (the default) each of these places
+// costs one nil check and nothing else.
+type Observer struct {
+	// SessionOpened: a session to node opened (its CLIENT ID and CLIENT INFO
+	// answered).
+	SessionOpened func(node string)
+	// SessionRetired: a session to node was retired, once per session, with
+	// the first reason that retired it.
+	SessionRetired func(node string, reason RetireReason)
+	// FallbackTaken: a reply on a session to node proved an implementation
+	// unsupported (or a script not cached) and the operation moved to the
+	// next one. first is true the first time the session learned that
+	// capability (never for FallbackScriptCache, which is no capability).
+	FallbackTaken func(node string, fallback Fallback, first bool)
+	// Command: a command named name ("SET", "EVALSHA", "CLIENT KILL", …) is
+	// about to be handed to a socket on behalf of ctx. Pipelined keep-alive
+	// renewals (Session.ExtendMany) and the idle-check PING are not reported.
+	Command func(ctx context.Context, name string)
+}
+
+// SetObserver sets the pool's observer; nil removes it. Call it before the
+// pool's first use: it is not synchronised with commands in flight.
+func (p *Pool) SetObserver(o *Observer) { p.obs = o }
+
+// RetireReason says why a session was retired.
+type RetireReason uint8
+
+// The reasons a session is retired.
+const (
+	// RetiredDead: its socket was found closed before a command was handed
+	// to it (the idle check's PING failed, or the socket's close was seen).
+	RetiredDead RetireReason = iota + 1
+	// RetiredTransportError: a command handed to it failed in transport
+	// (timeout, reset, EOF).
+	RetiredTransportError
+	// RetiredFenced: it was fenced (CLIENT KILL) after an uncertain outcome.
+	RetiredFenced
+	// RetiredRedirect: it received MOVED or ASK.
+	RetiredRedirect
+	// RetiredReadOnly: it received READONLY (its node is a replica now).
+	RetiredReadOnly
+	// RetiredDemoted: its node stopped being the primary (Sentinel).
+	RetiredDemoted
+	// RetiredSuperseded: another session to the same node became current
+	// while it opened.
+	RetiredSuperseded
+	// RetiredClosed: Session.Close, Pool.RetireAll or Pool.Close.
+	RetiredClosed
+)
+
+var retireReasonNames = [...]string{
+	RetiredDead:           "dead",
+	RetiredTransportError: "transport-error",
+	RetiredFenced:         "fenced",
+	RetiredRedirect:       "redirect",
+	RetiredReadOnly:       "readonly",
+	RetiredDemoted:        "demoted",
+	RetiredSuperseded:     "superseded",
+	RetiredClosed:         "closed",
+}
+
+// String returns the reason's name, for example "fenced".
+func (r RetireReason) String() string {
+	if r != 0 && int(r) < len(retireReasonNames) {
+		return retireReasonNames[r]
+	}
+	return "unknown"
+}
+
+// Fallback names the implementation a reply proved unavailable.
+type Fallback uint8
+
+// The fallbacks an operation takes.
+const (
+	// FallbackSetIfeq: SET … IFEQ answered "ERR syntax error" (before Redis
+	// 8.4 and Valkey 8.1): renewals use the Lua script.
+	FallbackSetIfeq Fallback = iota + 1
+	// FallbackDelex: DELEX is an unknown command: DELIFEQ is tried.
+	FallbackDelex
+	// FallbackDelifeq: DELIFEQ is an unknown command: releases use the Lua
+	// script.
+	FallbackDelifeq
+	// FallbackScriptCache: EVALSHA answered NOSCRIPT: the script is sent
+	// with EVAL (which caches it on the server).
+	FallbackScriptCache
+)
+
+var fallbackNames = [...]string{
+	FallbackSetIfeq:     "set-ifeq",
+	FallbackDelex:       "delex",
+	FallbackDelifeq:     "delifeq",
+	FallbackScriptCache: "script-cache",
+}
+
+// String returns the fallback's name, for example "delex".
+func (f Fallback) String() string {
+	if f != 0 && int(f) < len(fallbackNames) {
+		return fallbackNames[f]
+	}
+	return "unknown"
+}
+
+// fallbackOf names the fallback taken from step (the step a reply refused).
+func fallbackOf(step Step) Fallback {
+	switch step {
+	case StepSetIfeq:
+		return FallbackSetIfeq
+	case StepDelex:
+		return FallbackDelex
+	case StepDelifeq:
+		return FallbackDelifeq
+	}
+	return FallbackScriptCache
+}
+
+// learn adds what a reply confirmed to the session's capabilities and
+// reports a fallback taken from step (when the operation is not done).
+func (s *Session) learn(step Step, out Outcome) {
+	added := s.caps.AddNew(out.Learned)
+	if out.Done {
+		return
+	}
+	if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
+		o.FallbackTaken(s.node, fallbackOf(step), added&capstore.FallbackBits != 0)
+	}
+}
+
+// reportCommand tells the observer, if any, that the command named name is
+// about to be handed to a socket for ctx.
+func (p *Pool) reportCommand(ctx context.Context, name string) {
+	if o := p.obs; o != nil && o.Command != nil {
+		o.Command(ctx, name)
+	}
+}
+
+// commandName is the command's name as the server's documentation writes
+// it: the first word, and the subcommand of CLIENT and CLUSTER. It returns
+// a constant string (no allocation).
+func commandName(cmd Command) string {
+	if len(cmd.Args) == 0 {
+		return ""
+	}
+	if len(cmd.Args) > 1 && (cmd.Args[0] == "CLIENT" || cmd.Args[0] == "CLUSTER") {
+		switch {
+		case cmd.Args[1] == "ID":
+			return "CLIENT ID"
+		case cmd.Args[1] == "INFO":
+			return "CLIENT INFO"
+		case cmd.Args[1] == "KILL":
+			return "CLIENT KILL"
+		case cmd.Args[1] == "SLOTS":
+			return "CLUSTER SLOTS"
+		}
+	}
+	return cmd.Args[0]
+}
