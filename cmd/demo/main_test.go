@@ -29,8 +29,9 @@ func section(t *testing.T, out string, profile sim.Profile) string {
 }
 
 // TestDemoRunsAndShowsEachProfilesCommands: the demo finishes, tells every
-// scene on every profile, and shows the release ladder each server version
-// needs, with tokens redacted.
+// scene on every profile, shows the release ladder each server version
+// needs, with tokens redacted, and the metrics each profile's scenes
+// recorded.
 func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -63,12 +64,35 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"once the session that carried the delete was killed with CLIENT KILL",
 		"CLIENT KILL ID <id of worker-a session> ADDR <addr>",
 	}
+	metrics := []string{ // words separated by single spaces (the table pads them)
+		"respire.lock.acquisitions acquired 5, contended 1",
+		"respire.lock.held 0",
+		"respire.lock.releases released 2, unknown 1",
+		"respire.lock.losses refused 2, release-outcome-unknown 1",
+		"respire.fences ok 1",
+		"respire.sessions.opened 2",
+		"respire.sessions.retired fenced 1",
+	}
+	wantFallbacks := map[sim.Profile]string{
+		sim.Redis70:  "respire.fallbacks delex 1, delifeq 1, script-cache 2, set-ifeq 2",
+		sim.Valkey81: "respire.fallbacks delex 1, delifeq 1, script-cache 1",
+		sim.Valkey90: "respire.fallbacks delex 1",
+	}
 	for _, profile := range sim.Profiles {
 		part := section(t, out, profile)
 		for _, want := range append(scenes, wantWire[profile]...) {
 			if !strings.Contains(part, want) {
 				t.Errorf("%s section lacks %q:\n%s", profile, want, part)
 			}
+		}
+		words := strings.Join(strings.Fields(part), " ")
+		for _, want := range append(metrics, wantFallbacks[profile]) {
+			if !strings.Contains(words, want) {
+				t.Errorf("%s section's metrics lack %q:\n%s", profile, want, part)
+			}
+		}
+		if wantFallbacks[profile] == "" && strings.Contains(part, "respire.fallbacks") {
+			t.Errorf("%s section shows fallbacks; the server needs none:\n%s", profile, part)
 		}
 	}
 	for _, row := range []string{

@@ -24,6 +24,7 @@ func run(ctx context.Context, w io.Writer) error {
 	p.line("Under each scene (│): the commands the server received during it, connection")
 	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
 	p.line("library pins for every lock command, \"worker-a\" the rueidis client's own.")
+	p.line("After each server's scenes: the OpenTelemetry metrics the workers recorded.")
 	reports := make([]report, len(sim.Profiles))
 	stories := make([]bytes.Buffer, len(sim.Profiles))
 	errs := make([]error, len(sim.Profiles))
@@ -49,7 +50,8 @@ func run(ctx context.Context, w io.Writer) error {
 }
 
 // playProfile runs the scenes on one server of profile; each scene is
-// followed by the lock commands the server received during it.
+// followed by the lock commands the server received during it, and the
+// scenes by the metrics they produced.
 func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, error) {
 	p.line("")
 	p.line("━━ %s (sim profile %s) ━━", profileTitles[profile], profile)
@@ -59,6 +61,9 @@ func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, 
 	}
 	defer s.close()
 	if err := s.play(ctx); err != nil {
+		return report{}, err
+	}
+	if err := printMetrics(ctx, p, s.reader); err != nil {
 		return report{}, err
 	}
 	return s.report, nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
@@ -36,7 +38,7 @@ type worker struct {
 	locks  *lease.Locks
 }
 
-func newWorker(addr, password, name string) (*worker, error) {
+func newWorker(addr, password, name string, meters metric.MeterProvider) (*worker, error) {
 	client, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  []string{addr},
 		Password:     password,
@@ -46,7 +48,7 @@ func newWorker(addr, password, name string) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect: %w", name, err)
 	}
-	locks, err := lease.New(client)
+	locks, err := lease.New(client, lease.WithMeterProvider(meters))
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -75,6 +77,8 @@ type stage struct {
 	srv    *sim.Server
 	clock  *sim.ManualClock
 	a, b   *worker
+	meters *sdkmetric.MeterProvider // both workers' metrics, read back by reader
+	reader *sdkmetric.ManualReader
 	report report
 	used   map[bool]map[int64]bool // per kind (extension?), the connections that sent one
 }
@@ -89,8 +93,9 @@ func openStage(ctx context.Context, p *printer, profile sim.Profile) (*stage, er
 		return nil, err
 	}
 	s := &stage{p: p, srv: srv, clock: clock, report: report{profile: profile}, used: map[bool]map[int64]bool{}}
-	if s.a, err = newWorker(srv.Addr(), password, "worker-a"); err == nil {
-		s.b, err = newWorker(srv.Addr(), password, "worker-b")
+	s.meters, s.reader = newMeters()
+	if s.a, err = newWorker(srv.Addr(), password, "worker-a", s.meters); err == nil {
+		s.b, err = newWorker(srv.Addr(), password, "worker-b", s.meters)
 	}
 	if err != nil {
 		s.close()
@@ -107,6 +112,7 @@ func (s *stage) close() {
 			w.close()
 		}
 	}
+	_ = s.meters.Shutdown(context.Background())
 	s.srv.Close()
 }
 
