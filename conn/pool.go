@@ -38,6 +38,8 @@ type Pool struct {
 	closing track.Tracker // background socket closes of retired sessions (retiring goes on while Close waits)
 
 	obs *Observer // telemetry hooks (SetObserver); nil: none
+
+	watch watchState // tracking watchers, one per node (watch.go)
 }
 
 // NewPool wraps client. It sends nothing; sessions open on first use.
@@ -69,6 +71,7 @@ func (p *Pool) Close() {
 	for s := range open {
 		s.close(RetiredClosed)
 	}
+	p.closeWatchers()
 	p.closing.Wait()
 }
 
@@ -198,7 +201,7 @@ func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) 
 // drive runs one Operation on this session through its fallback steps.
 func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool, route *Route) (Result, error) {
 	for {
-		reply, redisErr, err := s.exchange(ctx, op, o.Command(), asking, route)
+		reply, redisErr, err := s.exchangeStep(ctx, op, Command{}, o, asking, route)
 		if err == nil {
 			err = s.checkPrimary(op)
 		}

@@ -185,8 +185,12 @@ func (p *Pool) learnSlot(slot int, addr string) {
 		return
 	}
 	p.slots.mu.Lock()
+	old := p.slots.owner[slot]
 	p.slots.owner[slot] = addr
 	p.slots.mu.Unlock()
+	if old != "" && old != addr {
+		p.slotMoved(old) // keys tracked on old may live elsewhere now: read them again
+	}
 }
 
 // loadSlots asks any node for CLUSTER SLOTS through the ordinary client and

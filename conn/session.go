@@ -144,6 +144,12 @@ func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
 // Uncertain. The session is retired on any transport failure, but not when
 // the caller's own ctx ended the wait (cancelledByCaller).
 func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool, route *Route) (Reply, error, error) {
+	return s.exchangeStep(ctx, op, cmd, nil, asking, route)
+}
+
+// exchangeStep is exchange of cmd, or of o's current step when o is not nil
+// (built by buildStep, without a Command on the heap).
+func (s *Session) exchangeStep(ctx context.Context, op string, cmd Command, o *Operation, asking bool, route *Route) (Reply, error, error) {
 	if err := s.notSendable(ctx); err != nil {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
 	}
@@ -154,18 +160,28 @@ func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking b
 		if asking {
 			s.pool.reportCommand(ctx, "ASKING")
 		}
-		s.pool.reportCommand(ctx, commandName(cmd))
+		if o != nil {
+			s.pool.reportCommand(ctx, stepName(o.step))
+		} else {
+			s.pool.reportCommand(ctx, commandName(cmd))
+		}
+	}
+	var built rueidis.Completed
+	if o != nil {
+		built = buildStep(s.client.B(), o)
+	} else {
+		built = s.build(cmd)
 	}
 	sendCtx, sent := s.sendContext(ctx)
 	var result rueidis.RedisResult
 	if asking {
-		results := s.client.DoMulti(sendCtx, s.build(AskingCommand()), s.build(cmd))
+		results := s.client.DoMulti(sendCtx, s.build(AskingCommand()), built)
 		result = results[1]
 		if err := results[0].NonRedisError(); err != nil {
 			result = results[0]
 		}
 	} else {
-		result = s.client.Do(sendCtx, s.build(cmd))
+		result = s.client.Do(sendCtx, built)
 	}
 	sent()
 	if err := result.NonRedisError(); err != nil {

@@ -146,7 +146,7 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 			continue
 		}
 		ops[i] = NewExtend(r.Key, r.Token, r.TTLMillis, caps)
-		built = append(built, s.build(ops[i].Command()))
+		built = append(built, buildStep(s.client.B(), ops[i]))
 	}
 	if len(built) == 0 {
 		return results

@@ -35,9 +35,11 @@ func WithKeepAlive() AcquireOption { return withKeepAlive }
 func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 
 // WithWait keeps trying for up to wait while another owner holds the lock:
-// a fresh token per try, a try every RetryEvery, the last sleep cut to the
-// remaining budget and one more try after it. Default 0: one try. Negative
-// wait is rejected with ErrInvalidOption before anything is sent.
+// a fresh token per try, a try as soon as the key is deleted, expires or
+// changes (push, see WithoutPush) and at the latest every RetryEvery, the
+// last sleep cut to the remaining budget and one more try after it.
+// Default 0: one try. Negative wait is rejected with ErrInvalidOption
+// before anything is sent.
 func WithWait(wait time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.wait = wait }
 }
@@ -52,6 +54,9 @@ func WithWaitUntilDone() AcquireOption {
 // WithRetryEvery sets the mean polling interval of WithWait and
 // WithWaitUntilDone. Each sleep is drawn uniformly from [every/2,
 // 3·every/2), so contenders that start together spread out. Default 50ms.
+// With push (the default where the server allows it) a waiter also tries
+// as soon as the key changes, so the interval is only the safety net for a
+// lost push and may be raised.
 // Zero or negative is rejected with ErrInvalidOption before anything is
 // sent.
 func WithRetryEvery(every time.Duration) AcquireOption {
@@ -147,6 +152,9 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
 	for {
 		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
+		if lock != nil && o.keepAlive && m.push != nil {
+			m.push.watchHeld(lock)
+		}
 		if lock != nil || err != nil {
 			return lock, err
 		}
@@ -154,8 +162,37 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 		if !again {
 			return nil, nil
 		}
+		if m.push != nil {
+			return l.acquirePushed(ctx, m, key, d, ms, o, node, poll, sleep)
+		}
 		if err := sleepContext(ctx, m.clock, sleep); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// acquirePushed goes on with a waiting acquisition that found the key
+// held, with push (push.go): between tries it waits for the key's
+// invalidation, or for the retry interval as a safety net.
+func (l *Locks) acquirePushed(ctx context.Context, m *managed, key string, d time.Duration, ms int64,
+	o acquireOptions, node string, poll sm.Poll, sleep time.Duration) (*Lock, error) {
+	wireKey := l.key(key)
+	var waiter *pushWaiter
+	defer func() { m.push.leave(wireKey, waiter) }()
+	for {
+		if err := m.push.wait(ctx, wireKey, sleep, &waiter); err != nil {
+			return nil, err
+		}
+		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
+		if lock != nil && o.keepAlive {
+			m.push.watchHeld(lock)
+		}
+		if lock != nil || err != nil {
+			return lock, err
+		}
+		var again bool
+		if sleep, again = poll.Next(m.clock.Now(), m.jitter()); !again {
+			return nil, nil
 		}
 	}
 }
@@ -208,11 +245,12 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 // or the fenced script when fenced is set.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
 	node string, fenced *fencedRequest) (*Lock, error) {
-	lock := &Lock{locks: l, m: m, key: key, wireKey: l.key(key), token: NewToken(), node: node}
+	lock := &Lock{locks: l, m: m, wireKey: l.key(key), token: NewToken()}
 	if keepAlive {
-		lock.owned = newKeepAlive(lock, context.WithoutCancel(userContext(ctx)))
+		lock.owned = newKeepAlive(lock, userContext(ctx))
 		lock.keepAlive = lock.owned
 	}
+	lock.renewOn(node)
 	lock.mu.Lock()
 	id := lock.newCaller(ctx)
 	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive,
@@ -234,7 +272,7 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 
 	lock.mu.Lock()
 	if s := j.route.Session(); s != nil {
-		lock.node = s.Node() // renewals go where the SET went, after any redirect
+		lock.renewOn(s.Node()) // renewals go where the SET went, after any redirect
 	}
 	if ctx.Err() != nil && outcome == sm.OutcomeOK {
 		// The SET applied but the caller gave up: never return the handle.

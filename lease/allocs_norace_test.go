@@ -6,4 +6,4 @@ package lease
 // never asks for Lock.Context allocates on the client side (measured with
 // testing.AllocsPerRun against a sim node in another process, see
 // TestLockContext_IsLazyAPairThatNeverAsksForItAllocatesNoMore).
-const pairAllocsBaseline = 7
+const pairAllocsBaseline = 2

@@ -71,6 +71,10 @@ const (
 	// LossDeadlineInFlight: the lease deadline passed while a renewal or
 	// release was still in flight; its connection was fenced.
 	LossDeadlineInFlight
+	// LossReadRefused: the key changed on the server (a push said so) and
+	// the owner-compared read that followed found it deleted, expired or
+	// holding another owner's token (see WithoutPush).
+	LossReadRefused
 )
 
 var lossReasonNames = [...]string{
@@ -79,6 +83,7 @@ var lossReasonNames = [...]string{
 	LossReleaseUnknown:   "release-outcome-unknown",
 	LossDeadline:         "deadline",
 	LossDeadlineInFlight: "deadline-in-flight",
+	LossReadRefused:      "read-refused",
 }
 
 var lossReasonTexts = [...]string{
@@ -87,6 +92,7 @@ var lossReasonTexts = [...]string{
 	LossReleaseUnknown:   "the release's outcome is unknown",
 	LossDeadline:         "the lease deadline passed with no confirmed renewal",
 	LossDeadlineInFlight: "the lease deadline passed with a command in flight",
+	LossReadRefused:      "a read after the key changed found it deleted or another owner's",
 }
 
 // String returns the reason's name, for example "deadline".
@@ -184,6 +190,8 @@ func lossReason(r sm.Reason) LossReason {
 		return LossDeadline
 	case sm.ReasonDeadlineInFlight:
 		return LossDeadlineInFlight
+	case sm.ReasonReadRefused:
+		return LossReadRefused
 	}
 	return 0
 }

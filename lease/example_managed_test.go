@@ -442,8 +442,9 @@ func ExampleLock_ResetExpiry() {
 }
 
 // A loss is a *LossError (matching ErrOwnershipLost) whose Reason says how
-// ownership was lost. Here the keep-alive's next renewal finds another
-// owner, and the work running under the lock's context stops.
+// ownership was lost. Here another owner overwrites the key; the holder,
+// told by the server's invalidation push, reads its key at once and finds
+// the other owner, and the work running under the lock's context stops.
 func ExampleLossError() {
 	ctx := context.Background()
 
@@ -473,6 +474,9 @@ func ExampleLossError() {
 	defer lock.Close()
 
 	// Simulate a loss: another owner's token replaces ours on the server.
+	// The server's invalidation push makes the holder read its key at
+	// once; without push (WithoutPush) the next renewal would be refused
+	// (reason: refused).
 	srv.Exec("SET", "locks:report", "another-owner")
 
 	work := lock.Context()
@@ -485,7 +489,7 @@ func ExampleLossError() {
 	}
 	// Output:
 	// ownership lost: true
-	// reason: refused
+	// reason: read-refused
 }
 
 // A release whose reply never comes may have run: the error matches

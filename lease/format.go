@@ -17,7 +17,7 @@ func (l *Lock) Format(f fmt.State, verb rune) {
 		fmt.Fprint(f, "<nil>")
 		return
 	}
-	fmt.Fprintf(f, "lease.Lock{key: %q, state: %s, remaining: %v}", l.key, l.State(),
+	fmt.Fprintf(f, "lease.Lock{key: %q, state: %s, remaining: %v}", l.Key(), l.State(),
 		l.RemainingEstimate().Round(time.Millisecond))
 }
 
@@ -27,7 +27,7 @@ func (l *Lock) LogValue() slog.Value {
 	if l == nil {
 		return slog.StringValue("<nil>")
 	}
-	return slog.GroupValue(slog.String("key", l.key), slog.String("state", l.State().String()),
+	return slog.GroupValue(slog.String("key", l.Key()), slog.String("state", l.State().String()),
 		slog.Duration("remaining", l.RemainingEstimate()))
 }
 
@@ -56,10 +56,10 @@ func (k *KeepAlive) Format(f fmt.State, verb rune) {
 		return
 	}
 	if err := k.Err(); err != nil {
-		fmt.Fprintf(f, "lease.KeepAlive{key: %q, ended: %q}", k.lock.key, err.Error())
+		fmt.Fprintf(f, "lease.KeepAlive{key: %q, ended: %q}", k.lock.Key(), err.Error())
 		return
 	}
-	fmt.Fprintf(f, "lease.KeepAlive{key: %q, running: true}", k.lock.key)
+	fmt.Fprintf(f, "lease.KeepAlive{key: %q, running: true}", k.lock.Key())
 }
 
 // LogValue logs the keep-alive's key and whether it runs, or why it ended.
@@ -68,9 +68,9 @@ func (k *KeepAlive) LogValue() slog.Value {
 		return slog.StringValue("<nil>")
 	}
 	if err := k.Err(); err != nil {
-		return slog.GroupValue(slog.String("key", k.lock.key), slog.String("ended", err.Error()))
+		return slog.GroupValue(slog.String("key", k.lock.Key()), slog.String("ended", err.Error()))
 	}
-	return slog.GroupValue(slog.String("key", k.lock.key), slog.Bool("running", true))
+	return slog.GroupValue(slog.String("key", k.lock.Key()), slog.Bool("running", true))
 }
 
 // Format prints the view's key prefix and whether it is closed, for every

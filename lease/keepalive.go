@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	sm "github.com/respire-go/respire/statemachine"
@@ -20,33 +21,60 @@ import (
 // Create it with Lock.KeepAlive.
 type KeepAlive struct {
 	lock      *Lock
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	stopWatch func() bool // unregisters the watch on the starting ctx
+	mu        sync.Mutex
+	values    context.Context // the starting ctx: Context keeps its values, not its cancellation
+	cause     error           // why it ended; nil while it runs
+	watch     *leaseWatch     // Context and its cancel, created on first call (most are never asked for)
+	stopWatch func() bool     // unregisters the watch on the starting ctx
 }
 
-func newKeepAlive(l *Lock, parent context.Context) *KeepAlive {
-	ctx, cancel := context.WithCancelCause(parent)
-	return &KeepAlive{lock: l, ctx: ctx, cancel: cancel}
+func newKeepAlive(l *Lock, values context.Context) *KeepAlive {
+	return &KeepAlive{lock: l, values: values}
+}
+
+// cancel ends the keep-alive with cause err (the first cause stays).
+func (k *KeepAlive) cancel(err error) {
+	if err == nil {
+		err = context.Canceled
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cause != nil {
+		return
+	}
+	k.cause = err
+	if k.watch != nil {
+		k.watch.cancel(err)
+	}
 }
 
 // Context returns the context protected work must honour: it is cancelled
 // when the keep-alive ends, with the reason as its cause.
-func (k *KeepAlive) Context() context.Context { return k.ctx }
+func (k *KeepAlive) Context() context.Context {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.watch == nil {
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(k.values))
+		k.watch = &leaseWatch{ctx: ctx, cancel: cancel}
+		if k.cause != nil {
+			cancel(k.cause)
+		}
+	}
+	return k.watch.ctx
+}
 
 // OwnershipLost reports whether the keep-alive ended because ownership was
 // lost or could not be confirmed (not for a release or a stop).
 func (k *KeepAlive) OwnershipLost() bool {
-	return errors.Is(context.Cause(k.ctx), ErrOwnershipLost)
+	return errors.Is(k.Err(), ErrOwnershipLost)
 }
 
 // Err returns nil while the keep-alive runs, then why it ended: the cause
 // of Context (see KeepAlive).
 func (k *KeepAlive) Err() error {
-	if k.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(k.ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cause
 }
 
 // Stop stops renewing. It blocks until a renewal in flight has completed
@@ -85,26 +113,27 @@ func (l *Lock) stopKeepAlive(k *KeepAlive) {
 // keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept.
 func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if ctx.Err() != nil {
-		return nil, opError("KeepAlive", l.key, context.Cause(ctx))
+		return nil, opError("KeepAlive", l.Key(), context.Cause(ctx))
 	}
 	l.mu.Lock()
 	active := l.h.KeepAliveActive()
 	l.mu.Unlock()
 	if active {
-		return nil, opError("KeepAlive", l.key, ErrKeepAliveActive)
+		return nil, opError("KeepAlive", l.Key(), ErrKeepAliveActive)
 	}
 	s, err := l.m.renewalSession(ctx, l.wireKey)
 	if err != nil {
-		return nil, opError("KeepAlive", l.key, err)
+		return nil, opError("KeepAlive", l.Key(), err)
 	}
-	k := newKeepAlive(l, context.WithoutCancel(ctx))
+	k := newKeepAlive(l, ctx)
 	l.mu.Lock()
 	if l.keepAlive != nil {
 		l.mu.Unlock()
 		k.cancel(ErrKeepAliveActive)
-		return nil, opError("KeepAlive", l.key, ErrKeepAliveActive)
+		return nil, opError("KeepAlive", l.Key(), ErrKeepAliveActive)
 	}
-	l.node, l.keepAlive = s.Node(), k
+	l.keepAlive = k
+	l.renewOn(s.Node())
 	id := l.newCaller(ctx)
 	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.m.clock.Now()}, id)
 	res, _ := l.collect(id)
@@ -115,9 +144,12 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if res.Err != nil {
 		err := coreError(res.Err)
 		k.cancel(err)
-		return nil, opError("KeepAlive", l.key, err)
+		return nil, opError("KeepAlive", l.Key(), err)
 	}
 	k.stopWatch = context.AfterFunc(ctx, func() { l.stopKeepAlive(k) })
+	if l.m.push != nil {
+		l.m.push.watchHeld(l)
+	}
 	return k, nil
 }
 
@@ -146,10 +178,10 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
 	d, err := managedTTL(ttl, l.m.core.drift)
 	if err != nil {
-		return false, opError("ResetExpiry", l.key, err)
+		return false, opError("ResetExpiry", l.Key(), err)
 	}
 	if ctx.Err() != nil {
-		return false, opError("ResetExpiry", l.key, context.Cause(ctx))
+		return false, opError("ResetExpiry", l.Key(), context.Cause(ctx))
 	}
 	l.mu.Lock()
 	released := l.h.IsReleased(l.m.clock.Now())
@@ -158,14 +190,14 @@ func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, nil
 	}
 	if _, err := l.m.renewalSession(ctx, l.wireKey); err != nil {
-		return false, opError("ResetExpiry", l.key, err)
+		return false, opError("ResetExpiry", l.Key(), err)
 	}
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: d})
 	if err != nil {
-		return false, opError("ResetExpiry", l.key, err)
+		return false, opError("ResetExpiry", l.Key(), err)
 	}
 	if res.Err != nil {
-		return false, opError("ResetExpiry", l.key, callerError(ctx, res.Err))
+		return false, opError("ResetExpiry", l.Key(), callerError(ctx, res.Err))
 	}
 	return res.OK, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // acquireWithClock returns a lock of ttl on a Redis 8.4 sim, with the managed
@@ -175,7 +176,7 @@ func TestKeepAliveStopWaitsForTheRenewalInFlightAndDoesNotRelease(t *testing.T) 
 	}
 	gate := make(chan struct{})
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
-	clock.Advance(5 * time.Second)
+	clock.Advance(sm.RenewalDelay(lock.Duration(), lock.RemainingEstimate())) // the renewal is sent when due
 	waitLog(t, srv, isRenewal("k"))
 	stopped := make(chan struct{})
 	go func() { ka.Stop(); close(stopped) }()
@@ -223,7 +224,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	renewal := waitLog(t, srv, isRenewal("k"))
 	closed := make(chan error, 1)
 	go func() { closed <- lock.Close() }()
-	eventually(t, "closer parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return len(lock.waiters) == 1 })
+	eventually(t, "closer parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.waiting() == 1 })
 	if seqOf(srv.Log(), isCommand("DELEX")) != 0 {
 		t.Fatal("released while the keep-alive's renewal was in flight")
 	}

@@ -24,38 +24,65 @@ import (
 type Lock struct {
 	locks   *Locks // the view that acquired it (key prefix)
 	m       *managed
-	key     string
-	wireKey string
+	wireKey string // the key with the view's prefix (Key is the rest)
 	token   Token
-	mailbox *actor.Mailbox[event] // created on first need, under mu; never changed after
 
 	// leaseDeadline is the handle's LeaseDeadline while Held, 0 otherwise,
 	// published after every step so estimates are read without l.mu.
 	leaseDeadline atomic.Int64
 
-	mu        sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
-	h         sm.Handle
-	callers   sm.CallerID // last CallerID handed out
-	waiters   []waiter
-	oneWaiter [1]waiter // backing store for the usual single waiter
-	ops       [2]opSlot // the Route of each command in flight
-	renewal   timerSlot
-	deadline  timerSlot
-	node      string     // node of the renewal session (keep-alive batches)
-	keepAlive *KeepAlive // the running keep-alive, nil when none
-	owned     *KeepAlive // the keep-alive started by WithKeepAlive, kept after it ends
-	ending    sm.Ending  // why the lease ended; Cause is CauseNone while it lasts
-	watch     *leaseWatch
+	mu          sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
+	h           sm.Handle
+	callers     sm.CallerID   // last CallerID handed out
+	waiters     *waitList     // callers waiting for their answers; nil (back in its pool) when none
+	ops         [2]sm.OpID    // the commands in flight (0: a free slot)
+	routes      [2]conn.Route // the Route of each command in flight (ops[i]'s)
+	timers      lockTimers    // its renewal and deadline timers on the Locks' timer heap (timers.go)
+	renewer     *renewer      // the renewal session's node's renewer (keep-alive batches); nil: route by key
+	keepAlive   *KeepAlive    // the running keep-alive, nil when none
+	owned       *KeepAlive    // the keep-alive started by WithKeepAlive, kept after it ends
+	ending      sm.Ending     // why the lease ended; Cause is CauseNone while it lasts
+	watch       *leaseWatch
+	acquireSpan *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
 	// clientClosed: the keep-alive ended because the rueidis client was closed
 	clientClosed bool
-	renewalDue   time.Duration      // when the armed renewal timer is due (0: never armed)
-	acquireSpan  *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
+	pushed       bool // registered with the push hub as a holder (push_hold.go)
 }
 
 // leaseWatch is the lock's context, created on first Context call.
 type leaseWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+}
+
+// waitList holds a lock's waiting callers while there are any. Lists are
+// reused through freeWaitLists: a held lock that no caller waits on does
+// not carry one.
+type waitList struct {
+	list []waiter
+	one  [1]waiter // backing store for the usual single waiter
+}
+
+// freeWaitLists keeps waitLists for reuse. It is a channel rather than a
+// sync.Pool so that reuse is certain (the race detector makes a Pool drop
+// a quarter of what is put back at random, which the allocation tests
+// would see as noise).
+var freeWaitLists = make(chan *waitList, 1024)
+
+func getWaitList() *waitList {
+	select {
+	case w := <-freeWaitLists:
+		return w
+	default:
+		return new(waitList)
+	}
+}
+
+func putWaitList(w *waitList) {
+	select {
+	case freeWaitLists <- w:
+	default: // enough are kept
+	}
 }
 
 // waiter is a caller waiting for its EffectResolve.
@@ -68,15 +95,8 @@ type waiter struct {
 	gone   bool // the caller stopped waiting; its answer is dropped
 }
 
-// opSlot remembers which session carries a command in flight (its Route),
-// for the fence, and lets the core abort it before it is sent.
-type opSlot struct {
-	op    sm.OpID
-	route conn.Route
-}
-
 // Key returns the lock's key without the Locks' key prefix. It does not block.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { return l.wireKey[len(l.locks.prefix):] }
 
 // Token returns the owner token generated for this acquisition. It is a
 // secret: do not log it (slog redacts it). It does not block.
@@ -148,16 +168,28 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 func (l *Lock) newCaller(ctx context.Context) sm.CallerID {
 	l.callers++
 	if l.waiters == nil {
-		l.waiters = l.oneWaiter[:0]
+		l.waiters = getWaitList()
+		l.waiters.list = l.waiters.one[:0]
 	}
-	l.waiters = append(l.waiters, waiter{id: l.callers, ctx: ctx})
+	l.waiters.list = append(l.waiters.list, waiter{id: l.callers, ctx: ctx})
 	return l.callers
+}
+
+// waiting counts the waiting callers; l.mu is held.
+func (l *Lock) waiting() int {
+	if l.waiters == nil {
+		return 0
+	}
+	return len(l.waiters.list)
 }
 
 // waiterIndex finds caller id; l.mu is held.
 func (l *Lock) waiterIndex(id sm.CallerID) int {
-	for i := range l.waiters {
-		if l.waiters[i].id == id {
+	if l.waiters == nil {
+		return -1
+	}
+	for i := range l.waiters.list {
+		if l.waiters.list[i].id == id {
 			return i
 		}
 	}
@@ -165,10 +197,13 @@ func (l *Lock) waiterIndex(id sm.CallerID) int {
 }
 
 func (l *Lock) removeWaiter(i int) {
-	l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
-	l.waiters[len(l.waiters) : len(l.waiters)+1][0] = waiter{} // drop the ctx and reply
-	if len(l.waiters) == 0 {
+	w := l.waiters
+	w.list = append(w.list[:i], w.list[i+1:]...)
+	w.list[len(w.list) : len(w.list)+1][0] = waiter{} // drop the ctx and reply
+	if len(w.list) == 0 {
+		*w = waitList{} // drops what the first waiter left in one if the list grew
 		l.waiters = nil
+		putWaitList(w)
 	}
 }
 
@@ -178,20 +213,20 @@ func (l *Lock) resolve(id sm.CallerID, r sm.Result) {
 	if i < 0 {
 		return
 	}
-	if l.waiters[i].gone || l.waiters[i].reply.Send(r) {
+	if w := &l.waiters.list[i]; w.gone || w.reply.Send(r) {
 		l.removeWaiter(i)
 		return
 	}
-	l.waiters[i].result, l.waiters[i].done = r, true
+	l.waiters.list[i].result, l.waiters.list[i].done = r, true
 }
 
 // collect takes caller id's answer if it has one; l.mu is held.
 func (l *Lock) collect(id sm.CallerID) (sm.Result, bool) {
 	i := l.waiterIndex(id)
-	if i < 0 || !l.waiters[i].done {
+	if i < 0 || !l.waiters.list[i].done {
 		return sm.Result{}, false
 	}
-	r := l.waiters[i].result
+	r := l.waiters.list[i].result
 	l.removeWaiter(i)
 	return r, true
 }
@@ -232,7 +267,7 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 		return res, nil
 	}
 	reply := actor.NewReply[sm.Result]()
-	l.waiters[l.waiterIndex(in.Caller)].reply = reply
+	l.waiters.list[l.waiterIndex(in.Caller)].reply = reply
 	l.mu.Unlock()
 	res, err := reply.Wait(ctx, nil)
 	if err != nil {
@@ -268,7 +303,7 @@ func (l *Lock) abandon(id sm.CallerID) (fencing bool) {
 	}
 	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m.clock.Now()}, 0)
 	if i := l.waiterIndex(id); i >= 0 {
-		l.waiters[i].gone = true // its command still runs; nobody waits for the answer
+		l.waiters.list[i].gone = true // its command still runs; nobody waits for the answer
 	}
 	return fencing
 }

@@ -71,6 +71,9 @@ func (l *Lock) ContextFrom(parent context.Context) (context.Context, context.Can
 // any; l.mu is held.
 func (l *Lock) endLease(why sm.Ending) {
 	l.ending = why
+	if l.pushed {
+		l.m.push.unwatchHeld(l)
+	}
 	if l.watch != nil {
 		l.watch.cancel(l.endingCause(why))
 	}
@@ -131,10 +134,10 @@ func (l *Lock) close(ctx context.Context) error {
 			// for ever instead of letting it end.
 			l.stopKeepAliveNow()
 		}
-		return opError("Close", l.key, err)
+		return opError("Close", l.Key(), err)
 	}
 	if res.Err != nil && res.Outcome == sm.OutcomeDefinite && !errors.Is(res.Err, conn.ErrPoolClosed) {
-		return opError("Close", l.key, res.Err)
+		return opError("Close", l.Key(), res.Err)
 	}
 	return nil
 }

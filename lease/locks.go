@@ -13,6 +13,14 @@
 // permissions (see PermissionError and WithUnfencedRenewal). Each handle is
 // one state machine (docs/states.md) run one input at a time.
 //
+// Waiting acquisitions and keep-alive holders listen to the server where it
+// allows it (RESP3 client-side tracking on one watcher connection per
+// node): a waiter tries again as soon as the key is deleted, expires or
+// changes, and a holder learns within milliseconds that someone else
+// deleted or overwrote its key (LossReadRefused, after an owner-compared
+// read). A user or server that refuses tracking falls back to polling
+// silently; WithoutPush turns it off.
+//
 // Printing or logging any value of this package (fmt, slog) never shows an
 // owner token.
 //
@@ -50,7 +58,7 @@
 //     reply, still held), unknown, not-sent.
 //   - respire.lock.losses (counter), respire.cause: a LossReason's name
 //     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
-//     deadline-in-flight), renewal-failed or expired.
+//     deadline-in-flight, read-refused), renewal-failed or expired.
 //   - respire.fences (counter), respire.result: ok or failed, per fence of
 //     a lock command whose outcome was unknown.
 //   - respire.fallbacks (counter), respire.capability (set-ifeq, delex,
@@ -123,6 +131,7 @@ type core struct {
 	// unfencedRenewal: renew on sessions that cannot be fenced (WithUnfencedRenewal)
 	unfencedRenewal bool
 	keysInLogs      bool      // WithKeysInLogs
+	withoutPush     bool      // WithoutPush
 	obs             *observer // telemetry (observe.go); nil when none was asked for
 
 	mu         sync.Mutex
@@ -176,7 +185,8 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 		o.drift = sm.DefaultDrift()
 	}
 	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
-		drift: o.drift, unfencedRenewal: o.unfenced, keysInLogs: o.keysInLogs, obs: obs}
+		drift: o.drift, unfencedRenewal: o.unfenced, keysInLogs: o.keysInLogs, obs: obs,
+		withoutPush: o.withoutPush}
 	if o.idleCheckSet {
 		c.pool.SetIdleCheck(o.idleCheck)
 	}

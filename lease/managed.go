@@ -35,8 +35,11 @@ type managed struct {
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
 
+	timers timerHeap // every lock's renewal and deadline timers (timers.go)
+
 	unfencedWarning        sync.Once
 	unfencedRenewalWarning sync.Once
+	push                   *pushHub      // push-driven waiting and loss detection; nil with WithoutPush
 	background             track.Tracker // fences and clean-ups; Locks.Close waits for them
 	inflight               track.Tracker // lock commands sent and the steps of their completions
 }
@@ -51,6 +54,9 @@ func (l *Locks) managed() *managed {
 			cluster:  c.client.Mode() == rueidis.ClientModeCluster,
 			renewers: map[string]*renewer{},
 		}
+		if !c.withoutPush {
+			c.managed.push = newPushHub(c.managed)
+		}
 		c.onClose(c.managed.closing)
 	})
 	return c.managed
@@ -64,6 +70,9 @@ func (l *Locks) managed() *managed {
 // ctx), so that the fences their uncertain outcomes start are waited for
 // too.
 func (m *managed) closing(sessionsRetired bool) {
+	if m.push != nil {
+		m.push.close()
+	}
 	if sessionsRetired {
 		m.inflight.Wait()
 	}

@@ -84,7 +84,7 @@ func TestLogEvents_OneRecordPerOperatorEventWithoutTokens(t *testing.T) {
 	for _, keys := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "WithKeysInLogs"}[keys], func(t *testing.T) {
 			w := &logBuffer{}
-			opts := []Option{WithLogger(debugLogger(w))}
+			opts := []Option{WithLogger(debugLogger(w)), WithoutPush()} // c's loss is its renewal's
 			if keys {
 				opts = append(opts, WithKeysInLogs())
 			}
@@ -191,7 +191,8 @@ func playOperatorEvents(t *testing.T, srv *sim.Server, locks *Locks) []Token {
 // next one, a second later, says how many were suppressed.
 func TestWarningsAreRateLimited_OnePerCauseAndSecondWithTheSuppressedCount(t *testing.T) {
 	w := &logBuffer{}
-	srv, locks := managedSim(t, sim.Redis84, WithLogger(debugLogger(w)))
+	// WithoutPush: both losses must be found by a refused renewal (one cause).
+	srv, locks := managedSim(t, sim.Redis84, WithLogger(debugLogger(w)), WithoutPush())
 	var now atomic.Int64
 	locks.core.obs.log.limit.now = func() time.Duration { return time.Duration(now.Load()) }
 	clock := &actor.ManualClock{}
@@ -211,6 +212,9 @@ func TestWarningsAreRateLimited_OnePerCauseAndSecondWithTheSuppressedCount(t *te
 		for _, lock := range held {
 			waitDone(t, lock.Context())
 		}
+		// The context ends within the step of the refused renewal, which
+		// then starts the warning's write: wait for that step, then for it.
+		locks.managed().inflight.Wait()
 		locks.managed().background.Wait() // the warnings are written
 	}
 	lose("x", "y")

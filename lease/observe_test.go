@@ -134,7 +134,8 @@ func TestLossMetrics_ARefusedRenewalCountsALossWithItsCause(t *testing.T) {
 	serverClock := sim.NewManualClock(time.Unix(1_700_000_000, 0))
 	srv := startSim(t, sim.Config{Profile: sim.Redis84, Clock: serverClock})
 	tel := newTelemetry(t)
-	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), tel.options()...)
+	// WithoutPush: the renewal, not a push, must find the loss here.
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), tel.options(WithoutPush())...)
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	lock, err := locks.Acquire(ctxT(t), "k", 10*time.Second, WithKeepAlive())

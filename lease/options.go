@@ -28,6 +28,7 @@ type options struct {
 	tracerProvider trace.TracerProvider
 	prefixAttr     bool // WithKeyPrefixAttribute
 	keysInLogs     bool // WithKeysInLogs
+	withoutPush    bool // WithoutPush
 }
 
 // WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
@@ -166,4 +167,18 @@ const DefaultIdleCheck = time.Second
 // permission either way.
 func WithUnfencedRenewal() Option {
 	return func(o *options) error { o.unfenced = true; return nil }
+}
+
+// WithoutPush turns push-driven waiting and loss detection off: waiting
+// acquisitions (WithWait, WithWaitUntilDone) poll every retry interval, and
+// a keep-alive learns that its key was deleted or overwritten by someone
+// else only at its next renewal. Default: push on where the server allows
+// it — a per-node watcher connection with RESP3 CLIENT TRACKING wakes
+// waiters when the key is deleted, expires or changes, and makes a holder
+// confirm its ownership with an owner-compared read at once; a server or
+// user that refuses CLIENT TRACKING (NOPERM, RESP2, a proxy) is remembered
+// per connection and polled, as with this option (see docs/architecture.md,
+// "Push-driven waiting and loss detection").
+func WithoutPush() Option {
+	return func(o *options) error { o.withoutPush = true; return nil }
 }

@@ -36,10 +36,10 @@ func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
 func (l *Lock) release(ctx context.Context) (ReleaseOutcome, error) {
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputRelease})
 	if err != nil {
-		return 0, opError("Release", l.key, err)
+		return 0, opError("Release", l.Key(), err)
 	}
 	if res.Err != nil {
-		return 0, opError("Release", l.key, callerError(ctx, res.Err))
+		return 0, opError("Release", l.Key(), callerError(ctx, res.Err))
 	}
 	return releaseOutcomeOf(res.Release), nil
 }

@@ -40,6 +40,20 @@ type renewer struct {
 	senders int
 }
 
+// renewOn sends the lock's keep-alive renewals in node's batches, or routes
+// them by key when node is ""; l.mu is held (or l is not shared yet). A
+// lock without a keep-alive sends no timed renewals: it skips the lookup
+// (KeepAlive sets the node when one starts).
+func (l *Lock) renewOn(node string) {
+	switch {
+	case node == "":
+		l.renewer = nil
+	case l.keepAlive == nil:
+	case l.renewer == nil || l.renewer.node != node:
+		l.renewer = l.m.renewerFor(node)
+	}
+}
+
 func (m *managed) renewerFor(node string) *renewer {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -8,36 +8,33 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
 // This file runs a Lock's statemachine.Handle. Requests step the handle on
 // the caller's goroutine under l.mu and run the command the step starts for
-// that caller right there (its ctx governs it). Everything asynchronous —
-// timer ticks, batched renewal completions, commands run for other callers,
-// fence answers — comes back through the lock's actor.Mailbox with Deliver.
-// A step and its effects never block: they only append to queues, arm
-// alarms, answer reply slots and start goroutines for I/O.
+// that caller right there (its ctx governs it). Timer ticks are stepped by
+// the Locks' shared timer heap (timers.go), batched renewal completions by
+// the renewal sender, and the completions of commands run for other callers
+// and fence answers on the goroutine that ran them (a lock has no mailbox
+// or goroutine of its own). A step and its effects never block: they only append to
+// queues, arm timers, answer reply slots and start goroutines for I/O.
 
 // eventKind says what an asynchronous event reports.
 type eventKind uint8
 
 const (
-	eventTick  eventKind = iota + 1 // an alarm fired
-	eventDone                       // a command completed
+	eventDone  eventKind = iota + 1 // a command completed
 	eventFence                      // a fence answered
 )
 
-// event is one asynchronous message to a Lock's mailbox.
+// event is one asynchronous input to a Lock (see handle).
 type event struct {
 	kind     eventKind
-	timer    sm.Timer
 	outcome  sm.Outcome
 	unfenced bool
 	op       sm.OpID
-	gen      uint64
 	err      error
 }
 
@@ -53,18 +50,9 @@ type job struct {
 
 var jobNone job
 
-// timerSlot is one of the handle's two alarms, created on first use.
-type timerSlot struct {
-	alarm *actor.Alarm[event]
-	seq   uint32 // Seq of the EffectArmTimer that armed it
-}
-
 var effectBuffers = sync.Pool{New: func() any { b := make([]sm.Effect, 0, 16); return &b }}
 
-func renewalTick(g uint64) event  { return event{kind: eventTick, timer: sm.TimerRenewal, gen: g} }
-func deadlineTick(g uint64) event { return event{kind: eventTick, timer: sm.TimerDeadline, gen: g} }
-
-// handle is the mailbox handler.
+// handle steps an asynchronous event: a completion or a fence answer.
 func (l *Lock) handle(ev event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -79,23 +67,16 @@ func (l *Lock) handle(ev event) {
 	}
 }
 
-// input turns an event into the handle's input; l.mu is held. A stale alarm
-// tick gives false.
+// input turns an event into the handle's input; l.mu is held.
 func (l *Lock) input(ev event) (sm.Input, bool) {
 	now := l.m.clock.Now()
 	switch ev.kind {
-	case eventTick:
-		slot := l.slot(ev.timer)
-		if slot.alarm == nil || !slot.alarm.Current(ev.gen) {
-			return sm.Input{}, false
-		}
-		return sm.Input{Kind: sm.InputTimer, Timer: ev.timer, Seq: slot.seq, Now: now}, true
 	case eventDone:
 		if s := l.carrierOf(ev.op); s != nil {
-			l.node = s.Node() // after a cluster redirect, renew where the key now lives
+			l.renewOn(s.Node()) // after a cluster redirect, renew where the key now lives
 		}
 		if s := l.carrierOf(ev.op); ev.outcome == sm.OutcomeNotSubmitted || (s != nil && s.Demoted()) {
-			l.node = "" // the node may be gone (failover): route the next renewal by key
+			l.renewOn("") // the node may be gone (failover): route the next renewal by key
 		}
 		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
 			Unfenced: ev.unfenced, Now: now}, true
@@ -113,7 +94,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	effects := l.h.Step(in, (*buf)[:0])
 	var due time.Duration // when a renewal this step sends was due (its timer's time)
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
-		due = l.renewalDue
+		due = max(l.timers.renewAt, 1) // 0 means unknown
 	}
 	var mine job
 	for i := range effects {
@@ -150,8 +131,8 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 			j.due = due
 		}
 		switch {
-		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.node != "":
-			l.m.renewerFor(l.node).enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
+		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.renewer != nil:
+			l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
 			l.m.inflight.Add() // no known node: routed by key, on its own
 			go l.runJob(context.Background(), j)
@@ -178,44 +159,19 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	case sm.EffectEndLease:
 		l.endLease(e.Ending)
 	case sm.EffectArmTimer:
-		l.arm(e.Timer, e.Seq, e.At)
+		l.m.timers.arm(l.m.clock, l, e.Timer, e.Seq, e.At)
 	case sm.EffectDisarmTimer:
-		if slot := l.slot(e.Timer); slot.alarm != nil {
-			slot.alarm.Stop()
-		}
+		l.m.timers.disarm(l, e.Timer)
 	case sm.EffectResolve:
 		l.resolve(e.Caller, e.Result)
 	}
 	return job{}
 }
 
-func (l *Lock) slot(t sm.Timer) *timerSlot {
-	if t == sm.TimerRenewal {
-		return &l.renewal
-	}
-	return &l.deadline
-}
-
-func (l *Lock) arm(t sm.Timer, seq uint32, at time.Duration) {
-	slot := l.slot(t)
-	if slot.alarm == nil {
-		tick := renewalTick
-		if t == sm.TimerDeadline {
-			tick = deadlineTick
-		}
-		slot.alarm = actor.NewAlarm(l.m.clock, l.mailboxLocked(), tick)
-	}
-	slot.seq = seq
-	if t == sm.TimerRenewal {
-		l.renewalDue = max(at, 1) // 0 means unknown
-	}
-	slot.alarm.Arm(at - l.m.clock.Now())
-}
-
 // callerContext is the ctx of a waiting caller; l.mu is held.
 func (l *Lock) callerContext(id sm.CallerID) context.Context {
 	if i := l.waiterIndex(id); i >= 0 {
-		return l.waiters[i].ctx
+		return l.waiters.list[i].ctx
 	}
 	return context.Background()
 }
@@ -229,24 +185,15 @@ func (l *Lock) runJob(ctx context.Context, j job) {
 	l.handle(l.execute(ctx, j))
 }
 
-// mailboxLocked returns the lock's mailbox, creating it on first need (a
-// lock that is only acquired and released never needs one); l.mu is held.
-func (l *Lock) mailboxLocked() *actor.Mailbox[event] {
-	if l.mailbox == nil {
-		l.mailbox = actor.NewMailbox(1, l.handle)
-	}
-	return l.mailbox
-}
-
 // trackOp gives op one of the lock's two command slots and returns its
 // Route; l.mu is held. At most two commands of a lock are in flight at once
 // (a renewal and a release, or the SET and nothing else).
 func (l *Lock) trackOp(op sm.OpID) *conn.Route {
 	for i := range l.ops {
-		if l.ops[i].op == 0 {
-			l.ops[i].op = op
-			l.ops[i].route.Reset()
-			return &l.ops[i].route
+		if l.ops[i] == 0 {
+			l.ops[i] = op
+			l.routes[i].Reset()
+			return &l.routes[i]
 		}
 	}
 	panic("lease: a third command in flight on one lock")
@@ -255,8 +202,8 @@ func (l *Lock) trackOp(op sm.OpID) *conn.Route {
 // routeOf returns op's Route, or nil when op is not in flight; l.mu is held.
 func (l *Lock) routeOf(op sm.OpID) *conn.Route {
 	for i := range l.ops {
-		if l.ops[i].op == op {
-			return &l.ops[i].route
+		if l.ops[i] == op {
+			return &l.routes[i]
 		}
 	}
 	return nil
@@ -273,8 +220,8 @@ func (l *Lock) carrierOf(op sm.OpID) *conn.Session {
 
 func (l *Lock) forgetOp(op sm.OpID) {
 	for i := range l.ops {
-		if l.ops[i].op == op {
-			l.ops[i].op = 0
+		if l.ops[i] == op {
+			l.ops[i] = 0
 		}
 	}
 }
@@ -285,9 +232,9 @@ func (l *Lock) forgetOp(op sm.OpID) {
 // locks whose commands rode the same socket pay no second kill.
 func (l *Lock) fence(op sm.OpID) {
 	s := l.carrierOf(op)
-	mailbox := l.mailboxLocked()
 	if s == nil {
-		_ = mailbox.Deliver(event{kind: eventFence, op: op})
+		// Answered at once, after this step (l.mu is held here).
+		l.m.goBackground(func() { l.handle(event{kind: eventFence, op: op}) })
 		return
 	}
 	obs, link := l.m.core.obs, l.acquireSpan

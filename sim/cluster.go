@@ -82,12 +82,15 @@ func (c *Cluster) Close() error {
 func (c *Cluster) Failover(i int, p Profile) error { return c.nodes[i].Failover(p) }
 
 // MoveSlot gives slot to node to at once, moving its keys; the old owner
-// then answers -MOVED. It ends any migration of the slot.
+// then answers -MOVED, and the connections tracking a moved key there get
+// its invalidation, as MIGRATE's delete at the source sends it. It ends
+// any migration of the slot.
 func (c *Cluster) MoveSlot(slot, to int) {
 	c.state.mu.RLock()
 	from := c.state.owner[slot]
 	c.state.mu.RUnlock()
 	c.transfer(slot, from, to)
+	c.nodes[from].e.wakePushed()
 }
 
 // SetHidden leaves node i out of (hidden) or puts it back into the CLUSTER
@@ -118,6 +121,7 @@ func (c *Cluster) FinishMigration(slot int) {
 	c.state.mu.RUnlock()
 	if ok {
 		c.transfer(slot, m.from, m.to)
+		c.nodes[m.from].e.wakePushed()
 	}
 }
 
@@ -144,10 +148,18 @@ func (c *Cluster) transfer(slot, from, to int) {
 				if src != dst {
 					dst.dbs[db][k] = v
 					delete(src.dbs[db], k)
+					src.keyModified(k, 0) // MIGRATE deletes the key at the source: its trackers are told
 				}
 			}
 		}
 	}
 	c.state.owner[slot] = to
 	delete(c.state.migrating, slot)
+}
+
+// wakePushed writes the invalidations a slot transfer queued on e to their
+// connections (commands do it when they end; a transfer is no command).
+func (e *Engine) wakePushed() {
+	e.mu.Lock()
+	e.unlockAndCloseVictims(0)
 }

@@ -55,6 +55,7 @@ const (
 	ReasonReleaseUnknown          // the delete's outcome is unknown (Ending.Err says why)
 	ReasonDeadline                // the lease deadline passed with no confirmed renewal
 	ReasonDeadlineInFlight        // the lease deadline passed with a command still in flight
+	ReasonReadRefused             // an owner-compared read after a push found the key missing or another owner's
 )
 
 // Ending says why a keep-alive context or the lease ended: Cause, and for a loss its Reason

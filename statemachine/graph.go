@@ -111,6 +111,7 @@ const (
 	EventRenewalUncertainUnfenced
 	EventReleaseSettled
 	EventCallerCancelled
+	EventOwnerReadRefused
 	NumEvents // number of events; not an event
 )
 
@@ -124,7 +125,7 @@ var eventNames = [NumEvents]string{
 	"release-started", "release-joined", "release-deferred", "release-answered", "released",
 	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
 	"renewal-uncertain-unfenced",
-	"release-settled", "caller-cancelled",
+	"release-settled", "caller-cancelled", "owner-read-refused",
 }
 
 // String returns the event's label as used in docs/states.md.

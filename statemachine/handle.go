@@ -152,6 +152,8 @@ func (h *Handle) Step(in Input, out []Effect) []Effect {
 		h.observe(in.Now)
 	case InputWatch:
 		h.stepWatch()
+	case InputOwnerRefuted:
+		h.stepOwnerRefuted()
 	default:
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}
@@ -287,9 +289,21 @@ func (h *Handle) hasWaiter(k waitKind) bool {
 	return false
 }
 
+// resolveAll answers the waiters of kind k with r, in request order, and removes them (in
+// place: resolve does not touch the list, so no copy of the taken ones is needed).
 func (h *Handle) resolveAll(k waitKind, r Result) {
-	for _, w := range h.takeWaiters(k) {
-		h.resolve(w.caller, r)
+	kept := h.waiters[:0]
+	for _, w := range h.waiters {
+		if w.kind == k {
+			h.resolve(w.caller, r)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(h.waiters[len(kept):])
+	h.waiters = kept
+	if len(h.waiters) == 0 {
+		h.waiters = nil
 	}
 }
 

@@ -51,6 +51,7 @@ const (
 	InputFenceDone                            // Op, Err: the fence of Op's session answered or failed
 	InputObserve                              // (Now only): the runtime looks at the handle; a lease whose estimate ran out is no longer held
 	InputWatch                                // (Now only): the lock's context exists: its end must be seen on time, with or without keep-alive
+	InputOwnerRefuted                         // (Now only): an owner-compared read after a push found the key missing or another owner's
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary

@@ -107,6 +107,10 @@ func (h *Handle) stepClose(in Input) {
 func (h *Handle) stepReleaseDone(in Input) {
 	starter := h.releaseStarter
 	h.releaseOp, h.releaseStarter = 0, 0
+	if len(h.waiters) == 0 && (h.state != Releasing || in.Outcome == OutcomeOK) {
+		h.releaseDoneAlone(starter, in) // the usual release: no list to build
+		return
+	}
 	h.waiters = append([]waiter{{caller: starter, kind: waitRelease}}, h.waiters...)
 	failed := Result{Err: in.Err, Outcome: outcomeOf(in)}
 	switch {
@@ -140,6 +144,21 @@ func (h *Handle) stepReleaseDone(in Input) {
 		}
 		h.becomeUncertain(EventReleaseUncertain, in.Err, false, ReasonReleaseUnknown, in.Op)
 	}
+}
+
+// releaseDoneAlone is stepReleaseDone's first two cases when nobody else waits: the same
+// effects in the same order, with the starter answered directly instead of through the
+// waiter list (move, stay, endKeepAlive and endLease do not look at the list).
+func (h *Handle) releaseDoneAlone(starter CallerID, in Input) {
+	if h.state != Releasing {
+		h.stay(EventReleaseSettled)
+		h.resolve(starter, settledResult(in))
+		return
+	}
+	h.move(EventReleased, Released)
+	h.endKeepAlive(Ending{Cause: CauseReleased})
+	h.endLease(Ending{Cause: CauseReleased})
+	h.resolve(starter, Result{Release: ReleaseReleased})
 }
 
 // takeFirstWaiter removes the first waiter of kind k for caller (the resolved starter).

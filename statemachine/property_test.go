@@ -71,6 +71,9 @@ func (x *explorer) nextInput() Input {
 	for {
 		switch x.rng.IntN(14) {
 		case 12:
+			if returned && !x.calm && x.rng.IntN(8) == 0 {
+				return Input{Kind: InputOwnerRefuted} // a read after a push found the key not ours
+			}
 			if returned && x.rng.IntN(2) == 0 {
 				return Input{Kind: InputObserve}
 			}

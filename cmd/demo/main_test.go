@@ -68,7 +68,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"respire.lock.acquisitions acquired 5, contended 1",
 		"respire.lock.held 0",
 		"respire.lock.releases released 2, unknown 1",
-		"respire.lock.losses refused 2, release-outcome-unknown 1",
+		"respire.lock.losses read-refused 1, refused 1, release-outcome-unknown 1",
 		"respire.fences ok 1",
 		"respire.sessions.opened 2",
 		"respire.sessions.retired fenced 1",

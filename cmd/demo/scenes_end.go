@@ -11,7 +11,8 @@ import (
 // lost: the server's clock passes worker-b's lease, so the key expires on
 // the server; worker-b's renewal is refused. Then worker-a holds a short
 // lease with a keep-alive, the server clock passes it too, and the
-// keep-alive context is cancelled with its cause.
+// keep-alive context is cancelled with its cause: at once, since the
+// expiry's invalidation push makes the holder read its key (read-refused).
 func (s *stage) lost(ctx context.Context, lock *lease.Lock) error {
 	s.clock.Advance(longLease + time.Second)
 	s.say("lost", "server clock +%v: worker-b's lease expired on the server (PTTL: %s)", longLease+time.Second, s.pttl())
@@ -31,7 +32,9 @@ func (s *stage) lost(ctx context.Context, lock *lease.Lock) error {
 	return s.lostWithKeepAlive(ctx)
 }
 
-// lostWithKeepAlive: a keep-alive finds the lease gone at its next renewal.
+// lostWithKeepAlive: a keep-alive holder learns that its lease is gone
+// from the expiry's invalidation push and the read that follows, without
+// waiting for its next renewal.
 func (s *stage) lostWithKeepAlive(ctx context.Context) error {
 	lock, err := s.a.locks.Acquire(ctx, lockKey, shortLease, lease.WithKeepAlive())
 	if err != nil {

@@ -1,0 +1,160 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+)
+
+// This file is the push half of conn: one watcher connection per node with
+// RESP3 client-side tracking (CLIENT TRACKING ON OPTIN NOLOOP), on which
+// WatchRead arms the tracking of one key (CLIENT CACHING YES + GET) and
+// reads its owner token in the same round trip. The server then sends one
+// invalidation push when the key next changes — deleted, expired, written,
+// PEXPIREd — and the pool hands the key to the handler set with
+// SetInvalidationHandler. Tracking is one-shot per read: after a push the
+// key is tracked again only by the next WatchRead. A watcher only reads; it
+// never carries a lock command, so nothing it does can change a lock.
+
+// ErrTrackingRefused is the cause of WatchRead's error when the node will
+// not deliver invalidations to this client: CLIENT TRACKING or CLIENT
+// CACHING got an error reply (NOPERM, an unknown subcommand behind a
+// proxy), or the connection speaks RESP2 (no pushes without a redirect).
+// It is remembered for the node for the pool's life: callers poll instead.
+var ErrTrackingRefused = errors.New("client-side tracking refused")
+
+// TrackingOnCommand turns tracking on for the watcher: OPTIN (only reads
+// after CLIENT CACHING YES are tracked) and NOLOOP.
+func TrackingOnCommand() Command {
+	return Command{Args: []string{"CLIENT", "TRACKING", "ON", "OPTIN", "NOLOOP"}, Key: -1}
+}
+
+// TrackingOffCommand turns tracking off (rueidis may have turned it on with
+// other options; modes cannot be switched without OFF first).
+func TrackingOffCommand() Command {
+	return Command{Args: []string{"CLIENT", "TRACKING", "OFF"}, Key: -1}
+}
+
+// CachingYesCommand makes the next read of an OPTIN connection tracked.
+func CachingYesCommand() Command {
+	return Command{Args: []string{"CLIENT", "CACHING", "YES"}, Key: -1}
+}
+
+// watchState is the pool's watchers, one per node, and what nodes refused.
+type watchState struct {
+	mu       sync.Mutex
+	handler  func(node string, keys []string)
+	watchers map[string]*watcher
+	refused  map[string]error // node → the refusal, for the pool's life
+	closed   bool
+}
+
+// watcher is one tracking connection to one node.
+type watcher struct {
+	node    string
+	client  rueidis.DedicatedClient
+	dead    atomic.Bool // the socket broke or was closed: open a fresh one
+	closing atomic.Bool // closed by us: its last nil push means nothing
+}
+
+// SetInvalidationHandler sets fn to receive, on the watcher's reader
+// goroutine, the keys whose tracking ended on node: a change or expiry of
+// keys, or everything tracked there (keys nil) after a FLUSHALL or when the
+// watcher's connection broke (nothing is tracked any more; read again).
+// fn must not block. Set it before the first WatchRead.
+func (p *Pool) SetInvalidationHandler(fn func(node string, keys []string)) {
+	p.watch.mu.Lock()
+	p.watch.handler = fn
+	p.watch.mu.Unlock()
+}
+
+// WatchRead tracks key on the watcher of its primary and reads it there in
+// one round trip (CLIENT CACHING YES + GET): it returns the node, the owner
+// token and whether the key exists. From the server's answer on, any change
+// of the key sends one invalidation to the handler. MOVED is followed (the
+// slot map learns it). It blocks for the round trip, and the first time per
+// node for the watcher's handshake. An error matching ErrTrackingRefused
+// means the node will not push; other errors are worth another try later.
+func (p *Pool) WatchRead(ctx context.Context, key string) (node string, token string, found bool, err error) {
+	if p.clientClosed.Load() { // the rueidis client was found closed: nothing more is sent
+		return "", "", false, &Error{Class: NotSubmitted, Op: "watch", Err: ErrClientClosed}
+	}
+	for hop := 0; hop <= maxRedirects; hop++ {
+		node, err = p.route(ctx, "GET", key)
+		if err != nil {
+			return "", "", false, err
+		}
+		if p.sentinel {
+			p.dropStaleWatchers(node)
+		}
+		w, err := p.watcherFor(ctx, node)
+		if err != nil {
+			return node, "", false, err
+		}
+		p.reportCommand(ctx, "CLIENT CACHING")
+		p.reportCommand(ctx, "GET")
+		results := w.client.DoMulti(ctx, buildCommand(w.client.B(), CachingYesCommand()),
+			buildCommand(w.client.B(), OwnerCommand(key)))
+		for _, r := range results {
+			if e := r.NonRedisError(); e != nil {
+				if !cancelledByCaller(ctx, e) {
+					p.lostWatcher(w) // the socket failed: what it tracked is forgotten
+				}
+				return node, "", false, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: e}
+			}
+		}
+		if caching, _ := toReply(results[0]); caching.Kind == ReplyError {
+			return node, "", false, p.refuse(w, caching.Text)
+		}
+		reply, redisErr := toReply(results[1])
+		if rd, ok := ParseRedirect(reply.Text); ok && reply.Kind == ReplyError {
+			if !rd.Ask {
+				p.learnSlot(rd.Slot, rd.Addr)
+			}
+			continue
+		}
+		token, found, serverErr := OwnerResult(reply)
+		if serverErr != nil {
+			return node, "", false, definite("watch", node, nil, serverErr, redisErr)
+		}
+		return node, token, found, nil
+	}
+	return node, "", false, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: errors.New("too many redirects")}
+}
+
+// watcherFor returns node's live watcher, opening one (once at a time per
+// node) when there is none.
+func (p *Pool) watcherFor(ctx context.Context, node string) (*watcher, error) {
+	for {
+		p.watch.mu.Lock()
+		if p.watch.closed {
+			p.watch.mu.Unlock()
+			return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: ErrPoolClosed}
+		}
+		if why := p.watch.refused[node]; why != nil {
+			p.watch.mu.Unlock()
+			return nil, &Error{Class: Definite, Op: "watch", Addr: node, Err: why}
+		}
+		if w := p.watch.watchers[node]; w != nil && !w.dead.Load() {
+			p.watch.mu.Unlock()
+			return w, nil
+		}
+		p.watch.mu.Unlock()
+		opened := p.opening.DoChan("watch "+node, func() (any, error) { return p.openWatcher(ctx, node) })
+		select {
+		case r := <-opened:
+			if r.Err != nil {
+				if ctx.Err() == nil && errors.Is(r.Err, context.Canceled) {
+					continue // the caller that led the open gave up; ours is live
+				}
+				return nil, r.Err
+			}
+			return r.Val.(*watcher), nil
+		case <-ctx.Done():
+			return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: context.Cause(ctx)}
+		}
+	}
+}

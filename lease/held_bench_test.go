@@ -1,0 +1,122 @@
+package lease
+
+import (
+	"context"
+	"flag"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+var heldLocks = flag.Int("held.locks", 100000, "BenchmarkHeldKeepAlive: how many locks to hold")
+
+// BenchmarkHeldKeepAlive holds -held.locks locks (default 100,000) with
+// WithKeepAlive and Lock.Context on the real redis-server of
+// RESPIRE_REAL_REDIS70, with push off (WithoutPush: the client's own cost of
+// a held lock), past their first renewal (lease 10s, held 7.5s), and reports
+// the heap and goroutine stacks per lock (after GC, against before), the
+// goroutines while held and the worst renewal lateness (the
+// respire.lock.renewal.lateness histogram) as a share of the renewal
+// interval. Nothing is asserted about its timing:
+//
+//	scripts/with-servers.sh go test ./lease/ -run '^$' -bench HeldKeepAlive -benchtime 1x [-held.locks N]
+func BenchmarkHeldKeepAlive(b *testing.B) {
+	addr := os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		b.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server (scripts/with-servers.sh starts one)")
+	}
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr},
+		Password: os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	reader := sdkmetric.NewManualReader()
+	locks, err := New(client, WithoutPush(), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer locks.Close()
+	const ttl, hold = 10 * time.Second, 7500 * time.Millisecond
+	for range b.N {
+		n := *heldLocks
+		held := make([]*Lock, n)
+		bytes0, goroutines0 := liveBytes(), runtime.NumGoroutine()
+		holdAll(b, locks, held, ttl)
+		time.Sleep(hold) // past the first renewal (at about half the lease)
+		bytes1, goroutines1 := liveBytes(), runtime.NumGoroutine()
+		for _, l := range held {
+			if l.Context().Err() != nil {
+				b.Errorf("a lock was lost while held: %v", context.Cause(l.Context()))
+				break
+			}
+		}
+		b.ReportMetric(float64(bytes1-bytes0)/float64(n), "B/lock")
+		b.ReportMetric(float64(goroutines1-goroutines0), "goroutines")
+		b.ReportMetric(worstLateness(b, reader)/(ttl/2).Seconds()*100, "%-worst-late")
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}
+}
+
+// holdAll fills held with locks taken WithKeepAlive, from 64 goroutines,
+// each one's Context asked for (protected work runs under it).
+func holdAll(b *testing.B, locks *Locks, held []*Lock, ttl time.Duration) {
+	var wg sync.WaitGroup
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(held); i += 64 {
+				l, err := locks.Acquire(context.Background(), "bench:held:"+strconv.Itoa(i), ttl, WithKeepAlive())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				l.Context()
+				held[i] = l
+			}
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
+
+// liveBytes is the heap in use plus goroutine stacks, after a full GC.
+func liveBytes() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc + ms.StackInuse)
+}
+
+// worstLateness is the largest renewal lateness recorded, in seconds.
+func worstLateness(b *testing.B, reader *sdkmetric.ManualReader) float64 {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		b.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == "respire.lock.renewal.lateness" {
+				for _, dp := range h.DataPoints {
+					if v, ok := dp.Max.Value(); ok {
+						return v
+					}
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,268 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// This file is push-driven waiting and loss detection (docs/architecture.md,
+// "Push-driven waiting and loss detection"). Waiting acquisitions and
+// keep-alive holders register their key here; conn's watcher of the key's
+// node tracks it (CLIENT CACHING YES + GET on a connection with CLIENT
+// TRACKING ON OPTIN NOLOOP) and hands every invalidation to onInvalidate,
+// which wakes one waiter of the key (the baton: one SET NX round per
+// release within this process) and makes each holder of the key confirm
+// its ownership with a read. Tracking is one-shot: a key is re-armed by the
+// read that follows each invalidation. Without push (WithoutPush, or a node
+// that refused tracking) waiters poll and holders learn at their renewal.
+
+// pushCheckTimeout bounds one owner-compared read of a holder.
+const pushCheckTimeout = 5 * time.Second
+
+// pushHub is the in-process fan-out of one Locks: wire key → who cares.
+type pushHub struct {
+	m      *managed
+	mu     sync.Mutex
+	keys   map[string]*pushKey
+	stats  pushStats
+	closed bool // Locks.Close began: no new background read starts
+}
+
+// close stops new background reads (Locks.Close, before it waits for the
+// background work).
+func (h *pushHub) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+}
+
+// pushKey is the interest in one wire key.
+type pushKey struct {
+	armed   bool          // a tracked read answered and no invalidation came since
+	arming  bool          // a tracked read is in flight
+	gen     uint64        // invalidations seen: a read that spans one is stale
+	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
+	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
+	missed  bool          // an invalidation came while the baton was out
+	holders []*Lock       // keep-alive holders of the key in this process
+	check   bool          // a holder's read is in flight
+	recheck bool          // an invalidation came during that read
+}
+
+// pushWaiter is one waiting acquisition.
+type pushWaiter struct {
+	wake chan struct{} // cap 1: the baton was handed over, or the key is free
+}
+
+// pushStats counts what push did, for tests (read under hub.mu).
+type pushStats struct {
+	reads       int // waiters' tracked reads (arming)
+	holderReads int // holders' owner-compared reads
+	refuted     int // held locks ended by a read
+	batons      int // waiters woken to try
+}
+
+func newPushHub(m *managed) *pushHub {
+	h := &pushHub{m: m, keys: map[string]*pushKey{}}
+	m.core.pool.SetInvalidationHandler(h.onInvalidate)
+	return h
+}
+
+// entry returns key's entry, creating it; h.mu is held.
+func (h *pushHub) entry(key string) *pushKey {
+	e := h.keys[key]
+	if e == nil {
+		e = &pushKey{}
+		h.keys[key] = e
+	}
+	return e
+}
+
+// forget drops key's entry once nobody cares; h.mu is held.
+func (h *pushHub) forget(key string, e *pushKey) {
+	if len(e.waiters) == 0 && len(e.holders) == 0 && !e.arming && !e.check && h.keys[key] == e {
+		delete(h.keys, key)
+	}
+}
+
+// onInvalidate is conn's handler, on the watcher's reader goroutine: keys
+// changed on node, or (keys nil) everything tracked there was forgotten —
+// then every key is treated as changed (a spurious wake costs one read or
+// one SET NX; a missed one would cost a retry interval). It never blocks:
+// waiters are signalled, holders' reads start on goroutines.
+func (h *pushHub) onInvalidate(_ string, keys []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if keys == nil {
+		for key, e := range h.keys {
+			h.invalidateLocked(key, e)
+		}
+		return
+	}
+	for _, key := range keys {
+		if e := h.keys[key]; e != nil {
+			h.invalidateLocked(key, e)
+		}
+	}
+}
+
+// invalidateLocked marks key changed: one waiter gets the baton, the
+// holders read; h.mu is held.
+func (h *pushHub) invalidateLocked(key string, e *pushKey) {
+	e.armed = false
+	e.gen++
+	switch {
+	case len(e.holders) > 0:
+		// A holder here: most likely its own renewal. Its read decides;
+		// waiters are woken only if it finds the key free.
+		h.startCheckLocked(key, e)
+	case e.baton != nil:
+		e.missed = true
+	default:
+		h.passBatonLocked(e)
+	}
+}
+
+// passBatonLocked wakes the first waiter to try SET NX; h.mu is held.
+func (h *pushHub) passBatonLocked(e *pushKey) {
+	if e.baton != nil || len(e.waiters) == 0 {
+		return
+	}
+	e.baton = e.waiters[0]
+	e.missed = false
+	h.stats.batons++
+	select {
+	case e.baton.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait is a waiting acquisition's pause between two SET NX tries: it
+// returns when this waiter is handed the baton (the key changed: try now),
+// when the key was found free while arming, when sleep passed (the safety
+// net: a push may be lost), or with ctx's cause. *pw registers the waiter
+// on first use; leave must follow the last wait. On a node that refused
+// tracking, or with a read error, it just sleeps.
+func (h *pushHub) wait(ctx context.Context, key string, sleep time.Duration, pw **pushWaiter) error {
+	h.mu.Lock()
+	e := h.entry(key)
+	if *pw == nil {
+		*pw = &pushWaiter{wake: make(chan struct{}, 1)}
+		e.waiters = append(e.waiters, *pw)
+	}
+	w := *pw
+	if e.baton == w {
+		e.baton = nil
+		if e.missed { // changed again while we tried: try at once, still first
+			e.missed, e.baton = false, w
+			h.mu.Unlock()
+			return nil
+		}
+	}
+	select {
+	case <-w.wake: // stale: the baton it carried was given back above
+	default:
+	}
+	arm := !e.armed && !e.arming
+	if arm {
+		e.arming = true
+	}
+	gen := e.gen
+	h.mu.Unlock()
+	if arm {
+		free, err := h.arm(ctx, key, gen)
+		if err != nil {
+			return sleepContext(ctx, h.m.clock, sleep)
+		}
+		if free {
+			return nil
+		}
+	}
+	return h.park(ctx, w, sleep)
+}
+
+// park waits for w's wake, sleep on the clock, or ctx.
+func (h *pushHub) park(ctx context.Context, w *pushWaiter, sleep time.Duration) error {
+	woken := make(chan struct{})
+	t := h.m.clock.AfterFunc(sleep, func() { close(woken) })
+	select {
+	case <-w.wake:
+		t.Stop()
+		return nil
+	case <-woken:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return context.Cause(ctx)
+	}
+}
+
+// arm tracks key with a read on its watcher (gen: the invalidations seen
+// when it started) and reports whether the key is free to try now: missing,
+// or changed while the read was in flight.
+func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, err error) {
+	_, _, found, err := h.m.core.pool.WatchRead(ctx, key)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.entry(key)
+	e.arming = false
+	h.stats.reads++
+	if err != nil {
+		return false, err
+	}
+	if e.gen != gen {
+		return true, nil
+	}
+	e.armed = true
+	return !found, nil
+}
+
+// leave unregisters a waiter whose acquisition ended (acquired, gave up or
+// out of budget). A baton it held goes on: to the next waiter at once when
+// the key changed meanwhile, otherwise the key is tracked again for the
+// waiters left (in the background), and the next waiter is woken if the
+// key is found free.
+func (h *pushHub) leave(key string, w *pushWaiter) {
+	if w == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.keys[key]
+	if e == nil {
+		return
+	}
+	for i, x := range e.waiters {
+		if x == w {
+			e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+			break
+		}
+	}
+	if e.baton == w {
+		e.baton = nil
+		if e.missed {
+			h.passBatonLocked(e)
+		} else if len(e.waiters) > 0 && !e.armed && !e.arming && !h.closed {
+			e.arming = true
+			gen := e.gen
+			h.m.goBackground(func() { h.rearm(key, gen) })
+		}
+	}
+	h.forget(key, e)
+}
+
+// rearm tracks key again for the waiters left after the baton's holder
+// left, and wakes the next one if the key is free.
+func (h *pushHub) rearm(key string, gen uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), pushCheckTimeout)
+	defer cancel()
+	free, err := h.arm(ctx, key, gen)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.entry(key)
+	if err == nil && free {
+		h.passBatonLocked(e)
+	}
+	h.forget(key, e)
+}

@@ -1,0 +1,205 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
+)
+
+// isExtend matches a renewal of key: SET … IFEQ … or the extend script.
+func isExtend(key string) func(sim.Entry) bool {
+	return func(e sim.Entry) bool {
+		if isRenewal(key)(e) {
+			return true
+		}
+		return len(e.Args) >= 4 && (strings.EqualFold(e.Args[0], "EVALSHA") && e.Args[1] == conn.ExtendScriptSHA ||
+			strings.EqualFold(e.Args[0], "EVAL") && e.Args[1] == conn.ExtendScript) && e.Args[3] == key
+	}
+}
+
+func countMatching(log []sim.Entry, match func(sim.Entry) bool) int {
+	n := 0
+	for _, e := range log {
+		if match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPushIgnoresOwnRenewals_NoWakeNoLoss: a holder's own keep-alive
+// renewals change its key, so the watcher is told; the holder's read finds
+// its token and nothing happens: the lock stays held, a waiter of the same
+// Locks (retry interval a minute) is not woken (no SET NX), and each
+// renewal costs at most one read on the watcher (which tracks the key
+// again; OPTIN tracking is one-shot).
+func TestPushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T) {
+	forEachServer(t, func(t *testing.T, tg *target) {
+		ctx := ctxT(t)
+		locks := tg.locks(t)
+		lock, err := locks.Acquire(ctx, "push:own", 400*time.Millisecond, WithKeepAlive())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Close()
+		waitCtx, stopWaiting := context.WithCancel(ctx)
+		defer stopWaiting()
+		got := make(chan error, 1)
+		go func() {
+			_, err := locks.Acquire(waitCtx, "push:own", time.Second, WithWaitUntilDone(), WithRetryEvery(time.Minute))
+			got <- err
+		}()
+		eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, "push:own") == 1 })
+		tg.srv.ResetLog()
+		before := pushStatsOf(locks)
+		eventually(t, "four renewals", func() bool { return countMatching(tg.srv.Log(), isExtend("push:own")) >= 4 })
+		eventually(t, "the key tracked again", func() bool { return holderArmed(locks, "push:own") })
+		log, after := tg.srv.Log(), pushStatsOf(locks)
+		renewals := countMatching(log, isExtend("push:own"))
+		reads := after.holderReads - before.holderReads
+		t.Logf("%d renewals, %d holder reads, %d waiter reads", renewals, reads, after.reads-before.reads)
+		if lock.Context().Err() != nil || lock.State() != StateHeld || after.refuted != 0 {
+			t.Fatalf("own renewals ended the lock: %v, state %v, refuted %d", context.Cause(lock.Context()), lock.State(), after.refuted)
+		}
+		if n := countSetNX(log, "push:own"); n != 0 {
+			t.Errorf("the waiter tried SET NX %d times during own renewals; want 0", n)
+		}
+		if reads > renewals+1 {
+			t.Errorf("%d reads for %d renewals; want at most one each", reads, renewals)
+		}
+		stopWaiting()
+		<-got
+	})
+}
+
+// TestPushFallsBackToPolling_TrackingDenied: for a user denied
+// CLIENT TRACKING, the watcher's refusal is remembered for the node (one
+// attempt), waiters poll at their retry interval and get the lock after a
+// release, and a keep-alive holder keeps its lock.
+func TestPushFallsBackToPolling_TrackingDenied(t *testing.T) {
+	forEachServer(t, func(t *testing.T, tg *target) {
+		ctx := ctxT(t)
+		perms := append(slices.Clone(leastPrivilege[tg.profile]), "client|id", "client|info", "client|kill")
+		tg.srv.SetUser("locker", "lockerpw", perms...)
+		locks := newLocks(t, newClient(t, []string{tg.srv.Addr()}, "locker", "lockerpw", true))
+		holderLocks := tg.locks(t)
+		holder, err := holderLocks.Acquire(ctx, "push:acl", 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 2; round++ {
+			got := make(chan acquired, 1)
+			go func() {
+				lock, err := locks.Acquire(ctx, "push:acl", 30*time.Second, WithWaitUntilDone(),
+					WithRetryEvery(20*time.Millisecond), WithKeepAlive())
+				got <- acquired{lock: lock, err: err}
+			}()
+			eventually(t, "the refusal remembered", func() bool {
+				return locks.core.pool.TrackingRefused(tg.srv.Addr()) || locks.core.pool.TrackingRefused(holderNode(locks))
+			})
+			if _, err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("round %d: the polling waiter: %v", round, r.err)
+			}
+			if r.lock.Context().Err() != nil {
+				t.Fatalf("the holder without push lost its lock: %v", context.Cause(r.lock.Context()))
+			}
+			holder = r.lock
+		}
+		if !tg.real {
+			if n := countMatching(tg.srv.Log(), isCommand("CLIENT", "TRACKING", "ON", "OPTIN", "NOLOOP")); n != 1 {
+				t.Errorf("CLIENT TRACKING ON sent %d times by the denied user; want 1 (remembered)", n)
+			}
+		}
+		_ = holder.Close()
+	})
+}
+
+// holderNode returns the node of locks' standalone session.
+func holderNode(locks *Locks) string {
+	if s := locks.managed().standalone.Load(); s != nil {
+		return s.Node()
+	}
+	return ""
+}
+
+// TestWithoutPush_SendsNoTracking: WithoutPush sends no tracking command;
+// a waiter polls and gets the lock after the release.
+func TestWithoutPush_SendsNoTracking(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true), WithoutPush())
+	ctx := ctxT(t)
+	holder, err := locks.Acquire(ctx, "k", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan acquired, 1)
+	go func() {
+		lock, err := locks.Acquire(ctx, "k", 30*time.Second, WithWait(5*time.Second), WithRetryEvery(10*time.Millisecond))
+		got <- acquired{lock: lock, err: err}
+	}()
+	waitLog(t, srv, func(e sim.Entry) bool { return countSetNX([]sim.Entry{e}, "k") == 1 && e.Seq > 1 })
+	if _, err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	_ = r.lock.Close()
+	for _, e := range srv.Log() {
+		if strings.EqualFold(e.Args[0], "CLIENT") && len(e.Args) > 1 && (strings.EqualFold(e.Args[1], "TRACKING") ||
+			strings.EqualFold(e.Args[1], "CACHING")) {
+			t.Fatalf("WithoutPush sent %v", e.Args)
+		}
+	}
+}
+
+// TestPushWakesWaiters_LeastPrivilegeUserWithTracking: the ACL line of
+// docs/compatibility.md plus +client|tracking +client|caching is enough for
+// push: a waiter of that user (retry interval a minute) is woken by the
+// release, and its keep-alive lock learns of a third party's DEL at once.
+func TestPushWakesWaiters_LeastPrivilegeUserWithTracking(t *testing.T) {
+	forEachServer(t, func(t *testing.T, tg *target) {
+		ctx := ctxT(t)
+		perms := append(slices.Clone(leastPrivilege[tg.profile]), "client|id", "client|info", "client|kill",
+			"client|tracking", "client|caching")
+		tg.srv.SetUser("locker", "lockerpw", perms...)
+		locks := newLocks(t, newClient(t, []string{tg.srv.Addr()}, "locker", "lockerpw", true))
+		holder, err := tg.locks(t).Acquire(ctx, "push:acl2", 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan acquired, 1)
+		go func() {
+			lock, err := locks.Acquire(ctx, "push:acl2", 30*time.Second, WithWaitUntilDone(),
+				WithRetryEvery(time.Minute), WithKeepAlive())
+			got <- acquired{lock: lock, err: err}
+		}()
+		eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, "push:acl2") == 1 })
+		if _, err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		defer r.lock.Close()
+		eventually(t, "the holder's key tracked", func() bool { return holderArmed(locks, "push:acl2") })
+		tg.srv.Exec("DEL", "push:acl2")
+		waitDone(t, r.lock.Context())
+		var loss *LossError
+		if !errors.As(context.Cause(r.lock.Context()), &loss) || loss.Reason != LossReadRefused {
+			t.Fatalf("cause %v; want LossReadRefused", context.Cause(r.lock.Context()))
+		}
+	})
+}

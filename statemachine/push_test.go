@@ -1,0 +1,59 @@
+package statemachine
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestPushDetectsLoss_ReadRefusalEndsOnlyAHeldHandle: InputOwnerRefuted
+// moves a Held handle to Lost along owner-read-refused, cancelling the
+// keep-alive (before the lease's end) with ReasonReadRefused and disarming
+// its deadline timer; a renewal still in flight then settles without effect. In any
+// other state the input changes nothing.
+func TestPushDetectsLoss_ReadRefusalEndsOnlyAHeldHandle(t *testing.T) {
+	d := acquired(t, 10*time.Second, true)
+	eff := d.fire(TimerRenewal, d.last)
+	renew := find(t, eff, EffectSendRenew).Op
+	eff = d.step(Input{Kind: InputOwnerRefuted})
+	if d.h.State() != Lost {
+		t.Fatalf("state %s; want Lost", d.h.State())
+	}
+	cancel := find(t, eff, EffectCancelKeepAlive)
+	if cancel.Ending.Cause != CauseOwnershipLost || cancel.Ending.Reason != ReasonReadRefused {
+		t.Fatalf("keep-alive ending %+v; want ownership lost, read refused", cancel.Ending)
+	}
+	if index(eff, EffectCancelKeepAlive) > index(eff, EffectEndLease) {
+		t.Fatal("the lease ended before the keep-alive was cancelled")
+	}
+	if findTimerDisarmed(eff) != TimerDeadline {
+		t.Fatalf("effects %v; want the deadline timer disarmed", eff)
+	}
+	eff = d.done(renew, OutcomeOK, nil)
+	if d.h.State() != Lost || has(eff, EffectEndLease) || has(eff, EffectArmTimer) {
+		t.Fatalf("late renewal: state %s, effects %v", d.h.State(), eff)
+	}
+
+	r := acquired(t, 10*time.Second, false)
+	_, eff = r.release()
+	if has(r.step(Input{Kind: InputOwnerRefuted}), EffectTransition) || r.h.State() != Releasing {
+		t.Fatalf("a refusal during a release moved the handle: %s", r.h.State())
+	}
+	r.done(find(t, eff, EffectSendRelease).Op, OutcomeOK, nil)
+	if r.h.State() != Released || len(r.step(Input{Kind: InputOwnerRefuted})) != 0 {
+		t.Fatalf("a refusal after the release changed something: %s", r.h.State())
+	}
+	if !errors.Is(CauseOwnershipLost.Err(nil), ErrOwnershipLost) {
+		t.Fatal("cause error")
+	}
+}
+
+// findTimerDisarmed returns the timer of the first EffectDisarmTimer, or TimerNone.
+func findTimerDisarmed(eff []Effect) Timer {
+	for _, e := range eff {
+		if e.Kind == EffectDisarmTimer {
+			return e.Timer
+		}
+	}
+	return TimerNone
+}
