@@ -6,9 +6,11 @@
 //
 // Three ways to use it:
 //   - in tests: Start returns a running *Server (Addr, Exec, Log, WaitFor,
-//     Inject, Pause, KillClient, Failover, SetUser); StartCluster returns a
-//     *Cluster of masters sharing a slot map (MoveSlot, StartMigration,
-//     FinishMigration answer MOVED/ASK like real nodes);
+//     Inject, Pause, KillClient, Failover, SetUser); Inject's faults act on
+//     commands and, with DropPush and DelayPush, on the invalidations the
+//     node sends. StartCluster returns a *Cluster of masters sharing a slot
+//     map (MoveSlot, StartMigration, FinishMigration answer MOVED/ASK like
+//     real nodes);
 //   - as a binary: go run ./cmd/respire-sim --profile valkey-9.0 --listen 127.0.0.1:7000;
 //   - in process without sockets: NewEngine, then NewClient/Exec/Killed/
 //     CloseClient drive one node deterministically (no goroutines; time
@@ -117,25 +119,51 @@ const (
 	// reply (a server that answers what no real one would, for a client's
 	// protocol checks).
 	ReplaceReply
+	// DropPush discards a tracking invalidation instead of sending it: a
+	// RESP3 ">2 invalidate" push, or a "__redis__:invalidate" message to a
+	// RESP2 connection REDIRECTed to. The change and the server's tracking
+	// table are as without the fault (the key is forgotten, as once sent):
+	// the client never hears of it.
+	DropPush
+	// DelayPush holds a tracking invalidation (as DropPush selects it) for
+	// Delay of real time, or, when Gate is set, until Gate is closed, then
+	// sends it. Everything else queued for the same connection besides
+	// replies (later invalidations, pub/sub messages) waits behind it, so
+	// those keep their order; replies are not held and overtake it, as if
+	// the invalidations travelled a slower path. A connection that closes
+	// meanwhile loses them; Close discards them.
+	DelayPush
 )
 
-// Fault is a scripted failure for commands that match it. A fault fires
-// for Times matching commands (0 means once) and is then removed.
+// Fault is a scripted failure for commands that match it, or, for
+// DropPush and DelayPush, for the tracking invalidations that match it. A
+// fault fires for Times matching commands or invalidations (0 means once)
+// and is then removed.
+//
+// A push fault sees an invalidation as args ["invalidate", key...] (a
+// flush's, which names no key, as ["invalidate"]); ClientID is the
+// connection it is written to (with REDIRECT, the redirect target), Key
+// selects invalidations naming that key (a flush's matches every Key),
+// Command is ignored. Its Match runs while the node's engine is locked: it
+// must not call the Server. Faults are a Server's: an in-process Engine
+// hands its messages out by TakePushes, and its user drops or delays them.
 type Fault struct {
 	Kind     FaultKind
 	Command  string                   // command name, case-insensitive ("DELEX", "CLIENT"); "" matches any
-	Match    func(args []string) bool // optional extra predicate on the whole command
+	Match    func(args []string) bool // optional extra predicate on the whole command (or invalidation)
 	ClientID int64                    // only this client, when non-zero
+	Key      string                   // DropPush, DelayPush: only invalidations of this key, when non-empty
 	Times    int
-	Delay    time.Duration   // DelayReply
-	Gate     <-chan struct{} // DelayReply: hold the reply until closed
+	Delay    time.Duration   // DelayReply, DelayPush
+	Gate     <-chan struct{} // DelayReply, DelayPush: hold the reply (invalidation) until closed
 	Error    string          // FailWith: error text without '-' and CRLF, e.g. "NOPERM denied"
 	Reply    string          // ReplaceReply: the raw RESP reply to write, e.g. "$7\r\ninvalid\r\n"
 	// Fired, when non-nil, receives one record (non-blocking send) each time the fault fires.
 	Fired chan<- FaultRecord
 }
 
-// FaultRecord tells that a fault fired, on which command.
+// FaultRecord tells that a fault fired, on which command (or, for a push
+// fault, on which invalidation: ["invalidate", key...], for which client).
 type FaultRecord struct {
 	Kind     FaultKind
 	ClientID int64

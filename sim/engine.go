@@ -51,6 +51,7 @@ type Engine struct {
 	pushed     []int64                   // clients whose queue filled since the hook last ran
 	onPush     func(id int64)            // network hook: write the client's pushes
 	nextExpiry int64                     // no key expires before (unix ms); 0: no TTL set
+	pf         *pushFaults               // a Server's DropPush/DelayPush hook (push.go); nil: none
 }
 
 // client is one connection's session state.

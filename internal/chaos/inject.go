@@ -82,6 +82,10 @@ func (in *injector) apply(f *fault) {
 		if f.killed, ok = in.s.srv.killProxied(proxy, f.target); !ok {
 			return
 		}
+	case FaultDropPush, FaultDelayPush:
+		if !in.s.srv.injectPush(f) {
+			return
+		}
 	case FaultCloseLocks:
 		proc := in.s.procs[f.target%len(in.s.procs)]
 		if proc.closed.Swap(true) {
@@ -147,6 +151,11 @@ func (in *injector) lift(f *fault) {
 	case FaultPause:
 		if in.paused--; in.paused == 0 {
 			in.s.srv.resume(in.s.proxy)
+		}
+	case FaultDropPush, FaultDelayPush:
+		f.over.Store(true)
+		if f.gate != nil {
+			close(f.gate)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/respire-go/respire/internal/faultproxy"
@@ -14,9 +15,10 @@ import (
 // of them, so that the choices of one part never depend on how many values
 // another part drew.
 const (
-	streamPlan     = 1<<63 + iota // the shape of the schedule
-	streamFaults                  // the fault schedule
-	streamOutsider                // the outsider's keys and leases
+	streamPlan       = 1<<63 + iota // the shape of the schedule
+	streamFaults                    // the fault schedule
+	streamOutsider                  // the outsider's keys and leases
+	streamPushFaults                // the push faults (a stream of their own: the other faults of a seed stay as they were)
 	// worker w draws from stream w (PCG seeded from the seed and w).
 )
 
@@ -33,10 +35,13 @@ const (
 	FaultPause                       // pause the server (sim Pause; real: stall every socket to it)
 	FaultKill                        // CLIENT KILL one proxied connection server-side
 	FaultCloseLocks                  // Locks.Close of one process while its workers are mid-flight
+	FaultDropPush                    // drop the tracking invalidations (of one key or all) for a while (sim DropPush; sim only)
+	FaultDelayPush                   // hold the tracking invalidations for a while, then send them (sim DelayPush; sim only)
 	NumFaultKinds                    // how many kinds there are
 )
 
-var faultNames = [NumFaultKinds]string{"stall", "delay", "reset", "close", "black-hole", "pause", "kill", "close-locks"}
+var faultNames = [NumFaultKinds]string{"stall", "delay", "reset", "close", "black-hole", "pause", "kill", "close-locks",
+	"drop-push", "delay-push"}
 
 // String returns the kind's name, as the campaign prints it.
 func (k FaultKind) String() string {
@@ -80,6 +85,7 @@ func newPlan(seed uint64) plan {
 		p.timeouts = append(p.timeouts, d)
 	}
 	p.faults = planFaults(rand.New(rand.NewPCG(seed, streamFaults)), p.workload, p.processes)
+	p.faults = addPushFault(rand.New(rand.NewPCG(seed, streamPushFaults)), p.faults, p.workload, p.keys)
 	return p
 }
 
@@ -102,10 +108,13 @@ type fault struct {
 	// process, when not 0, restricts a connection fault to the connections
 	// of process-1 (the companion of a FaultCloseLocks).
 	process int
+	key     string // FaultDropPush, FaultDelayPush: only this key's invalidations; "" all
 
 	// Set by the injector's goroutine when applied.
 	conn    *faultproxy.Conn
-	killed  int64 // FaultKill: the client id
+	killed  int64         // FaultKill: the client id
+	over    *atomic.Bool  // FaultDropPush, FaultDelayPush: set when lifted (the sim fault then matches nothing)
+	gate    chan struct{} // FaultDelayPush: closed when lifted (the held invalidations are sent)
 	applied bool
 	lifted  bool
 }
@@ -135,6 +144,25 @@ func planFaults(rng *rand.Rand, workload time.Duration, processes int) []*fault 
 		}
 		faults = append(faults, &fault{kind: FaultCloseLocks, at: at, target: proc})
 	}
+	slices.SortStableFunc(faults, func(a, b *fault) int { return int(a.at - b.at) })
+	return faults
+}
+
+// addPushFault adds, in half of the seeds, one push fault (drop or delay,
+// of one key's invalidations or all) to faults, kept in time order.
+func addPushFault(rng *rand.Rand, faults []*fault, workload time.Duration, keys []string) []*fault {
+	if rng.IntN(2) == 0 {
+		return faults
+	}
+	f := &fault{kind: FaultDropPush, at: between(rng, 10*time.Millisecond, workload-20*time.Millisecond),
+		dur: between(rng, 20*time.Millisecond, 300*time.Millisecond)}
+	if rng.IntN(2) == 0 {
+		f.kind = FaultDelayPush
+	}
+	if rng.IntN(2) == 0 {
+		f.key = keys[rng.IntN(len(keys))]
+	}
+	faults = append(faults, f)
 	slices.SortStableFunc(faults, func(a, b *fault) int { return int(a.at - b.at) })
 	return faults
 }

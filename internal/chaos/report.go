@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ func timelineOf(obs observation) []string {
 			what += fmt.Sprintf(" client %d", f.killed)
 		case FaultCloseLocks:
 			what += fmt.Sprintf(" of process %d", f.target%obs.processes)
+		case FaultDropPush, FaultDelayPush:
+			what += " of " + cmp.Or(f.key, "every key")
 		}
 		if id, ok := clients[e.upstream]; ok {
 			what += fmt.Sprintf(" on client %d", id)

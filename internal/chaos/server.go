@@ -3,8 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -75,6 +77,23 @@ func (s *server) pause(proxy *faultproxy.Proxy) {
 		return
 	}
 	proxy.StallAll(faultproxy.ToServer)
+}
+
+// injectPush arms a push fault on a sim node until it is lifted; false on
+// a real server, which has no such fault (the fault is then skipped).
+func (s *server) injectPush(f *fault) bool {
+	if s.sim == nil {
+		return false
+	}
+	over := new(atomic.Bool)
+	sf := sim.Fault{Kind: sim.DropPush, Key: f.key, Times: math.MaxInt32, Match: func([]string) bool { return !over.Load() }}
+	if f.kind == FaultDelayPush {
+		f.gate = make(chan struct{})
+		sf.Kind, sf.Gate = sim.DelayPush, f.gate
+	}
+	f.over = over
+	s.sim.Inject(sf)
+	return true
 }
 
 // resume ends pause.
