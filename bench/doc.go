@@ -9,6 +9,14 @@
 //
 //	go run ./cmd/peerbench -reps 3 -ctx both
 //
+// Besides throughput, latency and memory it compares waiting: hand-off
+// latency between 16 waiters, loss-detection latency, server commands per
+// held lock and the cost of 10,000 waiters, respire-go (invalidation
+// pushes) against respire-go-poll (lease.WithoutPush) and the peers that
+// can wait; -scenarios selects tables, e.g.
+//
+//	go run ./cmd/peerbench -scenarios handoff,loss -reps 3
+//
 // This package's micro-benchmarks measure the managed lock handles
 // (lease.TryAcquire + Release, held locks with keep-alive) side by side with
 // raw rueidis by hand. They need a private redis-server:

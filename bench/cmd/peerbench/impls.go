@@ -24,12 +24,29 @@ var errNotOwned = errors.New("release did not delete the lock it held")
 // waiting); release is nil when another owner holds it. hold takes key with
 // the implementation's keep-alive; nil when it has none.
 type impl struct {
-	name  string
-	peer  bool   // a lock library other than respire-go: a candidate for "best peer"
-	wire  string // what one acquire+release costs on the wire, for the report
-	try   func(key string) (release func() error, err error)
-	hold  func(key string) (heldLock, error)
-	close func()
+	name    string
+	peer    bool   // a lock library other than respire-go: a candidate for "best peer"
+	variant bool   // respire-go with other options: runs only in the waiting scenarios (waiting.go)
+	wire    string // what one acquire+release costs on the wire, for the report
+	waits   string // how a waiting acquisition learns the key is free, for the report ("" when it cannot wait)
+	try     func(key string) (release func() error, err error)
+	hold    func(key string) (heldLock, error)
+	// wait takes key, waiting while another owner holds it, until ctx is
+	// done; nil when the implementation cannot wait.
+	wait func(ctx context.Context, key string) (release func() error, err error)
+	// watch takes key with the keep-alive and a lease of its own; nil when
+	// the implementation has no keep-alive.
+	watch func(key string, lease time.Duration) (watchedLock, error)
+	// serverKeys are the server keys that make up the lock on key: what a
+	// third party deletes to take it away, or sets to hold it.
+	serverKeys func(key string) []string
+	close      func()
+}
+
+// watchedLock is a lock taken with a keep-alive whose loss is observable.
+type watchedLock interface {
+	done() <-chan struct{} // closed once the implementation says the lock is lost (or released)
+	release() error
 }
 
 // heldLock is a lock taken with a keep-alive.

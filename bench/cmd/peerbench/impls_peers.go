@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -17,16 +19,48 @@ import (
 
 // newRespire is lease.New(client), TryAcquire + Lock.Release; its
 // keep-alive is Acquire(..., lease.WithKeepAlive()), Lock.Context (which ends
-// when the lock is lost) and Lock.Close.
+// when the lock is lost) and Lock.Close; it waits with
+// Acquire(..., lease.WithWaitUntilDone()), woken by invalidation pushes.
 func newRespire(srv *server, c calls, ttl time.Duration) (*impl, error) {
+	im, err := respireImpl(srv, c, ttl)
+	if err != nil {
+		return nil, err
+	}
+	im.name, im.waits = "respire-go", "CLIENT TRACKING invalidation push (per-node watcher), retry interval as safety net"
+	return im, nil
+}
+
+// newRespirePoll is respire-go with lease.WithoutPush(): waiting polls
+// every 50 ms (the retry interval), a keep-alive learns of loss at its next
+// renewal. Only in the waiting scenarios.
+func newRespirePoll(srv *server, c calls, ttl time.Duration) (*impl, error) {
+	im, err := respireImpl(srv, c, ttl, lease.WithoutPush())
+	if err != nil {
+		return nil, err
+	}
+	im.name, im.variant, im.waits = "respire-go-poll", true, "polls SET NX every 50 ms (lease.WithoutPush)"
+	return im, nil
+}
+
+// respireImpl is respire-go on a client of its own, with opts.
+func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) (*impl, error) {
 	client, err := rueidis.NewClient(rueidisOption(srv))
 	if err != nil {
 		return nil, err
 	}
-	locks, err := lease.New(client)
+	locks, err := lease.New(client, opts...)
 	if err != nil {
 		client.Close()
 		return nil, err
+	}
+	release := func(lock *lease.Lock) error {
+		ctx, cancel := c.call()
+		defer cancel()
+		out, err := lock.Release(ctx)
+		if err == nil && out != lease.Released {
+			err = fmt.Errorf("%w: %v", errNotOwned, out)
+		}
+		return err
 	}
 	try := func(key string) (func() error, error) {
 		ctx, cancel := c.call()
@@ -35,15 +69,7 @@ func newRespire(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		if err != nil || !attempt.Acquired() {
 			return nil, err
 		}
-		return func() error {
-			ctx, cancel := c.call()
-			defer cancel()
-			out, err := attempt.Lock().Release(ctx)
-			if err == nil && out != lease.Released {
-				err = fmt.Errorf("%w: %v", errNotOwned, out)
-			}
-			return err
-		}, nil
+		return func() error { return release(attempt.Lock()) }, nil
 	}
 	hold := func(key string) (heldLock, error) {
 		ctx, cancel := c.call()
@@ -58,15 +84,31 @@ func newRespire(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		lock.Context() // created lazily: a user runs the protected work under it, so it is part of a held lock's cost
 		return respireHeld{lock}, nil
 	}
-	return &impl{name: "respire-go", wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold,
-		close: func() { locks.Close(); client.Close() }}, nil
+	wait := func(ctx context.Context, key string) (func() error, error) {
+		lock, err := locks.Acquire(ctx, key, ttl, lease.WithWaitUntilDone())
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return release(lock) }, nil
+	}
+	watch := func(key string, ttl time.Duration) (watchedLock, error) {
+		lock, err := locks.Acquire(context.Background(), key, ttl, lease.WithKeepAlive())
+		if err != nil {
+			return nil, err
+		}
+		return respireHeld{lock}, nil
+	}
+	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
+		serverKeys: func(key string) []string { return []string{key} },
+		close:      func() { locks.Close(); client.Close() }}, nil
 }
 
 // respireHeld is a respire-go lock with its keep-alive.
 type respireHeld struct{ lock *lease.Lock }
 
-func (h respireHeld) lost() error    { return lostCause(h.lock.Context()) }
-func (h respireHeld) release() error { return h.lock.Close() }
+func (h respireHeld) lost() error           { return lostCause(h.lock.Context()) }
+func (h respireHeld) release() error        { return h.lock.Close() }
+func (h respireHeld) done() <-chan struct{} { return h.lock.Context().Done() }
 
 // newRedsync is redsync v4 on its goredis/v9 pool with one node:
 // NewMutex(key, WithExpiry(ttl)), TryLockContext (one try; LockContext would
@@ -97,7 +139,23 @@ func newRedsync(srv *server, c calls, ttl time.Duration) (*impl, error) {
 			return err
 		}, nil
 	}
+	wait := func(ctx context.Context, key string) (func() error, error) {
+		mutex := rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(math.MaxInt32))
+		if err := mutex.LockContext(ctx); err != nil {
+			return nil, err
+		}
+		return func() error {
+			ctx, cancel := c.call()
+			defer cancel()
+			ok, err := mutex.UnlockContext(ctx)
+			if err == nil && !ok {
+				err = errNotOwned
+			}
+			return err
+		}, nil
+	}
 	return &impl{name: "redsync", peer: true, wire: "SET NX EX, EVALSHA (a failed try also sends the EVALSHA)", try: try,
+		wait: wait, waits: "LockContext: retries 50–250 ms apart (tries unbounded here; 32 by default)",
 		close: func() { client.Close() }}, nil
 }
 
@@ -122,7 +180,20 @@ func newRedislock(srv *server, c calls, ttl time.Duration) (*impl, error) {
 			return lock.Release(ctx)
 		}, nil
 	}
+	retry := &redislock.Options{RetryStrategy: redislock.LinearBackoff(50 * time.Millisecond)}
+	wait := func(ctx context.Context, key string) (func() error, error) {
+		lock, err := locker.Obtain(ctx, key, ttl, retry)
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			ctx, cancel := c.call()
+			defer cancel()
+			return lock.Release(ctx)
+		}, nil
+	}
 	return &impl{name: "redislock", peer: true, wire: "EVALSHA (SET NX PX in Lua), EVALSHA", try: try,
+		wait: wait, waits: "Obtain with LinearBackoff(50 ms) (no retry by default)",
 		close: func() { client.Close() }}, nil
 }
 
@@ -175,8 +246,59 @@ func newRueidislock(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		}
 		return h, nil
 	}
+	wait := func(ctx context.Context, key string) (func() error, error) {
+		_, unlock, err := locker.WithContext(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { unlock(); return nil }, nil
+	}
+	watchers := &rueidisLockers{srv: srv, byLease: map[time.Duration]rueidislock.Locker{}}
 	return &impl{name: "rueidislock", peer: true, wire: "3 × EVALSHA (SET NX PXAT + GET), 3 × EVALSHA (compare-and-delete)",
-		try: try, hold: hold, close: locker.Close}, nil
+		waits: "WithContext: client-side-caching invalidation (OPTOUT tracking on its client)",
+		try:   try, hold: hold, wait: wait, watch: watchers.watch,
+		serverKeys: func(key string) []string {
+			return []string{"rueidislock:0:" + key, "rueidislock:1:" + key, "rueidislock:2:" + key}
+		},
+		close: func() { watchers.close(); locker.Close() }}, nil
+}
+
+// rueidisLockers are rueidislock lockers made on demand for a lease other
+// than -ttl (KeyValidity is per locker), at otherwise default options.
+type rueidisLockers struct {
+	srv     *server
+	mu      sync.Mutex
+	byLease map[time.Duration]rueidislock.Locker
+}
+
+// watch takes key with WithContext on the locker for lease: the lock's
+// context ends when rueidislock finds the lock lost.
+func (r *rueidisLockers) watch(key string, lease time.Duration) (watchedLock, error) {
+	r.mu.Lock()
+	locker, ok := r.byLease[lease]
+	if !ok {
+		var err error
+		locker, err = rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: rueidisOption(r.srv), KeyValidity: lease})
+		if err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		r.byLease[lease] = locker
+	}
+	r.mu.Unlock()
+	ctx, unlock, err := locker.WithContext(context.Background(), key)
+	if err != nil {
+		return nil, err
+	}
+	return &rueidisHeld{ctx: ctx, unlock: unlock, cancelReq: noCancel}, nil
+}
+
+func (r *rueidisLockers) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.byLease {
+		l.Close()
+	}
 }
 
 func isContextErr(err error) bool {
@@ -190,7 +312,8 @@ type rueidisHeld struct {
 	cancelReq context.CancelFunc
 }
 
-func (h *rueidisHeld) lost() error { return lostCause(h.ctx) }
+func (h *rueidisHeld) lost() error           { return lostCause(h.ctx) }
+func (h *rueidisHeld) done() <-chan struct{} { return h.ctx.Done() }
 
 // lostCause is ctx's cause once it has ended, nil before.
 func lostCause(ctx context.Context) error {

@@ -11,8 +11,11 @@
 // Scenarios: uncontended pairs from one goroutine (p50/p99 latency,
 // allocations and bytes per pair), 64 goroutines on distinct keys (pairs/s),
 // 16 goroutines trying one key (acquisitions/s, with a mutual-exclusion
-// check that fails the run) and memory per held lock with a keep-alive
-// (10,000 and 100,000 locks). Implementations run interleaved, the order
+// check that fails the run), memory per held lock with a keep-alive
+// (10,000 and 100,000 locks), and the waiting scenarios of waiting.go:
+// hand-off latency between 16 waiters, loss-detection latency, server
+// commands per held lock per second and the cost of 10,000 waiters, where
+// respire-go (push) is compared with respire-go-poll (lease.WithoutPush). Implementations run interleaved, the order
 // rotated each repetition; tables give the median and min–max over the
 // repetitions and the ratios to raw rueidis and to the best peer.
 //
@@ -44,6 +47,7 @@ type config struct {
 	held           []int
 	hold           time.Duration
 	acquireBudget  time.Duration
+	waiting        waitingConfig   // the waiting scenarios' flags (waiting.go)
 	impls          map[string]bool // empty: all
 	scenarios      map[string]bool // empty: all
 	out            string
@@ -112,7 +116,9 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.hold, "hold", 0, "how long the keep-alive scenario holds the locks before measuring (default 3/4 of -ttl: past the first renewal)")
 	fs.DurationVar(&cfg.acquireBudget, "acquire-budget", 30*time.Second, "the keep-alive scenario starts no acquisition after this long (the rest count as given up)")
 	implFlag := fs.String("impls", "", "comma-separated subset of implementations (default all)")
-	scenFlag := fs.String("scenarios", "", "comma-separated subset of: uncontended, parallel-64, contended-16, keepalive (default all)")
+	scenFlag := fs.String("scenarios", "", "comma-separated subset of: uncontended, parallel-64, contended-16, keepalive, "+
+		"handoff, loss, held-cost, watch (default all)")
+	waitingFlags(fs, &cfg.waiting)
 	fs.StringVar(&cfg.out, "out", "RESULTS.md", "write the report here too (empty: stdout only)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -127,6 +133,9 @@ func parseFlags(args []string) (config, error) {
 		cfg.modes = []string{"background", "request"}
 	default:
 		return cfg, fmt.Errorf("-ctx %q: want background, request or both", *ctxFlag)
+	}
+	if err := cfg.waiting.check(cfg.ttl); err != nil {
+		return cfg, err
 	}
 	if cfg.hold <= 0 {
 		cfg.hold = cfg.ttl * 3 / 4

@@ -35,7 +35,15 @@ const peerNotes = `
   as fast as the connection allows. Measured separately on this machine: 1,000 held locks (3,000 keys,
   renewed every 2 s) sent about 47,000 EVALSHA/s instead of the 1,500/s they need, and exactly 1,500/s
   with NoLoopTracking: true. That load is what makes it lose locks and refuse free keys with many held.
-- **Overlap check** (contended-16): a holder records when its acquisition was sent, when it returned
+- **Waiting** (hand-off, loss, held-cost, watch tables): respire-go waits with lease.WithWaitUntilDone and, by
+  default, a per-node watcher connection with RESP3 CLIENT TRACKING: a waiter tries SET NX when the key's
+  invalidation arrives (the retry interval stays as a safety net), and a keep-alive confirms its ownership
+  with an owner-compared read when its key's invalidation arrives. respire-go-poll is the same library with
+  lease.WithoutPush(): waiting polls every 50 ms (jittered), loss is seen at the next renewal (half the lease).
+  rueidislock waits on client-side-caching invalidations of its keys; redsync (LockContext) and redislock
+  (Obtain with a retry strategy) retry on a timer. Server commands are INFO commandstats calls, in which a
+  script's own commands count too (an EVALSHA compare-and-delete is EVALSHA, GET and DEL).
+- **Overlap check** (contended-16, hand-off): a holder records when its acquisition was sent, when it returned
   the lock and when it called release. No timing tolerance is needed: one monotonic clock in one
   process, and the server orders a release before the next acquisition, so a correct lock gives
   end ≤ next start. The only exemption is a hold that lasted the lease (from its send) or longer,

@@ -13,8 +13,15 @@ import (
 
 // implInfo is what the report says about an implementation.
 type implInfo struct {
-	name, wire      string
-	peer, keepAlive bool
+	name, wire, waits    string
+	peer, keepAlive      bool
+	variant, wait, watch bool
+}
+
+// infoOf is im as the report and the scenarios' applies see it.
+func infoOf(im *impl) implInfo {
+	return implInfo{name: im.name, wire: im.wire, waits: im.waits, peer: im.peer, keepAlive: im.hold != nil,
+		variant: im.variant, wait: im.wait != nil, watch: im.watch != nil}
 }
 
 // cell addresses one metric's values over the repetitions.
@@ -43,7 +50,7 @@ func (r *report) setImpls(impls []*impl) {
 		return
 	}
 	for _, im := range impls {
-		r.impls = append(r.impls, implInfo{name: im.name, wire: im.wire, peer: im.peer, keepAlive: im.hold != nil})
+		r.impls = append(r.impls, infoOf(im))
 	}
 }
 
@@ -59,9 +66,11 @@ func (r *report) add(mode, scenario, impl string, values map[string]float64) {
 func (r *report) failures() []string {
 	var out []string
 	for _, mode := range r.cfg.modes {
-		for _, im := range r.impls {
-			if n := sum(r.values[cell{mode, "contended-16", im.name, "overlaps"}]); n > 0 {
-				out = append(out, fmt.Sprintf("%s (-ctx %s): %.0f overlapping holds on one key", im.name, mode, n))
+		for _, sc := range r.scenarios {
+			for _, im := range r.impls {
+				if n := sum(r.values[cell{mode, sc.id, im.name, "overlaps"}]); n > 0 {
+					out = append(out, fmt.Sprintf("%s (-ctx %s, %s): %.0f overlapping holds on one key", im.name, mode, sc.id, n))
+				}
 			}
 		}
 	}
@@ -79,22 +88,30 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "**Settings:** %d repetitions, implementations interleaved and their order rotated each repetition; "+
 		"lease %v for every implementation; -ctx request = a context.WithTimeout(%v) per call. "+
 		"Cells are the median (min–max) over the repetitions; counts are totals. "+
-		"× columns divide medians: by raw-rueidis, and by the best of the peers (redsync, redislock, rueidislock) for that column.\n\n",
+		"× columns divide medians: by raw-rueidis (in the waiting tables by respire-go-poll, respire-go with lease.WithoutPush()), "+
+		"and by the best of the peers (redsync, redislock, rueidislock) for that column. The waiting tables (hand-off, loss, "+
+		"held-cost, watch) run under the first -ctx mode only.\n\n",
 		r.cfg.reps, r.cfg.ttl, r.cfg.timeout)
 	fmt.Fprintf(&b, "**Versions:** %s.\n\n", moduleVersions())
-	b.WriteString("| implementation | one acquire+release on the wire | keep-alive |\n|---|---|---|\n")
+	b.WriteString("| implementation | one acquire+release on the wire | keep-alive | waiting acquisition |\n|---|---|---|---|\n")
 	for _, im := range r.impls {
 		ka := "none: skipped in the keep-alive tables"
 		if im.keepAlive {
 			ka = "yes"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", im.name, im.wire, ka)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", im.name, im.wire, ka, orDash(im.waits))
 	}
-	for _, mode := range r.cfg.modes {
+	for i, mode := range r.cfg.modes {
 		fmt.Fprintf(&b, "\n## -ctx %s\n", mode)
 		for _, sc := range r.scenarios {
+			if sc.firstModeOnly && i > 0 {
+				continue
+			}
 			fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", sc.title, sc.about)
 			r.table(&b, mode, sc)
+			if sc.target != nil {
+				b.WriteString("\n" + sc.target.verdict(r.values[cell{mode, sc.id, sc.target.impl, sc.target.metric}]) + "\n")
+			}
 		}
 		r.notes(&b, mode)
 	}
@@ -112,14 +129,17 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 		header = append(header, m.header)
 		if m.ratio {
 			best := r.bestPeer(mode, sc, m)
-			header = append(header, "× raw-rueidis", "× best peer ("+orDash(best)+")")
+			header = append(header, "× "+sc.baseImpl(), "× best peer ("+orDash(best)+")")
 		}
 	}
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
 	for _, im := range r.impls {
 		row := []string{im.name}
-		if sc.needsHold && !im.keepAlive {
-			row = append(row, "no keep-alive: skipped")
+		if !sc.applies(im) {
+			if im.variant {
+				continue
+			}
+			row = append(row, sc.skip+": skipped")
 			for len(row) < len(header) {
 				row = append(row, "")
 			}
@@ -134,7 +154,7 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 				row = append(row, spread(vals))
 			}
 			if m.ratio {
-				row = append(row, r.ratio(mode, sc, m, im.name, "raw-rueidis"), r.ratio(mode, sc, m, im.name, r.bestPeer(mode, sc, m)))
+				row = append(row, r.ratio(mode, sc, m, im.name, sc.baseImpl()), r.ratio(mode, sc, m, im.name, r.bestPeer(mode, sc, m)))
 			}
 		}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
@@ -163,7 +183,20 @@ func (r *report) ratio(mode string, sc *scenario, m metric, impl, ref string) st
 	if len(a) == 0 || len(b) == 0 || median(b) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2f", median(a)/median(b))
+	return ratioText(median(a) / median(b))
+}
+
+// ratioText is a ratio with two decimals, whole above 100 and as 1/N
+// below 0.01 (push against polling spans four orders of magnitude).
+func ratioText(r float64) string {
+	switch {
+	case r >= 100:
+		return group(math.Round(r))
+	case r > 0 && r < 0.01:
+		return "1/" + group(math.Round(1/r))
+	default:
+		return fmt.Sprintf("%.2f", r)
+	}
 }
 
 // notes lists the first error of each implementation and scenario.

@@ -18,6 +18,7 @@ var constructors = []struct {
 	{"raw-rueidis", newRawRueidis},
 	{"raw-go-redis", newRawGoredis},
 	{"respire-go", newRespire},
+	{"respire-go-poll", newRespirePoll},
 	{"redsync", newRedsync},
 	{"redislock", newRedislock},
 	{"rueidislock", newRueidislock},
@@ -36,7 +37,7 @@ func runAll(cfg config, srv *server) (*report, error) {
 			return nil, err
 		}
 		rep.setImpls(impls)
-		err = runMode(e, rep, mode, impls)
+		err = runMode(e, rep, mode, mode == cfg.modes[0], impls)
 		for _, im := range impls {
 			im.close()
 		}
@@ -47,8 +48,9 @@ func runAll(cfg config, srv *server) (*report, error) {
 	return rep, nil
 }
 
-// runMode runs the repetitions of one context mode.
-func runMode(e *env, rep *report, mode string, impls []*impl) error {
+// runMode runs the repetitions of one context mode (first: the first mode
+// of the run, the only one the waiting scenarios run in).
+func runMode(e *env, rep *report, mode string, first bool, impls []*impl) error {
 	for _, im := range impls {
 		progress("%s: warming up %s", mode, im.name)
 		for range 200 {
@@ -60,7 +62,7 @@ func runMode(e *env, rep *report, mode string, impls []*impl) error {
 		order := rotate(impls, r)
 		for _, sc := range rep.scenarios {
 			for _, im := range order {
-				if sc.needsHold && im.hold == nil {
+				if !sc.applies(infoOf(im)) || (sc.firstModeOnly && !first) {
 					continue
 				}
 				progress("%s: rep %d/%d: %s: %s", mode, r+1, e.cfg.reps, sc.id, im.name)

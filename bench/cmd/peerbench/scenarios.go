@@ -31,13 +31,55 @@ type metric struct {
 
 // scenario is one table of the report.
 type scenario struct {
-	id        string // key of the results, e.g. "keepalive-10000"
-	family    string // what -scenarios selects
-	title     string
-	about     string
-	needsHold bool // only implementations with a keep-alive run it
-	metrics   []metric
-	run       func(e *env, im *impl, rep int) (map[string]float64, error)
+	id     string // key of the results, e.g. "keepalive-10000"
+	family string // what -scenarios selects
+	title  string
+	about  string
+	// only, when set, says which implementations run it (default: all but
+	// the respire-go variants); skip is what the others' rows say.
+	only          func(im implInfo) bool
+	skip          string
+	base          string  // the ratio columns' reference; default raw-rueidis
+	firstModeOnly bool    // run under the first -ctx mode only
+	target        *target // printed under the table when set
+	metrics       []metric
+	run           func(e *env, im *impl, rep int) (map[string]float64, error)
+}
+
+// target is a figure an implementation must reach: metric's median at most
+// max (in the metric's unit).
+type target struct {
+	impl, metric, what, unit string
+	max                      float64
+}
+
+// verdict is the line the report prints for the target.
+func (t *target) verdict(vals []float64) string {
+	if len(vals) == 0 {
+		return fmt.Sprintf("**Target** %s: not measured (%s did not run).", t.what, t.impl)
+	}
+	met := "met"
+	if median(vals) > t.max {
+		met = "**missed**"
+	}
+	return fmt.Sprintf("**Target** %s: %s (median %s %s, worst repetition %s %s).", t.what, met, group(median(vals)), t.unit,
+		group(slices.Max(vals)), t.unit)
+}
+
+// applies tells whether im runs the scenario.
+func (sc *scenario) applies(im implInfo) bool {
+	if sc.only == nil {
+		return !im.variant
+	}
+	return sc.only(im)
+}
+
+// baseImpl is the implementation the ratio columns divide by.
+func (sc *scenario) baseImpl() string {
+	if sc.base == "" {
+		return "raw-rueidis"
+	}
+	return sc.base
 }
 
 // scenarios lists what cfg selects, in report order.
@@ -69,7 +111,8 @@ func scenarios(cfg config) []*scenario {
 	}}
 	for _, n := range cfg.held {
 		all = append(all, &scenario{
-			id: "keepalive-" + strconv.Itoa(n), family: "keepalive", needsHold: true,
+			id: "keepalive-" + strconv.Itoa(n), family: "keepalive", skip: "no keep-alive",
+			only:  func(im implInfo) bool { return im.keepAlive && !im.variant },
 			title: fmt.Sprintf("keep-alive memory: %s held locks", group(float64(n))),
 			about: fmt.Sprintf("acquire %d locks with the keep-alive (64 goroutines; a free key refused %d times, "+
 				"failed with an error or not reached within -acquire-budget %v is given up), "+
@@ -87,6 +130,7 @@ func scenarios(cfg config) []*scenario {
 			run: keepAliveRun(n),
 		})
 	}
+	all = append(all, waitingScenarios(cfg)...)
 	var out []*scenario
 	for _, sc := range all {
 		if len(cfg.scenarios) == 0 || cfg.scenarios[sc.family] || cfg.scenarios[sc.id] {
