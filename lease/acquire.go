@@ -56,7 +56,8 @@ func WithWaitUntilDone() AcquireOption {
 // 3·every/2), so contenders that start together spread out. Default 50ms.
 // With push (the default where the server allows it) a waiter also tries
 // as soon as the key changes, so the interval is only the safety net for a
-// lost push and may be raised.
+// lost push: without WithRetryEvery a waiter whose key is tracked sleeps 20
+// times the default (about a second) between tries; with it, every.
 // Zero or negative is rejected with ErrInvalidOption before anything is
 // sent.
 func WithRetryEvery(every time.Duration) AcquireOption {
@@ -180,7 +181,7 @@ func (l *Locks) acquirePushed(ctx context.Context, m *managed, key string, d tim
 	var waiter *pushWaiter
 	defer func() { m.push.leave(wireKey, waiter) }()
 	for {
-		if err := m.push.wait(ctx, wireKey, sleep, &waiter); err != nil {
+		if err := m.push.wait(ctx, wireKey, sleep, o.pushedSleep(poll, m.clock.Now(), sleep), &waiter); err != nil {
 			return nil, err
 		}
 		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
@@ -195,6 +196,27 @@ func (l *Locks) acquirePushed(ctx context.Context, m *managed, key string, d tim
 			return nil, nil
 		}
 	}
+}
+
+// pushSafetyNetFactor is how much longer than the polling sleep a waiter
+// parked on a tracked key sleeps when the caller left the retry interval at
+// its default: the invalidation wakes it, and the sleep is only the net for
+// a push lost on a live watcher, which the servers do not do (a broken
+// watcher wakes every waiter itself). 20 × 50 ms: about one try a second.
+const pushSafetyNetFactor = 20
+
+// pushedSleep is the sleep of a waiter parked on a tracked key, given the
+// polling sleep: the same with WithRetryEvery, else pushSafetyNetFactor
+// times it, cut to the remaining budget (one more try follows, as polling).
+func (o acquireOptions) pushedSleep(poll sm.Poll, now, sleep time.Duration) time.Duration {
+	if o.retryEverySet {
+		return sleep
+	}
+	long := sleep * pushSafetyNetFactor
+	if poll.UntilDone {
+		return long
+	}
+	return max(sleep, min(long, poll.Wait-(now-poll.Start)))
 }
 
 // applyAcquireOptions is separate so that acquisitions without options do

@@ -140,11 +140,12 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 
 // wait is a waiting acquisition's pause between two SET NX tries: it
 // returns when this waiter is handed the baton (the key changed: try now),
-// when the key was found free while arming, when sleep passed (the safety
-// net: a push may be lost), or with ctx's cause. *pw registers the waiter
+// when the key was found free while arming, when its sleep passed (the
+// safety net: parked on a tracked key; sleep while the key is not tracked
+// yet), or with ctx's cause. *pw registers the waiter
 // on first use; leave must follow the last wait. On a node that refused
 // tracking, or with a read error, it just sleeps.
-func (h *pushHub) wait(ctx context.Context, key string, sleep time.Duration, pw **pushWaiter) error {
+func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Duration, pw **pushWaiter) error {
 	h.mu.Lock()
 	e := h.entry(key)
 	if *pw == nil {
@@ -164,7 +165,7 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep time.Duration, pw 
 	case <-w.wake: // stale: the baton it carried was given back above
 	default:
 	}
-	arm := !e.armed && !e.arming
+	armed, arm := e.armed, !e.armed && !e.arming
 	if arm {
 		e.arming = true
 	}
@@ -178,8 +179,12 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep time.Duration, pw 
 		if free {
 			return nil
 		}
+		armed = true
 	}
-	return h.park(ctx, w, sleep)
+	if !armed { // another waiter's read is in flight: not tracked yet
+		return h.park(ctx, w, sleep)
+	}
+	return h.park(ctx, w, parked)
 }
 
 // park waits for w's wake, sleep on the clock, or ctx.

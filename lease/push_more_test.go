@@ -10,6 +10,7 @@ import (
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // isExtend matches a renewal of key: SET … IFEQ … or the extend script.
@@ -202,4 +203,49 @@ func TestPushWakesWaiters_LeastPrivilegeUserWithTracking(t *testing.T) {
 			t.Fatalf("cause %v; want LossReadRefused", context.Cause(r.lock.Context()))
 		}
 	})
+}
+
+// TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond: a waiter whose key
+// is tracked and who left the retry interval at its default sleeps 20 ×
+// 50 ms between tries, not 50 ms (the push wakes it; the sleep is only the
+// net for a lost push); with WithRetryEvery it keeps that interval.
+func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []AcquireOption
+		sleep time.Duration
+	}{
+		{"default interval", nil, 20 * sm.DefaultRetryEvery},
+		{"WithRetryEvery", []AcquireOption{WithRetryEvery(100 * time.Millisecond)}, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, locks, clock := contended(t) // "k" held by another owner
+			ctx, cancel := context.WithCancel(ctxT(t))
+			done := make(chan error, 1)
+			go func() {
+				_, err := locks.Acquire(ctx, "k", time.Minute, append(tc.opts, WithWaitUntilDone())...)
+				done <- err
+			}()
+			for try := 2; try <= 3; try++ {
+				eventually(t, "the waiter parked on the tracked key", func() bool {
+					return parkedWaiters(locks, "k") == 1 && clock.Pending() == 1
+				})
+				clock.Advance(tc.sleep - time.Millisecond)
+				// A sleep that ended in the Advance took its timer away; the
+				// waiter arms a new one only after its next try's reply.
+				eventually(t, "the waiter parked again", func() bool {
+					return parkedWaiters(locks, "k") == 1 && clock.Pending() == 1
+				})
+				if n := acquireTries(srv.Log(), "k"); n != try-1 {
+					t.Fatalf("%d SET NX before the safety net's sleep passed; want %d", n, try-1)
+				}
+				clock.Advance(time.Millisecond)
+				eventually(t, "the safety net's try", func() bool { return acquireTries(srv.Log(), "k") == try })
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("Acquire = %v; want context.Canceled", err)
+			}
+		})
+	}
 }
