@@ -23,7 +23,8 @@ import (
 // not deliver invalidations to this client: CLIENT TRACKING or CLIENT
 // CACHING got an error reply (NOPERM, an unknown subcommand behind a
 // proxy), or the connection speaks RESP2 (no pushes without a redirect).
-// It is remembered for the node for the pool's life: callers poll instead.
+// It is remembered for the node while the node's current session lasts
+// (capabilities are learned per physical connection): callers poll instead.
 var ErrTrackingRefused = errors.New("client-side tracking refused")
 
 // TrackingOnCommand turns tracking on for the watcher: OPTIN (only reads
@@ -48,8 +49,39 @@ type watchState struct {
 	mu       sync.Mutex
 	handler  func(node string, keys []string)
 	watchers map[string]*watcher
-	refused  map[string]error // node → the refusal, for the pool's life
+	refused  map[string]refusal // node → its refusal, while the connection it was learned with lasts
 	closed   bool
+}
+
+// refusal is a node's refusal of tracking, learned while session was the
+// node's current session (nil: none was open). Capabilities are learned per
+// physical connection: once that session is retired (a failover, a reset, a
+// fence) the server behind the address may be another, and the next read
+// asks again.
+type refusal struct {
+	err     error
+	session *Session
+}
+
+// refusedNow returns node's refusal if it still holds: cur, the node's
+// current session, is the one it was learned with. p.watch.mu is held.
+func (p *Pool) refusedNow(node string, cur *Session) error {
+	r, ok := p.watch.refused[node]
+	if !ok {
+		return nil
+	}
+	if r.session != cur {
+		delete(p.watch.refused, node)
+		return nil
+	}
+	return r.err
+}
+
+// currentSession returns node's current session, or nil; it sends nothing.
+func (p *Pool) currentSession(node string) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions[node]
 }
 
 // watcher is one tracking connection to one node.
@@ -129,12 +161,13 @@ func (p *Pool) WatchRead(ctx context.Context, key string) (node string, token st
 // node) when there is none.
 func (p *Pool) watcherFor(ctx context.Context, node string) (*watcher, error) {
 	for {
+		cur := p.currentSession(node)
 		p.watch.mu.Lock()
 		if p.watch.closed {
 			p.watch.mu.Unlock()
 			return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: ErrPoolClosed}
 		}
-		if why := p.watch.refused[node]; why != nil {
+		if why := p.refusedNow(node, cur); why != nil {
 			p.watch.mu.Unlock()
 			return nil, &Error{Class: Definite, Op: "watch", Addr: node, Err: why}
 		}

@@ -68,7 +68,8 @@ func (p *Pool) openWatcher(ctx context.Context, node string) (*watcher, error) {
 	return w, nil
 }
 
-// refuse remembers that node refused tracking (why: the server's reply),
+// refuse remembers that node refused tracking (why: the server's reply)
+// for as long as the node's current session lasts (see refusal),
 // closes w and returns the error matching ErrTrackingRefused. A reply that
 // only says the node cannot serve now (LOADING, BUSY, MASTERDOWN…) is no
 // refusal: w is dropped and the error matches ErrDidNotRun, so the next
@@ -79,11 +80,12 @@ func (p *Pool) refuse(w *watcher, why string) error {
 		return &Error{Class: Definite, Op: "watch", Addr: w.node, Err: fmt.Errorf("%w: %s", ErrDidNotRun, why)}
 	}
 	err := fmt.Errorf("%w: %s", ErrTrackingRefused, why)
+	cur := p.currentSession(w.node)
 	p.watch.mu.Lock()
 	if p.watch.refused == nil {
-		p.watch.refused = map[string]error{}
+		p.watch.refused = map[string]refusal{}
 	}
-	p.watch.refused[w.node] = err
+	p.watch.refused[w.node] = refusal{err: err, session: cur}
 	if p.watch.watchers[w.node] == w {
 		delete(p.watch.watchers, w.node)
 	}
@@ -95,9 +97,10 @@ func (p *Pool) refuse(w *watcher, why string) error {
 // TrackingRefused reports whether node refused tracking (see
 // ErrTrackingRefused); it sends nothing.
 func (p *Pool) TrackingRefused(node string) bool {
+	cur := p.currentSession(node)
 	p.watch.mu.Lock()
 	defer p.watch.mu.Unlock()
-	return p.watch.refused[node] != nil
+	return p.refusedNow(node, cur) != nil
 }
 
 // invalidated is w's push hook, on its reader goroutine: keys nil means

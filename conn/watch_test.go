@@ -128,3 +128,38 @@ func TestPushFallsBackToPolling_ABusyNodeIsNoRefusal(t *testing.T) {
 		t.Fatalf("WatchRead once loaded: %v", err)
 	}
 }
+
+// TestPushFallsBackToPolling_ARefusalLastsAsLongAsTheSession: a refusal is
+// learned with the node's session; while that session lasts nothing is
+// asked again, and once it is retired (the server behind the address may
+// be another now) the next read asks again on a fresh watcher.
+func TestPushFallsBackToPolling_ARefusalLastsAsLongAsTheSession(t *testing.T) {
+	srv := startSim(t, sim.Redis70)
+	srv.SetUser("locker", "lockerpw", "set", "get", "client|info", "client|id")
+	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
+	s, err := p.SessionFor(ctxT(t), srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := p.WatchRead(ctxT(t), "k"); !errors.Is(err, ErrTrackingRefused) {
+		t.Fatalf("WatchRead: %v; want ErrTrackingRefused", err)
+	}
+	if !p.TrackingRefused(srv.Addr()) {
+		t.Fatal("refusal not remembered while the session lasts")
+	}
+	s.Close()
+	if p.TrackingRefused(srv.Addr()) {
+		t.Fatal("refusal still remembered after the session it was learned with was retired")
+	}
+	srv.ResetLog()
+	if _, _, _, err := p.WatchRead(ctxT(t), "k"); !errors.Is(err, ErrTrackingRefused) {
+		t.Fatalf("WatchRead after the session was retired: %v; want ErrTrackingRefused again", err)
+	}
+	asked := false
+	for _, e := range srv.Log() {
+		asked = asked || (len(e.Args) > 1 && e.Args[0] == "CLIENT" && e.Args[1] == "TRACKING")
+	}
+	if !asked {
+		t.Fatal("the refusal was not learned again on a fresh watcher after the session was retired")
+	}
+}
