@@ -42,7 +42,7 @@ type waitingConfig struct {
 func waitingFlags(fs *flag.FlagSet, w *waitingConfig) {
 	fs.IntVar(&w.handoffs, "handoffs", 300, "hand-offs per repetition (handoff: 16 waiters on one key)")
 	fs.DurationVar(&w.handoffHold, "handoff-hold", time.Millisecond, "how long each holder holds the lock (handoff)")
-	fs.IntVar(&w.lossSamples, "loss-samples", 32, "locks taken away by a third party per repetition (loss)")
+	fs.IntVar(&w.lossSamples, "loss-samples", 200, "locks taken away by a third party per repetition (loss)")
 	fs.DurationVar(&w.lossLease, "loss-lease", 30*time.Second, "lease of the locks taken away (loss)")
 	fs.DurationVar(&w.lossSpread, "loss-spread", 0, "the deletes are spread uniformly over this long after the acquisitions "+
 		"(loss; default half of -loss-lease: every phase of the renewal cycle)")
@@ -97,7 +97,7 @@ func waitingScenarios(cfg config) []*scenario {
 		about: fmt.Sprintf("%d locks taken with the keep-alive and a %v lease, at once; each key is deleted (DEL, on another "+
 			"connection; rueidislock: its 3 keys) at a uniform random time 100 ms + [0, %v) after its acquisition, "+
 			"so every phase of the renewal cycle is sampled. Latency: from sending the DEL until the lock's context is done "+
-			"(respire-go: Lock.Context; rueidislock: the lock's ctx); missed: not within the lease.",
+			"(respire-go: Lock.Context; rueidislock: the lock's ctx); percentiles by nearest rank; missed: not within the lease.",
 			w.lossSamples, w.lossLease, w.lossSpread),
 		target: &target{impl: "respire-go", metric: "p99", max: float64(lossP99Target.Microseconds()) / 1e3, unit: "ms",
 			what: fmt.Sprintf("respire-go loss-detection p99 ≤ %v", lossP99Target)},
@@ -224,12 +224,15 @@ func handoffValues(holds []handoffHold, stats0, stats1 commandStats, elapsed, le
 	}
 }
 
-// percentile is the p-th percentile of sorted (0 when empty).
+// percentile is the p-th percentile of sorted by nearest rank: the
+// smallest value with at least p % of the samples at or below it (0 when
+// empty). With fewer than 100 samples the 99th is the largest.
 func percentile(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+	rank := (len(sorted)*p + 99) / 100 // ⌈n·p/100⌉, from 1
+	return sorted[min(len(sorted), max(rank, 1))-1]
 }
 
 // runLoss takes locks with the keep-alive, has a third party delete each,

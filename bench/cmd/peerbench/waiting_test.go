@@ -59,3 +59,26 @@ func TestTargetVerdict(t *testing.T) {
 		t.Errorf("verdict = %q", got)
 	}
 }
+
+// TestPercentileIsNearestRank: the p-th percentile is the ⌈n·p/100⌉-th
+// smallest sample.
+func TestPercentileIsNearestRank(t *testing.T) {
+	samples := func(n int) []time.Duration {
+		s := make([]time.Duration, n)
+		for i := range s {
+			s[i] = time.Duration(i + 1)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		n, p int
+		want time.Duration
+	}{{100, 99, 99}, {100, 50, 50}, {200, 99, 198}, {32, 99, 32}, {1, 50, 1}, {10, 1, 1}} {
+		if got := percentile(samples(c.n), c.p); got != c.want {
+			t.Errorf("percentile(1..%d, %d) = %d; want %d", c.n, c.p, got, c.want)
+		}
+	}
+	if got := percentile(nil, 99); got != 0 {
+		t.Errorf("percentile(nil) = %d; want 0", got)
+	}
+}
