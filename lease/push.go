@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/respire-go/respire/actor"
 )
 
 // This file is push-driven waiting and loss detection (docs/architecture.md,
@@ -22,11 +24,12 @@ const pushCheckTimeout = 5 * time.Second
 
 // pushHub is the in-process fan-out of one Locks: wire key → who cares.
 type pushHub struct {
-	m      *managed
-	mu     sync.Mutex
-	keys   map[string]*pushKey
-	stats  pushStats
-	closed bool // Locks.Close began: no new background read starts
+	m       *managed
+	mu      sync.Mutex
+	keys    map[string]*pushKey
+	stats   pushStats
+	closed  bool                   // Locks.Close began: no new background read starts
+	retries map[string]actor.Timer // a holder read's pending retry per key (push_hold.go)
 }
 
 // close stops new background reads (Locks.Close, before it waits for the
@@ -34,7 +37,12 @@ type pushHub struct {
 func (h *pushHub) close() {
 	h.mu.Lock()
 	h.closed = true
+	retries := h.retries
+	h.retries = nil
 	h.mu.Unlock()
+	for _, t := range retries { // no retry timer outlives the Locks
+		t.Stop()
+	}
 }
 
 // pushKey is the interest in one wire key.

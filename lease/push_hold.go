@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -127,12 +128,16 @@ const pushCheckRetry = 250 * time.Millisecond
 // retryCheckLocked reads key again for its holders after pushCheckRetry,
 // unless they are gone or Locks.Close began by then; h.mu is held.
 func (h *pushHub) retryCheckLocked(key string) {
-	if h.closed {
+	if h.closed || h.retries[key] != nil {
 		return
 	}
-	h.m.clock.AfterFunc(pushCheckRetry, func() {
+	if h.retries == nil {
+		h.retries = map[string]actor.Timer{}
+	}
+	h.retries[key] = h.m.clock.AfterFunc(pushCheckRetry, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		delete(h.retries, key)
 		if e := h.keys[key]; e != nil && len(e.holders) > 0 {
 			h.startCheckLocked(key, e)
 		}

@@ -181,3 +181,36 @@ func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
 		t.Fatalf("cause %v; want LossReadRefused", context.Cause(lock.Context()))
 	}
 }
+
+// TestPushSurvivesWatcherReconnect_CloseStopsThePendingRetry: a holder's
+// read retried every 250 ms on a node that keeps answering LOADING leaves
+// no retry timer behind once its Locks is closed.
+func TestPushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "push:retry", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "tracked", func() bool { return holderArmed(locks, "push:retry") })
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "CLIENT", Error: "LOADING Redis is loading the dataset in memory",
+		Match: func(args []string) bool { return len(args) > 2 && args[1] == "TRACKING" && args[2] == "OFF" }})
+	for _, id := range trackingClientIDs(srv) {
+		srv.Exec("CLIENT", "KILL", "ID", id)
+	}
+	h := locks.managed().push
+	pending := func() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.retries) }
+	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
+	h.mu.Lock()
+	timer := h.retries["push:retry"]
+	h.mu.Unlock()
+	_ = lock.Close()
+	locks.Close()
+	if n := pending(); n != 0 {
+		t.Fatalf("%d retry timers left after Close", n)
+	}
+	if timer != nil && timer.Stop() {
+		t.Fatal("the pending retry's timer was still armed after Close")
+	}
+}
