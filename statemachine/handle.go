@@ -61,7 +61,6 @@ type Handle struct {
 	releaseStarter CallerID
 	fenceErr       error // the uncertain error waiting callers get after the fence
 	waiters        []waiter
-	out            []Effect // only during Step
 }
 
 // State returns the handle's state. It does not block.
@@ -123,7 +122,22 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 // in the current state (for example ResetExpiry before the acquisition succeeded), a
 // completion for an op that is not in flight, or time going backwards.
 func (h *Handle) Step(in Input, out []Effect) []Effect {
-	h.out = out
+	s := stepper{Handle: h, out: out}
+	s.step(in)
+	return s.out
+}
+
+// stepper is one Step in progress: the handle and the effects emitted so
+// far. Keeping the effect buffer here, not in the Handle, saves every
+// handle (one per lock, held or not) the slice header it would only use
+// during a step.
+type stepper struct {
+	*Handle
+	out []Effect
+}
+
+// step applies one input (see Step).
+func (h *stepper) step(in Input) {
 	if in.Kind >= InputResetExpiry && in.Kind <= InputClose {
 		h.observe(in.Now) // a request first sees a lease whose estimate ran out as lost
 	}
@@ -158,13 +172,11 @@ func (h *Handle) Step(in Input, out []Effect) []Effect {
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}
 	h.pump(in.Now)
-	out, h.out = h.out, nil
-	return out
 }
 
 // move follows the edge (h.state, e), panics if the graph has none or it leads elsewhere
 // than want, and records the transition. It is the only place that changes h.state.
-func (h *Handle) move(e Event, want State) {
+func (h *stepper) move(e Event, want State) {
 	to, ok := Next(h.state, e)
 	if !ok || to != want {
 		panic(fmt.Sprintf("statemachine: invalid transition [%s -%s-> %s]", h.state, e, want))
@@ -174,17 +186,17 @@ func (h *Handle) move(e Event, want State) {
 }
 
 // stay follows a self-loop edge.
-func (h *Handle) stay(e Event) { h.move(e, h.state) }
+func (h *stepper) stay(e Event) { h.move(e, h.state) }
 
-func (h *Handle) emit(e Effect) { h.out = append(h.out, e) }
+func (h *stepper) emit(e Effect) { h.out = append(h.out, e) }
 
-func (h *Handle) resolve(caller CallerID, r Result) {
+func (h *stepper) resolve(caller CallerID, r Result) {
 	if caller != 0 {
 		h.emit(Effect{Kind: EffectResolve, Caller: caller, Result: r})
 	}
 }
 
-func (h *Handle) nextOp() OpID {
+func (h *stepper) nextOp() OpID {
 	h.lastOp++
 	if h.lastOp == 0 {
 		h.lastOp++
@@ -192,7 +204,7 @@ func (h *Handle) nextOp() OpID {
 	return h.lastOp
 }
 
-func (h *Handle) armTimer(t Timer, at time.Duration) {
+func (h *stepper) armTimer(t Timer, at time.Duration) {
 	h.timerSeq++
 	if h.timerSeq == 0 {
 		h.timerSeq++
@@ -205,13 +217,13 @@ func (h *Handle) armTimer(t Timer, at time.Duration) {
 	h.emit(Effect{Kind: EffectArmTimer, Timer: t, At: at, Seq: h.timerSeq})
 }
 
-func (h *Handle) disarmTimers() {
+func (h *stepper) disarmTimers() {
 	h.disarmTimer(TimerRenewal)
 	h.disarmTimer(TimerDeadline)
 }
 
 // disarmTimer disarms timer t if it is armed.
-func (h *Handle) disarmTimer(t Timer) {
+func (h *stepper) disarmTimer(t Timer) {
 	seq := &h.renewalSeq
 	if t == TimerDeadline {
 		seq = &h.deadlineSeq
@@ -224,7 +236,7 @@ func (h *Handle) disarmTimer(t Timer) {
 
 // endKeepAlive cancels the keep-alive context once with why, and frees the slot. A
 // watched lease keeps its deadline timer while it is held.
-func (h *Handle) endKeepAlive(why Ending) {
+func (h *stepper) endKeepAlive(why Ending) {
 	h.disarmTimer(TimerRenewal)
 	if !h.watched || !(h.holding() || h.state == Releasing) {
 		h.disarmTimer(TimerDeadline)
@@ -237,7 +249,7 @@ func (h *Handle) endKeepAlive(why Ending) {
 }
 
 // endLease reports, once, that the handle stopped holding the lease and why.
-func (h *Handle) endLease(why Ending) {
+func (h *stepper) endLease(why Ending) {
 	if !h.leaseEnded {
 		h.leaseEnded = true
 		h.emit(Effect{Kind: EffectEndLease, Ending: why})
@@ -246,7 +258,7 @@ func (h *Handle) endLease(why Ending) {
 
 // stepWatch starts watching the lease's end: without a keep-alive the deadline timer is
 // armed at the lease deadline, so the lock's context ends on time.
-func (h *Handle) stepWatch() {
+func (h *stepper) stepWatch() {
 	h.watched = true
 	if (h.holding() || h.state == Releasing) && h.keepAlive == keepAliveNone {
 		h.armTimer(TimerDeadline, h.deadline())
@@ -255,14 +267,14 @@ func (h *Handle) stepWatch() {
 
 // rewatch re-arms the deadline timer of a watched lease without a running keep-alive after
 // its deadline moved (a confirmed reset).
-func (h *Handle) rewatch() {
+func (h *stepper) rewatch() {
 	if h.watched && (h.holding() || h.state == Releasing) && h.keepAlive != keepAliveRunning {
 		h.armTimer(TimerDeadline, h.deadline())
 	}
 }
 
 // takeWaiters removes and returns the waiters of kind k, in request order.
-func (h *Handle) takeWaiters(k waitKind) []waiter {
+func (h *stepper) takeWaiters(k waitKind) []waiter {
 	var taken []waiter
 	kept := h.waiters[:0]
 	for _, w := range h.waiters {
@@ -280,7 +292,7 @@ func (h *Handle) takeWaiters(k waitKind) []waiter {
 	return taken
 }
 
-func (h *Handle) hasWaiter(k waitKind) bool {
+func (h *stepper) hasWaiter(k waitKind) bool {
 	for _, w := range h.waiters {
 		if w.kind == k {
 			return true
@@ -291,7 +303,7 @@ func (h *Handle) hasWaiter(k waitKind) bool {
 
 // resolveAll answers the waiters of kind k with r, in request order, and removes them (in
 // place: resolve does not touch the list, so no copy of the taken ones is needed).
-func (h *Handle) resolveAll(k waitKind, r Result) {
+func (h *stepper) resolveAll(k waitKind, r Result) {
 	kept := h.waiters[:0]
 	for _, w := range h.waiters {
 		if w.kind == k {
@@ -310,7 +322,7 @@ func (h *Handle) resolveAll(k waitKind, r Result) {
 // pump runs the follow-up work an input may have unblocked: finishing a keep-alive stop,
 // answering stoppers, releasing for closers, sending the next queued reset, and starting
 // the next release attempt after a not-submitted one (rule ReleaseHandedToAJoiner).
-func (h *Handle) pump(now time.Duration) {
+func (h *stepper) pump(now time.Duration) {
 	h.observe(now)
 	if h.keepAlive == keepAliveStopping && !(h.renewOp != 0 && h.renewByKeep) {
 		h.endKeepAlive(Ending{Cause: CauseStopped})

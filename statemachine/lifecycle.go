@@ -2,7 +2,7 @@ package statemachine
 
 import "time"
 
-func (h *Handle) stepAcquire(in Input) {
+func (h *stepper) stepAcquire(in Input) {
 	if h.state != Acquiring || h.lastOp != 0 {
 		panic("statemachine: InputAcquire on a handle that already acquired")
 	}
@@ -12,7 +12,7 @@ func (h *Handle) stepAcquire(in Input) {
 	h.emit(Effect{Kind: EffectSendAcquire, Op: h.renewOp, TTL: in.TTL, Caller: in.Caller})
 }
 
-func (h *Handle) stepCommandDone(in Input) {
+func (h *stepper) stepCommandDone(in Input) {
 	switch {
 	case in.Op == 0:
 		panic("statemachine: completion without an op")
@@ -27,7 +27,7 @@ func (h *Handle) stepCommandDone(in Input) {
 	}
 }
 
-func (h *Handle) stepAcquireDone(in Input) {
+func (h *stepper) stepAcquireDone(in Input) {
 	caller := h.renewCaller
 	h.renewOp, h.renewCaller = 0, 0
 	mayHaveApplied := in.Outcome == OutcomeOK || in.Outcome == OutcomeUncertain
@@ -63,7 +63,7 @@ func (h *Handle) stepAcquireDone(in Input) {
 }
 
 // stepRelease answers, starts or joins a release (rules ReleaseOutcomes, ConcurrentReleasesShareOneDelete).
-func (h *Handle) stepRelease(caller CallerID, now time.Duration) {
+func (h *stepper) stepRelease(caller CallerID, now time.Duration) {
 	switch h.state {
 	case Held:
 		h.startRelease(caller, now)
@@ -88,14 +88,14 @@ func (h *Handle) stepRelease(caller CallerID, now time.Duration) {
 	}
 }
 
-func (h *Handle) startRelease(caller CallerID, _ time.Duration) {
+func (h *stepper) startRelease(caller CallerID, _ time.Duration) {
 	h.move(EventReleaseStarted, Releasing)
 	h.releaseOp, h.releaseStarter = h.nextOp(), caller
 	h.emit(Effect{Kind: EffectSendRelease, Op: h.releaseOp, Caller: caller})
 }
 
 // stepClose stops an active keep-alive first, then releases (rule CloseStopsThenReleases); idempotent.
-func (h *Handle) stepClose(in Input) {
+func (h *stepper) stepClose(in Input) {
 	if h.keepAlive == keepAliveNone {
 		h.stepRelease(in.Caller, in.Now)
 		return
@@ -104,7 +104,7 @@ func (h *Handle) stepClose(in Input) {
 	h.waiters = append(h.waiters, waiter{caller: in.Caller, kind: waitClose})
 }
 
-func (h *Handle) stepReleaseDone(in Input) {
+func (h *stepper) stepReleaseDone(in Input) {
 	starter := h.releaseStarter
 	h.releaseOp, h.releaseStarter = 0, 0
 	if len(h.waiters) == 0 && (h.state != Releasing || in.Outcome == OutcomeOK) {
@@ -149,7 +149,7 @@ func (h *Handle) stepReleaseDone(in Input) {
 // releaseDoneAlone is stepReleaseDone's first two cases when nobody else waits: the same
 // effects in the same order, with the starter answered directly instead of through the
 // waiter list (move, stay, endKeepAlive and endLease do not look at the list).
-func (h *Handle) releaseDoneAlone(starter CallerID, in Input) {
+func (h *stepper) releaseDoneAlone(starter CallerID, in Input) {
 	if h.state != Releasing {
 		h.stay(EventReleaseSettled)
 		h.resolve(starter, settledResult(in))
@@ -162,7 +162,7 @@ func (h *Handle) releaseDoneAlone(starter CallerID, in Input) {
 }
 
 // takeFirstWaiter removes the first waiter of kind k for caller (the resolved starter).
-func (h *Handle) takeFirstWaiter(k waitKind, caller CallerID) {
+func (h *stepper) takeFirstWaiter(k waitKind, caller CallerID) {
 	for i, w := range h.waiters {
 		if w.kind == k && w.caller == caller {
 			h.waiters = append(h.waiters[:i], h.waiters[i+1:]...)
@@ -186,14 +186,14 @@ func settledResult(in Input) Result {
 // becomeHeldAgain restores ownership after a release that did not run (rules
 // UnsentReleaseKeepsTheLock, RefusedReleaseKeepsTheLock); the keep-alive keeps running and
 // is rescheduled.
-func (h *Handle) becomeHeldAgain(e Event, now time.Duration) {
+func (h *stepper) becomeHeldAgain(e Event, now time.Duration) {
 	h.move(e, Held)
 	h.scheduleKeepAlive(now)
 }
 
 // becomeLost ends ownership for good: the keep-alive and the lease end with why; queued
 // resets are refused by pump; releasers still waiting for a delete in flight keep waiting.
-func (h *Handle) becomeLost(e Event, why Ending) {
+func (h *stepper) becomeLost(e Event, why Ending) {
 	h.move(e, Lost)
 	h.endKeepAlive(why)
 	h.endLease(why)
@@ -204,7 +204,7 @@ func (h *Handle) becomeLost(e Event, why Ending) {
 
 // becomeUncertain gives ownership up at once (keep-alive and lease ended FIRST), then
 // aborts (deadline case) and fences every op that may still run.
-func (h *Handle) becomeUncertain(e Event, err error, abort bool, reason Reason, ops ...OpID) {
+func (h *stepper) becomeUncertain(e Event, err error, abort bool, reason Reason, ops ...OpID) {
 	h.move(e, Uncertain)
 	why := Ending{Cause: CauseOwnershipLost, Reason: reason, Err: err}
 	if reason == ReasonDeadlineInFlight {
@@ -225,7 +225,7 @@ func (h *Handle) becomeUncertain(e Event, err error, abort bool, reason Reason, 
 	}
 }
 
-func (h *Handle) stepFenceDone(in Input) {
+func (h *stepper) stepFenceDone(in Input) {
 	if h.fencesPending == 0 || (h.state != Uncertain && h.state != Recovering) {
 		panic("statemachine: fence completion without a fence in flight")
 	}
@@ -253,7 +253,7 @@ func (h *Handle) stepFenceDone(in Input) {
 // fenceDoneRecovering continues a recovery once the interrupted renewal's socket is fenced:
 // nothing of it can run any more, so an owner-compared renewal on a fresh session settles
 // ownership. A failed fence gives the recovery up: the old renewal may still run.
-func (h *Handle) fenceDoneRecovering(in Input) {
+func (h *stepper) fenceDoneRecovering(in Input) {
 	switch {
 	case in.Err != nil:
 		h.becomeLost(EventRecoveryFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
@@ -265,7 +265,7 @@ func (h *Handle) fenceDoneRecovering(in Input) {
 	}
 }
 
-func (h *Handle) stepCallerCancelled(in Input) {
+func (h *stepper) stepCallerCancelled(in Input) {
 	if h.state == Acquiring {
 		if in.Caller != 0 && in.Caller == h.renewCaller {
 			h.renewCaller = 0

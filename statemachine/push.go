@@ -6,7 +6,7 @@ package statemachine
 // acquisition wrote this one, so the key cannot become ours again. Outside Held the input
 // changes nothing: a release, recovery or fence in flight settles the lease itself, and a
 // handle that already ended needs no second cause.
-func (h *Handle) stepOwnerRefuted() {
+func (h *stepper) stepOwnerRefuted() {
 	if h.state != Held {
 		return
 	}

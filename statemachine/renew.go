@@ -29,7 +29,7 @@ func RenewalDelay(duration, remaining time.Duration) time.Duration {
 	return max(remaining/2, 1)
 }
 
-func (h *Handle) stepResetExpiry(in Input) {
+func (h *stepper) stepResetExpiry(in Input) {
 	if h.state == Recovering {
 		h.stay(EventResetRequested) // sent by pumpResets once the recovery confirmed the lease
 		h.waiters = append(h.waiters, waiter{caller: in.Caller, ttl: in.TTL, kind: waitReset})
@@ -51,7 +51,7 @@ func (h *Handle) stepResetExpiry(in Input) {
 // pumpResets sends the oldest queued reset once no renewal is in flight (rule ResetsInRequestOrder:
 // the remaining estimate is checked again when the slot is taken). Once the handle has left
 // Held, queued resets are answered false at once, whatever is still in flight.
-func (h *Handle) pumpResets(now time.Duration) {
+func (h *stepper) pumpResets(now time.Duration) {
 	if h.state == Recovering {
 		return // queued resets wait for the recovery's outcome
 	}
@@ -69,7 +69,7 @@ func (h *Handle) pumpResets(now time.Duration) {
 }
 
 // sendRenew sends a renewal; caller 0 means the keep-alive's own renewal.
-func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
+func (h *stepper) sendRenew(caller CallerID, ttl, now time.Duration) {
 	if !h.holding() || h.renewOp != 0 {
 		panic("statemachine: renewal sent while not Held or with another in flight")
 	}
@@ -86,7 +86,7 @@ func (h *Handle) sendRenew(caller CallerID, ttl, now time.Duration) {
 }
 
 // stepRenewDone handles the completion of the renewal in flight.
-func (h *Handle) stepRenewDone(in Input) {
+func (h *stepper) stepRenewDone(in Input) {
 	caller, byKeep := h.renewCaller, h.renewByKeep
 	h.renewOp, h.renewCaller, h.renewByKeep = 0, 0, false
 	failed := Result{Err: in.Err, Outcome: outcomeOf(in)}
@@ -130,7 +130,7 @@ func (h *Handle) stepRenewDone(in Input) {
 // interrupted enters (or stays in) Recovering after a keep-alive renewal with an unknown
 // outcome: the keep-alive context stays live, guarded by the deadline timer that is still
 // armed; the renewal's session is fenced first.
-func (h *Handle) interrupted(op OpID) {
+func (h *stepper) interrupted(op OpID) {
 	h.move(EventRenewalInterrupted, Recovering)
 	h.emit(Effect{Kind: EffectFence, Op: op})
 	h.fencesPending++
@@ -139,7 +139,7 @@ func (h *Handle) interrupted(op OpID) {
 // retryRenewal arms the renewal timer to send a renewal that provably did not run again,
 // while the keep-alive runs and the handle holds the lease (in Releasing the release
 // decides instead).
-func (h *Handle) retryRenewal(now time.Duration) {
+func (h *stepper) retryRenewal(now time.Duration) {
 	if h.keepAlive == keepAliveRunning && h.holding() {
 		h.armTimer(TimerRenewal, now+RenewalRetryDelay(h.RemainingEstimate(now)))
 	}
@@ -148,7 +148,7 @@ func (h *Handle) retryRenewal(now time.Duration) {
 // recoveryDone settles a recovery renewal: OK proves the lease ours again from its send
 // time; a false reply proves it lost; an unknown outcome is fenced again; one that did not
 // run is retried. Without a running keep-alive nothing is retried.
-func (h *Handle) recoveryDone(in Input) {
+func (h *stepper) recoveryDone(in Input) {
 	running := h.keepAlive == keepAliveRunning
 	switch {
 	case in.Outcome == OutcomeOK:
@@ -182,7 +182,7 @@ func outcomeOf(in Input) Outcome {
 	return in.Outcome
 }
 
-func (h *Handle) stepKeepAliveStart(in Input) {
+func (h *stepper) stepKeepAliveStart(in Input) {
 	switch {
 	case h.keepAlive != keepAliveNone && h.holding():
 		h.stay(EventKeepAliveRefused)
@@ -196,7 +196,7 @@ func (h *Handle) stepKeepAliveStart(in Input) {
 	}
 }
 
-func (h *Handle) startKeepAlive(now time.Duration) {
+func (h *stepper) startKeepAlive(now time.Duration) {
 	h.stay(EventKeepAliveStarted)
 	h.keepAlive, h.keepAliveEnded = keepAliveRunning, false
 	h.scheduleKeepAlive(now)
@@ -205,7 +205,7 @@ func (h *Handle) startKeepAlive(now time.Duration) {
 // scheduleKeepAlive (re)arms the renewal timer (rule RenewalDelay) and the deadline timer at
 // the last confirmed send + Duration (rules ResetReschedulesKeepAlive,
 // LeaseDeadlineEndsOwnership). Only while the keep-alive runs in Held.
-func (h *Handle) scheduleKeepAlive(now time.Duration) {
+func (h *stepper) scheduleKeepAlive(now time.Duration) {
 	if h.keepAlive != keepAliveRunning {
 		return
 	}
@@ -222,7 +222,7 @@ func (h *Handle) scheduleKeepAlive(now time.Duration) {
 
 // stepKeepAliveStop stops the keep-alive (rule KeepAliveStopKeepsTheLock). With wait, the caller is answered when no
 // keep-alive renewal is in flight and no fence is pending.
-func (h *Handle) stepKeepAliveStop(in Input, wait bool) {
+func (h *stepper) stepKeepAliveStop(in Input, wait bool) {
 	h.stay(EventKeepAliveStop)
 	if h.keepAlive == keepAliveRunning {
 		h.keepAlive = keepAliveStopping
@@ -242,7 +242,7 @@ func (h *Handle) stepKeepAliveStop(in Input, wait bool) {
 	}
 }
 
-func (h *Handle) stepTimer(in Input) {
+func (h *stepper) stepTimer(in Input) {
 	switch {
 	case in.Timer == TimerRenewal && in.Seq != 0 && in.Seq == h.renewalSeq:
 		h.renewalSeq = 0
@@ -256,7 +256,7 @@ func (h *Handle) stepTimer(in Input) {
 
 // renewalDue: one snapshot decides renew / wait for the release / lost. In Recovering the
 // timer is the retry of a recovery renewal that did not run.
-func (h *Handle) renewalDue(now time.Duration) {
+func (h *stepper) renewalDue(now time.Duration) {
 	switch {
 	case h.state == Releasing:
 		h.stay(EventRenewalDue)
@@ -277,7 +277,7 @@ func (h *Handle) renewalDue(now time.Duration) {
 
 // observe gives up a lease whose estimate ran out: a handle whose lease ran out locally is
 // not held, whether or not a keep-alive's timer noticed it yet.
-func (h *Handle) observe(now time.Duration) {
+func (h *stepper) observe(now time.Duration) {
 	if h.holding() && h.deadline() <= now {
 		h.deadlinePassed()
 	}
@@ -286,7 +286,7 @@ func (h *Handle) observe(now time.Duration) {
 // deadlinePassed: with a command or a fence in flight the outcome is uncertain, so the
 // command is aborted and its session fenced (a pending fence is waited for); otherwise
 // ownership is simply lost.
-func (h *Handle) deadlinePassed() {
+func (h *stepper) deadlinePassed() {
 	if h.renewOp == 0 && h.releaseOp == 0 && h.fencesPending == 0 {
 		why := Ending{Cause: CauseOwnershipLost, Reason: ReasonDeadline}
 		if h.keepAlive == keepAliveNone {
