@@ -267,10 +267,11 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 // or the fenced script when fenced is set.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
 	node string, fenced *fencedRequest) (*Lock, error) {
-	lock := &Lock{locks: l, m: m, wireKey: l.key(key), token: NewToken()}
+	lock := &Lock{locks: l, wireKey: l.key(key), token: NewToken()}
+	var owned *KeepAlive // the keep-alive WithKeepAlive starts, if any
 	if keepAlive {
-		lock.owned = newKeepAlive(lock, userContext(ctx))
-		lock.keepAlive = lock.owned
+		owned = newKeepAlive(lock, userContext(ctx))
+		lock.keepAlive = owned
 	}
 	lock.renewOn(node)
 	lock.mu.Lock()
@@ -307,8 +308,8 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	case res.OK:
 		return lock, nil
 	case res.Err != nil:
-		if lock.owned != nil {
-			lock.owned.cancel(coreError(res.Err))
+		if owned != nil {
+			owned.cancel(coreError(res.Err))
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx) // the caller gave up; cleanup runs in the background

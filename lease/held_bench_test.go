@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,7 +16,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-var heldLocks = flag.Int("held.locks", 100000, "BenchmarkHeldKeepAlive: how many locks to hold")
+var (
+	heldLocks   = flag.Int("held.locks", 100000, "BenchmarkHeldKeepAlive: how many locks to hold")
+	heldPush    = flag.Bool("held.push", false, "BenchmarkHeldKeepAlive: push on (the default of New) instead of WithoutPush")
+	heldProfile = flag.String("held.heapprofile", "", "BenchmarkHeldKeepAlive: write a heap profile while the locks are held to this file")
+)
 
 // BenchmarkHeldKeepAlive holds -held.locks locks (default 100,000) with
 // WithKeepAlive and Lock.Context on the real redis-server of
@@ -39,7 +44,11 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 	}
 	defer client.Close()
 	reader := sdkmetric.NewManualReader()
-	locks, err := New(client, WithoutPush(), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	opts := []Option{WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}
+	if !*heldPush {
+		opts = append(opts, WithoutPush())
+	}
+	locks, err := New(client, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,6 +61,7 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 		holdAll(b, locks, held, ttl)
 		time.Sleep(hold) // past the first renewal (at about half the lease)
 		bytes1, goroutines1 := liveBytes(), runtime.NumGoroutine()
+		writeHeapProfile(b, *heldProfile)
 		for _, l := range held {
 			if l.Context().Err() != nil {
 				b.Errorf("a lock was lost while held: %v", context.Cause(l.Context()))
@@ -119,4 +129,19 @@ func worstLateness(b *testing.B, reader *sdkmetric.ManualReader) float64 {
 		}
 	}
 	return 0
+}
+
+// writeHeapProfile writes the live heap to path, unless path is empty.
+func writeHeapProfile(b *testing.B, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }

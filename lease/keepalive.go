@@ -121,7 +121,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if active {
 		return nil, opError("KeepAlive", l.Key(), ErrKeepAliveActive)
 	}
-	s, err := l.m.renewalSession(ctx, l.wireKey)
+	s, err := l.m().renewalSession(ctx, l.wireKey)
 	if err != nil {
 		return nil, opError("KeepAlive", l.Key(), err)
 	}
@@ -135,7 +135,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	l.keepAlive = k
 	l.renewOn(s.Node())
 	id := l.newCaller(ctx)
-	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.m.clock.Now()}, id)
+	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.m().clock.Now()}, id)
 	res, _ := l.collect(id)
 	if res.Err != nil && l.keepAlive == k {
 		l.keepAlive = nil
@@ -147,8 +147,8 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 		return nil, opError("KeepAlive", l.Key(), err)
 	}
 	k.stopWatch = context.AfterFunc(ctx, func() { l.stopKeepAlive(k) })
-	if l.m.push != nil {
-		l.m.push.watchHeld(l)
+	if l.m().push != nil {
+		l.m().push.watchHeld(l)
 	}
 	return k, nil
 }
@@ -168,7 +168,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 // with CLIENT KILL, and returns the error. A server error reply leaves the
 // handle unchanged.
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
-	if o := l.m.core.obs; o != nil && o.tracer != nil {
+	if o := l.m().core.obs; o != nil && o.tracer != nil {
 		return o.traceReset(ctx, l, func(ctx context.Context) (bool, error) { return l.resetExpiry(ctx, ttl) })
 	}
 	return l.resetExpiry(ctx, ttl)
@@ -176,7 +176,7 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 
 // resetExpiry is ResetExpiry without its span.
 func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
-	d, err := managedTTL(ttl, l.m.core.drift)
+	d, err := managedTTL(ttl, l.m().core.drift)
 	if err != nil {
 		return false, opError("ResetExpiry", l.Key(), err)
 	}
@@ -184,12 +184,12 @@ func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, opError("ResetExpiry", l.Key(), context.Cause(ctx))
 	}
 	l.mu.Lock()
-	released := l.h.IsReleased(l.m.clock.Now())
+	released := l.h.IsReleased(l.m().clock.Now())
 	l.mu.Unlock()
 	if released {
 		return false, nil
 	}
-	if _, err := l.m.renewalSession(ctx, l.wireKey); err != nil {
+	if _, err := l.m().renewalSession(ctx, l.wireKey); err != nil {
 		return false, opError("ResetExpiry", l.Key(), err)
 	}
 	res, err := l.request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: d})

@@ -52,6 +52,7 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	cancel()
 	if err := lock.Context().Err(); err != nil {
 		t.Fatalf("keep-alive cancelled with the acquisition ctx: %v", err)
@@ -62,7 +63,7 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 	if err := lock.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if cause := context.Cause(lock.owned.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := context.Cause(lockKA.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("after Close the keep-alive cause is %v; want ErrKeepAliveStopped (stopped before the release)", cause)
 	}
 	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrReleased) {
@@ -218,6 +219,7 @@ func TestKeepAliveStopsWhenItsContextEnds(t *testing.T) {
 
 func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
+	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	gate := make(chan struct{})
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
 	clock.Advance(5 * time.Second)
@@ -235,7 +237,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	if del := seqOf(srv.Log(), isCommand("DELEX")); del < renewal.Seq {
 		t.Fatalf("DELEX (seq %d) must follow the renewal (seq %d)", del, renewal.Seq)
 	}
-	if cause := context.Cause(lock.owned.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := context.Cause(lockKA.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v; want ErrKeepAliveStopped", cause)
 	}
 	if lock.State() != StateReleased || clock.Pending() != 0 {
@@ -248,12 +250,12 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 // next command on it is preceded by the PING that finds it dead.
 func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
 	t.Helper()
-	s := lock.m.standalone.Load()
+	s := lock.m().standalone.Load()
 	id, ok := s.Identity()
 	if !ok || !srv.KillClient(id.ID) {
 		t.Fatalf("cannot kill the session (identity %v)", ok)
 	}
-	lock.m.core.pool.SetIdleCheck(0)
+	lock.m().core.pool.SetIdleCheck(0)
 }
 
 func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
@@ -344,4 +346,12 @@ func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
 		t.Fatalf("fence (seq %d) must follow the DELEX (seq %d)", kill, del.Seq)
 	}
 	eventually(t, "Lost once the fence answered", func() bool { return lock.State() == StateLost })
+}
+
+// keepAliveOf returns l's running keep-alive: right after an acquisition
+// WithKeepAlive, the one it started (kept by the test after it ends).
+func keepAliveOf(l *Lock) *KeepAlive {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keepAlive
 }

@@ -23,7 +23,6 @@ import (
 // keeps renewing it.
 type Lock struct {
 	locks   *Locks // the view that acquired it (key prefix)
-	m       *managed
 	wireKey string // the key with the view's prefix (Key is the rest)
 	token   Token
 
@@ -31,22 +30,26 @@ type Lock struct {
 	// published after every step so estimates are read without l.mu.
 	leaseDeadline atomic.Int64
 
-	mu          sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
+	mu          sync.Mutex // guards everything below but pushNext; held only for a Step and its non-blocking effects
 	h           sm.Handle
-	callers     sm.CallerID   // last CallerID handed out
 	waiters     *waitList     // callers waiting for their answers; nil (back in its pool) when none
 	ops         [2]sm.OpID    // the commands in flight (0: a free slot)
 	routes      [2]conn.Route // the Route of each command in flight (ops[i]'s)
 	timers      lockTimers    // its renewal and deadline timers on the Locks' timer heap (timers.go)
 	renewer     *renewer      // the renewal session's node's renewer (keep-alive batches); nil: route by key
 	keepAlive   *KeepAlive    // the running keep-alive, nil when none
-	owned       *KeepAlive    // the keep-alive started by WithKeepAlive, kept after it ends
-	ending      sm.Ending     // why the lease ended; Cause is CauseNone while it lasts
+	ending      *sm.Ending    // why the lease ended; nil while it lasts (see endingOf)
 	watch       *leaseWatch
 	acquireSpan *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
+	// pushNext is the next holder of the same wire key in the push hub's
+	// chain (push_hold.go); guarded by the hub's mutex.
+	pushNext *Lock
+	callers  sm.CallerID // last CallerID handed out
 	// clientClosed: the keep-alive ended because the rueidis client was closed
 	clientClosed bool
 	pushed       bool // registered with the push hub as a holder (push_hold.go)
+	// A Lock is 320 bytes (a size class): every byte is paid by each held
+	// lock (TestLockStaysSmall); rarely used state belongs in side structs.
 }
 
 // leaseWatch is the lock's context, created on first Context call.
@@ -98,6 +101,10 @@ type waiter struct {
 // Key returns the lock's key without the Locks' key prefix. It does not block.
 func (l *Lock) Key() string { return l.wireKey[len(l.locks.prefix):] }
 
+// m is the managed-lock runtime the lock belongs to (its Locks' core's:
+// one pointer less in every Lock).
+func (l *Lock) m() *managed { return l.locks.core.managed }
+
 // Token returns the owner token generated for this acquisition. It is a
 // secret: do not log it (slog redacts it). It does not block.
 func (l *Lock) Token() Token { return l.token }
@@ -125,7 +132,7 @@ func (l *Lock) State() State {
 // observeLocked steps the handle with the time when its lease estimate ran
 // out, so that it no longer counts as held; l.mu is held.
 func (l *Lock) observeLocked() {
-	now := l.m.clock.Now()
+	now := l.m().clock.Now()
 	if deadline, holding := l.h.LeaseDeadline(); holding && deadline <= now {
 		l.step(sm.Input{Kind: sm.InputObserve, Now: now}, 0)
 	}
@@ -141,7 +148,7 @@ func (l *Lock) RemainingEstimate() time.Duration {
 	if deadline == 0 {
 		return 0
 	}
-	return max(0, deadline-l.m.clock.Now())
+	return max(0, deadline-l.m().clock.Now())
 }
 
 // ExpiresAtEstimate is the wall-clock time now plus RemainingEstimate. It
@@ -155,9 +162,9 @@ func (l *Lock) ExpiresAtEstimate() time.Time {
 // when it returns false. It blocks for one round trip; ctx cancellation
 // just ends the wait.
 func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
-	ctx, cancel := l.m.commandContext(ctx)
+	ctx, cancel := l.m().commandContext(ctx)
 	defer cancel()
-	res, err := l.m.core.pool.Owner(ctx, l.wireKey)
+	res, err := l.m().core.pool.Owner(ctx, l.wireKey)
 	if err != nil {
 		return false, err
 	}
@@ -245,11 +252,11 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	}
 	l.mu.Lock()
 	in.Caller = l.newCaller(ctx)
-	in.Now = l.m.clock.Now()
+	in.Now = l.m().clock.Now()
 	job := l.step(in, in.Caller)
 	var ownErr error // the uncertain error of a command this caller ran
 	for job.op != 0 {
-		l.m.inflight.Add() // Locks.Close waits for the command and the step of its completion
+		l.m().inflight.Add() // Locks.Close waits for the command and the step of its completion
 		l.mu.Unlock()
 		done := l.execute(ctx, job)
 		l.mu.Lock()
@@ -260,7 +267,7 @@ func (l *Lock) request(ctx context.Context, in sm.Input) (sm.Result, error) {
 		if next, ok := l.input(done); ok {
 			job = l.step(next, in.Caller)
 		}
-		l.m.inflight.Done()
+		l.m().inflight.Done()
 	}
 	if res, ok := l.collect(in.Caller); ok {
 		l.mu.Unlock()
@@ -301,7 +308,7 @@ func (l *Lock) abandon(id sm.CallerID) (fencing bool) {
 	if l.waiterIndex(id) < 0 {
 		return fencing
 	}
-	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m.clock.Now()}, 0)
+	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.m().clock.Now()}, 0)
 	if i := l.waiterIndex(id); i >= 0 {
 		l.waiters.list[i].gone = true // its command still runs; nobody waits for the answer
 	}

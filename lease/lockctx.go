@@ -42,10 +42,10 @@ func (l *Lock) Context() context.Context {
 	if l.watch == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		l.watch = &leaseWatch{ctx: ctx, cancel: cancel}
-		if l.ending.Cause != sm.CauseNone {
-			cancel(l.endingCause(l.ending))
+		if l.ending != nil {
+			cancel(l.endingCause(*l.ending))
 		} else {
-			l.step(sm.Input{Kind: sm.InputWatch, Now: l.m.clock.Now()}, 0)
+			l.step(sm.Input{Kind: sm.InputWatch, Now: l.m().clock.Now()}, 0)
 			l.observeLocked()
 		}
 	}
@@ -70,13 +70,34 @@ func (l *Lock) ContextFrom(parent context.Context) (context.Context, context.Can
 // endLease records why the lease ended and ends the lock's context, if
 // any; l.mu is held.
 func (l *Lock) endLease(why sm.Ending) {
-	l.ending = why
+	l.ending = endingOf(why)
 	if l.pushed {
-		l.m.push.unwatchHeld(l)
+		l.m().push.unwatchHeld(l)
 	}
 	if l.watch != nil {
 		l.watch.cancel(l.endingCause(why))
 	}
+}
+
+// plainEndings holds every ending without an error, so that recording
+// the usual end of a lease (released, expired, refused) allocates nothing.
+var plainEndings = func() (t [8][8]sm.Ending) {
+	for c := range t {
+		for r := range t[c] {
+			t[c][r] = sm.Ending{Cause: sm.Cause(c), Reason: sm.Reason(r)}
+		}
+	}
+	return t
+}()
+
+// endingOf returns why as a pointer to keep in a Lock (8 bytes, not 24):
+// a shared one when it carries no error.
+func endingOf(why sm.Ending) *sm.Ending {
+	if why.Err == nil && int(why.Cause) < len(plainEndings) && int(why.Reason) < len(plainEndings[0]) {
+		return &plainEndings[why.Cause][why.Reason]
+	}
+	failure := why // escapes: copied here, not at every call
+	return &failure
 }
 
 // endingCause is the lock context's cause for why; l.mu is held. A lease
@@ -148,6 +169,6 @@ func (l *Lock) stopKeepAliveNow() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.h.KeepAliveActive() {
-		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: l.m.clock.Now()}, 0)
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: l.m().clock.Now()}, 0)
 	}
 }

@@ -122,7 +122,7 @@ func (o *observer) releaseWarning(l *Lock, outcome string, err error) {
 		attrs = append(attrs, slog.Any("error", err))
 	}
 	attrs = o.log.keyAttr(attrs, l.wireKey)
-	l.m.goBackground(func() { o.log.warn(msg, outcome, attrs) })
+	l.m().goBackground(func() { o.log.warn(msg, outcome, attrs) })
 }
 
 // lossWarning logs a lost lock (warn) with its cause and the edge of the
@@ -139,7 +139,7 @@ func (o *observer) lossWarning(l *Lock, cause string, edge sm.Event, err error) 
 		attrs = append(attrs, slog.Any("error", err))
 	}
 	attrs = o.log.keyAttr(attrs, l.wireKey)
-	l.m.goBackground(func() { o.log.warn(msgLost, cause, attrs) })
+	l.m().goBackground(func() { o.log.warn(msgLost, cause, attrs) })
 }
 
 // limiter lets one event per key through per warnInterval and counts the

@@ -14,48 +14,63 @@ import (
 // node tracks it (CLIENT CACHING YES + GET on a connection with CLIENT
 // TRACKING ON OPTIN NOLOOP) and hands every invalidation to onInvalidate,
 // which wakes one waiter of the key (the baton: one SET NX round per
-// release within this process) and makes each holder of the key confirm
-// its ownership with a read. Tracking is one-shot: a key is re-armed by the
-// read that follows each invalidation. Without push (WithoutPush, or a node
-// that refused tracking) waiters poll and holders learn at their renewal.
+// release within this process) and queues the key for its holders'
+// owner-compared read (push_hold.go: a few workers drain the queue).
+// Tracking is one-shot: a key is re-armed by the read that follows each
+// invalidation. Without push (WithoutPush, or a node that refused
+// tracking) waiters poll and holders learn at their renewal.
 
 // pushCheckTimeout bounds one owner-compared read of a holder.
 const pushCheckTimeout = 5 * time.Second
 
 // pushHub is the in-process fan-out of one Locks: wire key → who cares.
+// Holders cost no pushKey while their key is tracked: they are chained in
+// held, and an entry exists only while waiters wait or a holders' read is
+// queued or in flight (push_hold.go).
 type pushHub struct {
-	m       *managed
-	mu      sync.Mutex
-	keys    map[string]*pushKey
-	stats   pushStats
-	closed  bool                   // Locks.Close began: no new background read starts
+	m     *managed
+	mu    sync.Mutex
+	keys  map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
+	held  map[string]*Lock    // keep-alive holders: the first of each wire key, chained by Lock.pushNext
+	stats pushStats
+	// closed: Locks.Close began; no new background read starts, and ctx
+	// (which the holders' reads run under) is cancelled.
+	closed  bool
+	ctx     context.Context
+	cancel  context.CancelFunc
 	retries map[string]actor.Timer // a holder read's pending retry per key (push_hold.go)
+	checks  checkQueue             // keys waiting for their holders' read, and its workers (push_hold.go)
 }
 
-// close stops new background reads (Locks.Close, before it waits for the
-// background work).
+// close stops new background reads and cancels the holders' reads in
+// flight (Locks.Close, before it waits for the background work): the keys
+// still queued are dropped, and no retry timer outlives the Locks.
 func (h *pushHub) close() {
 	h.mu.Lock()
 	h.closed = true
+	h.dropChecksLocked()
 	retries := h.retries
 	h.retries = nil
 	h.mu.Unlock()
-	for _, t := range retries { // no retry timer outlives the Locks
+	h.cancel()
+	for _, t := range retries {
 		t.Stop()
 	}
 }
 
-// pushKey is the interest in one wire key.
+// pushKey is the interest in one wire key: its waiters, and its holders'
+// read while one is queued or in flight (the holders themselves are in
+// pushHub.held). It is forgotten once nobody waits and no read is due.
 type pushKey struct {
 	armed   bool          // a tracked read answered and no invalidation came since
-	arming  bool          // a tracked read is in flight
+	arming  bool          // a waiter's tracked read is in flight
 	gen     uint64        // invalidations seen: a read that spans one is stale
 	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
 	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
 	missed  bool          // an invalidation came while the baton was out
-	holders []*Lock       // keep-alive holders of the key in this process
-	check   bool          // a holder's read is in flight
-	recheck bool          // an invalidation came during that read
+	queued  bool          // in the queue of keys due a holders' read (once at most)
+	check   bool          // a holders' read is in flight
+	recheck bool          // an invalidation (or a new holder) came during that read
 }
 
 // pushWaiter is one waiting acquisition.
@@ -65,14 +80,17 @@ type pushWaiter struct {
 
 // pushStats counts what push did, for tests (read under hub.mu).
 type pushStats struct {
-	reads       int // waiters' tracked reads (arming)
-	holderReads int // holders' owner-compared reads
-	refuted     int // held locks ended by a read
-	batons      int // waiters woken to try
+	reads           int // waiters' tracked reads (arming)
+	holderReads     int // holders' owner-compared reads
+	holderReadsPeak int // most holders' reads in flight at once (at most pushCheckWorkers)
+	refuted         int // held locks ended by a read
+	batons          int // waiters woken to try
 }
 
+// newPushHub makes m's push hub and hands its invalidations to it.
 func newPushHub(m *managed) *pushHub {
-	h := &pushHub{m: m, keys: map[string]*pushKey{}}
+	h := &pushHub{m: m, keys: map[string]*pushKey{}, held: map[string]*Lock{}}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	m.core.pool.SetInvalidationHandler(h.onInvalidate)
 	return h
 }
@@ -89,7 +107,7 @@ func (h *pushHub) entry(key string) *pushKey {
 
 // forget drops key's entry once nobody cares; h.mu is held.
 func (h *pushHub) forget(key string, e *pushKey) {
-	if len(e.waiters) == 0 && len(e.holders) == 0 && !e.arming && !e.check && h.keys[key] == e {
+	if len(e.waiters) == 0 && !e.arming && !e.queued && !e.check && h.keys[key] == e {
 		delete(h.keys, key)
 	}
 }
@@ -98,7 +116,7 @@ func (h *pushHub) forget(key string, e *pushKey) {
 // changed on node, or (keys nil) everything tracked there was forgotten —
 // then every key is treated as changed (a spurious wake costs one read or
 // one SET NX; a missed one would cost a retry interval). It never blocks:
-// waiters are signalled, holders' reads start on goroutines.
+// waiters are signalled, holders' reads are queued for the workers.
 func (h *pushHub) onInvalidate(_ string, keys []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -106,25 +124,31 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 		for key, e := range h.keys {
 			h.invalidateLocked(key, e)
 		}
+		for key := range h.held { // the holders' keys without an entry
+			if h.keys[key] == nil {
+				h.invalidateLocked(key, nil)
+			}
+		}
 		return
 	}
 	for _, key := range keys {
-		if e := h.keys[key]; e != nil {
-			h.invalidateLocked(key, e)
-		}
+		h.invalidateLocked(key, h.keys[key])
 	}
 }
 
-// invalidateLocked marks key changed: one waiter gets the baton, the
-// holders read; h.mu is held.
+// invalidateLocked marks key changed (e: its entry, nil when none): the
+// holders read, or else one waiter gets the baton; h.mu is held.
 func (h *pushHub) invalidateLocked(key string, e *pushKey) {
-	e.armed = false
-	e.gen++
+	if e != nil {
+		e.armed = false
+		e.gen++
+	}
 	switch {
-	case len(e.holders) > 0:
+	case h.held[key] != nil:
 		// A holder here: most likely its own renewal. Its read decides;
 		// waiters are woken only if it finds the key free.
-		h.startCheckLocked(key, e)
+		h.startCheckLocked(key)
+	case e == nil:
 	case e.baton != nil:
 		e.missed = true
 	default:

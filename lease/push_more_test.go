@@ -3,8 +3,11 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,5 +250,144 @@ func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
 				t.Fatalf("Acquire = %v; want context.Canceled", err)
 			}
 		})
+	}
+}
+
+// holderChecks returns the holders' reads in flight, the keys queued for
+// one and the workers running in locks' push hub.
+func holderChecks(locks *Locks) (reading, queued, workers int) {
+	h := locks.managed().push
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.checks.reading, h.checks.pending(), h.checks.workers
+}
+
+// holdTracked acquires n keep-alive locks (keys prefix0…) on locks and
+// waits until every key is tracked; it returns the locks and wire keys.
+func holdTracked(t *testing.T, locks *Locks, prefix string, n int) ([]*Lock, []string) {
+	t.Helper()
+	ctx := ctxT(t)
+	held, keys := make([]*Lock, n), make([]string, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("%s%d", prefix, i)
+		lock, err := locks.Acquire(ctx, keys[i], 30*time.Second, WithKeepAlive())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = lock
+	}
+	eventually(t, "every holder's key tracked", func() bool {
+		for _, key := range keys {
+			if !holderArmed(locks, key) {
+				return false
+			}
+		}
+		return true
+	})
+	return held, keys
+}
+
+// gateWatcherReads holds the reply of the next GET on srv's watcher
+// connection, and so every read sent after it there, until the returned
+// func (also run when the test ends) is called.
+func gateWatcherReads(t *testing.T, srv *sim.Server) (open func()) {
+	t.Helper()
+	ids := trackingClientIDs(srv)
+	if len(ids) != 1 {
+		t.Fatalf("tracking connections %v; want the watcher alone", ids)
+	}
+	id, err := strconv.ParseInt(ids[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "GET", ClientID: id, Gate: gate})
+	return open
+}
+
+// TestPushDetectsLoss_HolderReadsAreBoundedByWorkers: when the keys of 32
+// keep-alive holders are invalidated at once while the node does not
+// answer, pushCheckWorkers reads are in flight and the other keys wait in
+// the queue; invalidated again meanwhile, no key is queued twice and the
+// reads in flight go once more. Once the node answers every holder is
+// confirmed with never more than pushCheckWorkers reads in flight, the
+// workers end and no entry is left.
+func TestPushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	const n = 4 * pushCheckWorkers
+	held, keys := holdTracked(t, locks, "push:bound:", n)
+	before := pushStatsOf(locks)
+	open := gateWatcherReads(t, srv)
+	h := locks.managed().push
+	hanging := func() bool {
+		reading, queued, workers := holderChecks(locks)
+		return reading == pushCheckWorkers && queued == n-pushCheckWorkers && workers == pushCheckWorkers
+	}
+	h.onInvalidate(srv.Addr(), keys) // as the watcher hands over a push naming them
+	eventually(t, "the workers' reads hanging, the other keys queued", hanging)
+	h.onInvalidate(srv.Addr(), keys)
+	if !hanging() {
+		reading, queued, workers := holderChecks(locks)
+		t.Fatalf("after a second invalidation: %d reading, %d queued, %d workers; want %d, %d, %d",
+			reading, queued, workers, pushCheckWorkers, n-pushCheckWorkers, pushCheckWorkers)
+	}
+	open()
+	eventually(t, "every key tracked again and the workers gone", func() bool {
+		_, _, workers := holderChecks(locks)
+		return workers == 0 && pushEntries(locks) == 0 && !slices.ContainsFunc(keys, func(key string) bool {
+			return !holderArmed(locks, key)
+		})
+	})
+	after := pushStatsOf(locks)
+	if after.holderReadsPeak != pushCheckWorkers {
+		t.Errorf("at most %d holders' reads in flight at once; want %d", after.holderReadsPeak, pushCheckWorkers)
+	}
+	if reads := after.holderReads - before.holderReads; reads != n+pushCheckWorkers {
+		t.Errorf("%d holders' reads; want %d (each key once, the %d in flight during the second push twice)",
+			reads, n+pushCheckWorkers, pushCheckWorkers)
+	}
+	for _, l := range held {
+		if l.State() != StateHeld || after.refuted != 0 {
+			t.Fatalf("%s: %v (cause %v), %d refuted; want every holder held", l.Key(), l.State(),
+				context.Cause(l.Context()), after.refuted)
+		}
+	}
+}
+
+// TestPushDetectsLoss_CloseDropsTheQueuedHolderReads: Locks.Close while
+// holders' reads hang on a node that does not answer returns without
+// waiting for them (well within pushCheckTimeout): the reads in flight are
+// cancelled, the queued keys dropped, the workers end, and no entry or
+// retry timer is left.
+func TestPushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	const n = 2 * pushCheckWorkers
+	_, keys := holdTracked(t, locks, "push:close:", n)
+	gateWatcherReads(t, srv)
+	h := locks.managed().push
+	h.onInvalidate(srv.Addr(), keys)
+	eventually(t, "the workers' reads hanging, the other keys queued", func() bool {
+		reading, queued, _ := holderChecks(locks)
+		return reading == pushCheckWorkers && queued == n-pushCheckWorkers
+	})
+	start := time.Now()
+	locks.Close()
+	took := time.Since(start)
+	t.Logf("Locks.Close took %v", took)
+	if took >= pushCheckTimeout {
+		t.Errorf("Locks.Close took %v: it waited for the hanging reads", took)
+	}
+	reading, queued, workers := holderChecks(locks)
+	h.mu.Lock()
+	entries, retries := len(h.keys), len(h.retries)
+	h.mu.Unlock()
+	if reading+queued+workers+entries+retries != 0 {
+		t.Fatalf("after Close: %d reading, %d queued, %d workers, %d entries, %d retries; want none",
+			reading, queued, workers, entries, retries)
 	}
 }

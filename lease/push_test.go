@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +33,19 @@ func parkedWaiters(locks *Locks, wireKey string) int {
 }
 
 // holderArmed reports whether a holder of wireKey is registered and its key
-// tracked, with no read in flight.
+// tracked: its last read answered with no invalidation since, no read is
+// queued or in flight and no retry is pending. Holders keep no entry while
+// their key is tracked; one exists only while a read is due or waiters
+// wait (then its armed flag says whether the key is tracked).
 func holderArmed(locks *Locks, wireKey string) bool {
 	h := locks.managed().push
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.held[wireKey] == nil || h.retries[wireKey] != nil {
+		return false
+	}
 	e := h.keys[wireKey]
-	return e != nil && len(e.holders) > 0 && e.armed && !e.check
+	return e == nil || e.armed && !e.queued && !e.check
 }
 
 type acquired struct {
@@ -157,6 +164,144 @@ func TestPushDetectsLoss_NeverRefutesALaterHolder(t *testing.T) {
 		}
 		if n := pushStatsOf(locks).refuted; n != 0 {
 			t.Fatalf("%d holders refuted; want 0", n)
+		}
+	})
+}
+
+// heldChain returns the holders chained for wireKey in locks' push hub,
+// first first.
+func heldChain(locks *Locks, wireKey string) []*Lock {
+	h := locks.managed().push
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var chain []*Lock
+	for l := h.held[wireKey]; l != nil; l = l.pushNext {
+		chain = append(chain, l)
+	}
+	return chain
+}
+
+// pushEntries returns how many keys of locks' push hub have an entry.
+func pushEntries(locks *Locks) int {
+	h := locks.managed().push
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.keys)
+}
+
+// TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle: a keep-alive holder whose
+// key is tracked costs no pushKey, only its place in the hub's held chain;
+// a change of its key (a PEXPIRE that keeps its token) makes an entry for
+// the read, gone once the read confirmed the holder; its release takes it
+// out of held.
+func TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "push:idle", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder's key tracked", func() bool { return holderArmed(locks, "push:idle") })
+	if n := pushEntries(locks); n != 0 {
+		t.Fatalf("%d entries while the holder's key is tracked; want 0", n)
+	}
+	if chain := heldChain(locks, "push:idle"); len(chain) != 1 || chain[0] != lock {
+		t.Fatalf("held chain %v; want the lock alone", chain)
+	}
+	before := pushStatsOf(locks).holderReads
+	srv.Exec("PEXPIRE", "push:idle", "30000")
+	eventually(t, "the holder's read after the change", func() bool {
+		return pushStatsOf(locks).holderReads > before && holderArmed(locks, "push:idle")
+	})
+	if n := pushEntries(locks); n != 0 || lock.State() != StateHeld {
+		t.Fatalf("%d entries after the read, state %v; want 0, Held", n, lock.State())
+	}
+	if out, err := lock.Release(ctx); out != Released || err != nil {
+		t.Fatalf("Release = %v, %v", out, err)
+	}
+	if chain := heldChain(locks, "push:idle"); len(chain) != 0 {
+		t.Fatalf("held chain %v after the release; want none", chain)
+	}
+	eventually(t, "no entry left", func() bool { return pushEntries(locks) == 0 })
+}
+
+// TestPushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart: a holder that missed
+// the push of a third party's DEL and the holder that took the key next in
+// the same Locks are chained for the key; the read that follows the second
+// one's registration ends the first (LossReadRefused) and confirms the
+// second, which alone stays chained until its release empties the chain.
+func TestPushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	ctx := ctxT(t)
+	first, err := locks.Acquire(ctx, "push:two", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first holder's key tracked", func() bool { return holderArmed(locks, "push:two") })
+	srv.Inject(sim.Fault{Kind: sim.DropPush, Key: "push:two"})
+	srv.Exec("DEL", "push:two") // its push is lost: the first holder still holds, locally
+	second, err := locks.Acquire(ctx, "push:two", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, first.Context())
+	var loss *LossError
+	if !errors.As(context.Cause(first.Context()), &loss) || loss.Reason != LossReadRefused {
+		t.Fatalf("first holder's cause %v; want LossReadRefused", context.Cause(first.Context()))
+	}
+	eventually(t, "the second holder's key tracked", func() bool { return holderArmed(locks, "push:two") })
+	if second.State() != StateHeld {
+		t.Fatalf("second holder %v (cause %v); want Held", second.State(), context.Cause(second.Context()))
+	}
+	if chain := heldChain(locks, "push:two"); len(chain) != 1 || chain[0] != second || first.pushNext != nil {
+		t.Fatalf("held chain %v; want the second holder alone", chain)
+	}
+	if out, err := second.Release(ctx); out != Released || err != nil {
+		t.Fatalf("Release = %v, %v", out, err)
+	}
+	if chain := heldChain(locks, "push:two"); len(chain) != 0 {
+		t.Fatalf("held chain %v after the release; want none", chain)
+	}
+}
+
+// TestPushDetectsLoss_HolderChainUnlinksAnyHolder: holders of one key are
+// chained, latest first; unlinking one in the middle, the first, then the
+// last keeps the others chained in order, and the key leaves held with its
+// last holder, leaving other keys' chains alone.
+func TestPushDetectsLoss_HolderChainUnlinksAnyHolder(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	h := locks.managed().push
+	a, b, c, other := &Lock{wireKey: "k"}, &Lock{wireKey: "k"}, &Lock{wireKey: "k"}, &Lock{wireKey: "j"}
+	locked := func(f func()) { h.mu.Lock(); defer h.mu.Unlock(); f() }
+	locked(func() {
+		for _, l := range []*Lock{a, b, other, c} {
+			h.linkHolderLocked(l)
+		}
+	})
+	for _, step := range []struct {
+		unlink *Lock
+		want   []*Lock
+	}{{nil, []*Lock{c, b, a}}, {b, []*Lock{c, a}}, {c, []*Lock{a}}, {a, nil}} {
+		if step.unlink != nil {
+			locked(func() { h.unlinkHolderLocked(step.unlink) })
+			if step.unlink.pushNext != nil {
+				t.Fatal("an unlinked holder still points into the chain")
+			}
+		}
+		if got := heldChain(locks, "k"); !slices.Equal(got, step.want) {
+			t.Fatalf("chain %v; want %v", got, step.want)
+		}
+	}
+	locked(func() {
+		if _, ok := h.held["k"]; ok || h.held["j"] != other {
+			t.Errorf("held %v; want only j's holder", h.held)
+		}
+		h.unlinkHolderLocked(other)
+		if len(h.held) != 0 {
+			t.Errorf("held %v; want empty", h.held)
 		}
 	})
 }

@@ -26,7 +26,7 @@ import (
 // leaves the lock held. Without CLIENT ID/KILL permission the delete is sent
 // unfenced and one warning is logged per Locks.
 func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
-	if o := l.m.core.obs; o != nil && o.tracer != nil {
+	if o := l.m().core.obs; o != nil && o.tracer != nil {
 		return o.traceRelease(ctx, l)
 	}
 	return l.release(ctx)
@@ -55,7 +55,7 @@ func callerError(ctx context.Context, err error) error {
 // execute sends a renewal or release for a caller and returns its completion.
 // It blocks for the round trip.
 func (l *Lock) execute(ctx context.Context, j job) event {
-	ctx, cancel := l.m.commandContext(ctx)
+	ctx, cancel := l.m().commandContext(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		ev := l.executeOnce(ctx, j)
@@ -68,7 +68,7 @@ func (l *Lock) execute(ctx context.Context, j job) event {
 }
 
 func (l *Lock) executeOnce(ctx context.Context, j job) event {
-	s, err := l.m.sessionFor(ctx, l.wireKey)
+	s, err := l.m().sessionFor(ctx, l.wireKey)
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: err}
 	}
@@ -76,15 +76,15 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		return l.executeRenew(ctx, j, s)
 	}
 	unfenced := false
-	if err := l.m.mayFence(ctx, s); err != nil {
+	if err := l.m().mayFence(ctx, s); err != nil {
 		var permErr *PermissionError
 		if !errors.As(err, &permErr) {
 			return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
 		}
 		unfenced = true
-		l.m.warnUnfenced(err)
+		l.m().warnUnfenced(err)
 	}
-	res, err := l.m.run(ctx, s, conn.ReleaseOp(l.wireKey, l.token.wire()), j.route)
+	res, err := l.m().run(ctx, s, conn.ReleaseOp(l.wireKey, l.token.wire()), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
@@ -92,18 +92,18 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 	ms, err := ttlMillis(j.ttl)
 	unfenced := false
 	if err == nil {
-		err = l.m.core.pool.ClientAlive() // a closed rueidis client ends the keep-alive, here as in the batches
+		err = l.m().core.pool.ClientAlive() // a closed rueidis client ends the keep-alive, here as in the batches
 	}
 	if err == nil {
-		unfenced, err = l.m.renewalPermit(ctx, s) // fenced unless WithUnfencedRenewal says otherwise
+		unfenced, err = l.m().renewalPermit(ctx, s) // fenced unless WithUnfencedRenewal says otherwise
 	}
 	if err != nil {
 		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
 	}
-	if o := l.m.core.obs; o != nil && o.metrics != nil && j.due > 0 {
-		o.renewalSent(l, j.due, l.m.clock.Now())
+	if o := l.m().core.obs; o != nil && o.metrics != nil && j.due > 0 {
+		o.renewalSent(l, j.due, l.m().clock.Now())
 	}
-	res, err := l.m.run(ctx, s, conn.ExtendOp(l.wireKey, l.token.wire(), ms), j.route)
+	res, err := l.m().run(ctx, s, conn.ExtendOp(l.wireKey, l.token.wire(), ms), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 

@@ -50,7 +50,7 @@ func (l *Lock) renewOn(node string) {
 		l.renewer = nil
 	case l.keepAlive == nil:
 	case l.renewer == nil || l.renewer.node != node:
-		l.renewer = l.m.renewerFor(node)
+		l.renewer = l.m().renewerFor(node)
 	}
 }
 

@@ -60,7 +60,7 @@ func (l *Lock) handle(ev event) {
 		// Nothing can renew any more: end the keep-alive with its own cause
 		// before the renewal's completion would schedule a retry.
 		l.clientClosed = true
-		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: ErrClientClosed, Now: l.m.clock.Now()}, 0)
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: ErrClientClosed, Now: l.m().clock.Now()}, 0)
 	}
 	if in, ok := l.input(ev); ok {
 		l.step(in, 0)
@@ -69,7 +69,7 @@ func (l *Lock) handle(ev event) {
 
 // input turns an event into the handle's input; l.mu is held.
 func (l *Lock) input(ev event) (sm.Input, bool) {
-	now := l.m.clock.Now()
+	now := l.m().clock.Now()
 	switch ev.kind {
 	case eventDone:
 		if s := l.carrierOf(ev.op); s != nil {
@@ -102,7 +102,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 			mine = j
 		}
 	}
-	if o := l.m.core.obs; o != nil {
+	if o := l.m().core.obs; o != nil {
 		o.effects(l, &in, effects)
 	}
 	if in.Kind == sm.InputCommandDone {
@@ -134,17 +134,17 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.renewer != nil:
 			l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
 		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
-			l.m.inflight.Add() // no known node: routed by key, on its own
+			l.m().inflight.Add() // no known node: routed by key, on its own
 			go l.runJob(context.Background(), j)
 		case e.Caller == self:
 			return j
 		default:
-			l.m.inflight.Add()
+			l.m().inflight.Add()
 			go l.runJob(l.callerContext(e.Caller), j)
 		}
 	case sm.EffectCleanupDelete:
 		setOn := l.carrierOf(e.Op)
-		l.m.goBackground(func() { l.cleanup(setOn) })
+		l.m().goBackground(func() { l.cleanup(setOn) })
 	case sm.EffectAbort:
 		if r := l.routeOf(e.Op); r != nil {
 			r.Abort()
@@ -159,9 +159,9 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	case sm.EffectEndLease:
 		l.endLease(e.Ending)
 	case sm.EffectArmTimer:
-		l.m.timers.arm(l.m.clock, l, e.Timer, e.Seq, e.At)
+		l.m().timers.arm(l.m().clock, l, e.Timer, e.Seq, e.At)
 	case sm.EffectDisarmTimer:
-		l.m.timers.disarm(l, e.Timer)
+		l.m().timers.disarm(l, e.Timer)
 	case sm.EffectResolve:
 		l.resolve(e.Caller, e.Result)
 	}
@@ -181,7 +181,7 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 // mailbox), so Locks.Close, which waits for commands in flight, sees the
 // fence the completion may start.
 func (l *Lock) runJob(ctx context.Context, j job) {
-	defer l.m.inflight.Done()
+	defer l.m().inflight.Done()
 	l.handle(l.execute(ctx, j))
 }
 
@@ -234,18 +234,18 @@ func (l *Lock) fence(op sm.OpID) {
 	s := l.carrierOf(op)
 	if s == nil {
 		// Answered at once, after this step (l.mu is held here).
-		l.m.goBackground(func() { l.handle(event{kind: eventFence, op: op}) })
+		l.m().goBackground(func() { l.handle(event{kind: eventFence, op: op}) })
 		return
 	}
-	obs, link := l.m.core.obs, l.acquireSpan
-	l.m.goBackground(func() {
-		ctx, cancel := l.m.fenceContext()
+	obs, link := l.m().core.obs, l.acquireSpan
+	l.m().goBackground(func() {
+		ctx, cancel := l.m().fenceContext()
 		defer cancel()
 		var span trace.Span
 		if obs != nil {
 			ctx, span = obs.startFence(ctx, l, link)
 		}
-		err := l.m.core.pool.Fence(ctx, s)
+		err := l.m().core.pool.Fence(ctx, s)
 		if obs != nil {
 			obs.fenced(l, span, err) // a failure is logged as a warning there
 		}
@@ -262,8 +262,8 @@ func (l *Lock) fence(op sm.OpID) {
 func (l *Lock) cleanup(setOn *conn.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := l.m.cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
-		l.m.core.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.m.core.keyArgs(l.wireKey, "error", err)...)
+	if err := l.m().cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
+		l.m().core.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.m().core.keyArgs(l.wireKey, "error", err)...)
 	}
 }
 

@@ -254,5 +254,5 @@ func (h *timerHeap) down(i int) {
 func (l *Lock) tick(tm sm.Timer, seq uint32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.step(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: l.m.clock.Now()}, 0)
+	l.step(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: l.m().clock.Now()}, 0)
 }
