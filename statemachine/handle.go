@@ -59,8 +59,16 @@ type Handle struct {
 	renewTTL       time.Duration
 	renewCaller    CallerID
 	releaseStarter CallerID
-	fenceErr       error // the uncertain error waiting callers get after the fence
-	waiters        []waiter
+	// side holds the waiting callers and a fence's error between steps,
+	// created the first time a step ends with either (a handle that never
+	// has a caller waiting on another's command, nor a fence, has none).
+	side *handleSide
+}
+
+// handleSide is the rarely used part of a Handle (see Handle.side).
+type handleSide struct {
+	waiters  []waiter
+	fenceErr error
 }
 
 // State returns the handle's state. It does not block.
@@ -123,17 +131,36 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 // completion for an op that is not in flight, or time going backwards.
 func (h *Handle) Step(in Input, out []Effect) []Effect {
 	s := stepper{Handle: h, out: out}
+	if h.side != nil {
+		s.waiters, s.fenceErr = h.side.waiters, h.side.fenceErr
+	}
 	s.step(in)
+	s.keepSide()
 	return s.out
 }
 
-// stepper is one Step in progress: the handle and the effects emitted so
-// far. Keeping the effect buffer here, not in the Handle, saves every
-// handle (one per lock, held or not) the slice header it would only use
-// during a step.
+// stepper is one Step in progress: the handle, the effects emitted so far,
+// and the handle's waiting callers and fence error, taken from its side
+// and put back when the step ends. Keeping these here, not in the Handle,
+// saves every handle (one per lock, held or not) 64 bytes it would only
+// use during a step, while callers wait on another's command or during a
+// fence.
 type stepper struct {
 	*Handle
-	out []Effect
+	out      []Effect
+	waiters  []waiter
+	fenceErr error // the uncertain error waiting callers get after the fence
+}
+
+// keepSide puts the step's waiters and fence error back into the handle.
+func (h *stepper) keepSide() {
+	if h.side == nil {
+		if len(h.waiters) == 0 && h.fenceErr == nil {
+			return
+		}
+		h.Handle.side = &handleSide{}
+	}
+	h.side.waiters, h.side.fenceErr = h.waiters, h.fenceErr
 }
 
 // step applies one input (see Step).
