@@ -268,10 +268,11 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
 	node string, fenced *fencedRequest) (*Lock, error) {
 	lock := &Lock{locks: l, wireKey: l.key(key), token: NewToken()}
-	var owned *KeepAlive // the keep-alive WithKeepAlive starts, if any
 	if keepAlive {
-		owned = newKeepAlive(lock, userContext(ctx))
-		lock.keepAlive = owned
+		// Shared, and it keeps no values: holding ctx would keep a
+		// request's context (its timer, its values) alive for as long as
+		// the lock is held, and nobody can ask for its Context.
+		lock.keepAlive = ownedKeepAlive
 	}
 	lock.renewOn(node)
 	lock.mu.Lock()
@@ -308,9 +309,6 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	case res.OK:
 		return lock, nil
 	case res.Err != nil:
-		if owned != nil {
-			owned.cancel(coreError(res.Err))
-		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx) // the caller gave up; cleanup runs in the background
 		}

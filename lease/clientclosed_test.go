@@ -47,17 +47,16 @@ func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 		if err != nil {
 			t.Fatal(err)
 		}
-		ownedKA := keepAliveOf(owned) // the keep-alive WithKeepAlive started
 		type kept struct {
 			name       string
 			lock       *Lock
-			ka         *KeepAlive
+			err        func() error // the keep-alive's Err
 			ctx        context.Context
 			detectedAt int // the server log's length when its keep-alive ended; -1 before
 		}
 		all := []*kept{
-			{name: "started", lock: started, ka: ka, detectedAt: -1},
-			{name: "owned", lock: owned, ka: ownedKA, detectedAt: -1},
+			{name: "started", lock: started, err: ka.Err, detectedAt: -1},
+			{name: "owned", lock: owned, err: func() error { return ownedKeepAliveErr(owned) }, detectedAt: -1},
 		}
 		for _, k := range all {
 			k.ctx = k.lock.Context()
@@ -69,7 +68,7 @@ func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 			var due []*kept
 			next := time.Duration(1<<63 - 1)
 			for _, k := range all {
-				if k.ka.Err() != nil {
+				if k.err() != nil {
 					continue
 				}
 				switch d := sm.RenewalDelay(k.lock.Duration(), k.lock.RemainingEstimate()); {
@@ -82,14 +81,14 @@ func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 			clock.Advance(next)
 			eventually(t, "the due keep-alives renewed or ended", func() bool {
 				for _, k := range due {
-					if k.ka.Err() == nil && !renewedFresh(k.lock) {
+					if k.err() == nil && !renewedFresh(k.lock) {
 						return false
 					}
 				}
 				return true
 			})
 			for _, k := range due {
-				if k.ka.Err() != nil && k.detectedAt < 0 {
+				if k.err() != nil && k.detectedAt < 0 {
 					k.detectedAt = len(tg.srv.Log())
 					if k.ctx.Err() != nil {
 						t.Fatalf("the %s lock's context ended with its keep-alive: %v; want it to last until the estimate", k.name, context.Cause(k.ctx))
@@ -100,14 +99,14 @@ func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 
 		renewNext() // renewals reach the server while the client is open
 		for _, k := range all {
-			if k.ka.Err() != nil {
-				t.Fatalf("the %s keep-alive ended with the client open: %v", k.name, k.ka.Err())
+			if k.err() != nil {
+				t.Fatalf("the %s keep-alive ended with the client open: %v", k.name, k.err())
 			}
 			waitEntry(t, tg.srv, isExtendOf(k.name))
 		}
 
 		client.Close()
-		for tries := 0; all[0].ka.Err() == nil || all[1].ka.Err() == nil; tries++ {
+		for tries := 0; all[0].err() == nil || all[1].err() == nil; tries++ {
 			if tries == 5 {
 				t.Fatalf("the keep-alives still run after %d renewals with the client closed", tries)
 			}
@@ -118,7 +117,7 @@ func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 		}
 		last := time.Duration(0)
 		for _, k := range all {
-			if cause := k.ka.Err(); cause != ErrClientClosed {
+			if cause := k.err(); cause != ErrClientClosed {
 				t.Fatalf("the %s keep-alive's cause %v; want ErrClientClosed", k.name, cause)
 			}
 			last = max(last, k.lock.RemainingEstimate())
@@ -175,13 +174,11 @@ func TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	bKA := keepAliveOf(b) // the keep-alive WithKeepAlive started
 	clock.Advance(25 * time.Second)
 	a, err := locks.Acquire(ctx, "a", 10*time.Second, WithKeepAlive())
 	if err != nil {
 		t.Fatal(err)
 	}
-	aKA := keepAliveOf(a) // the keep-alive WithKeepAlive started
 	// b renews first (due in 4.398s) and is refused as not run: its retry
 	// comes 1s later, after a's renewal (due in 4.898s).
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Error: "LOADING Redis is loading the dataset in memory",
@@ -193,16 +190,16 @@ func TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	// within that of b's probe, so wait until the closed client is noticed.
 	eventually(t, "the closed client noticed", func() bool { return locks.core.pool.ClientAlive() != nil })
 	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
-	eventually(t, "a's keep-alive ended", func() bool { return aKA.Err() != nil })
-	if err := aKA.Err(); err != ErrClientClosed {
+	eventually(t, "a's keep-alive ended", func() bool { return ownedKeepAliveErr(a) != nil })
+	if err := ownedKeepAliveErr(a); err != ErrClientClosed {
 		t.Fatalf("a's keep-alive ended with %v; want ErrClientClosed", err)
 	}
 	srv.ResetLog()             // the detection
 	clock.Advance(time.Second) // b's retry
 	eventually(t, "b's retry settled", func() bool {
-		return bKA.Err() != nil || b.RemainingEstimate() > estimateOf(time.Minute)-time.Second
+		return ownedKeepAliveErr(b) != nil || b.RemainingEstimate() > estimateOf(time.Minute)-time.Second
 	})
-	if err := bKA.Err(); err != ErrClientClosed {
+	if err := ownedKeepAliveErr(b); err != ErrClientClosed {
 		t.Errorf("b's keep-alive: %v; want it ended with ErrClientClosed", err)
 	}
 	if n := countArgs(srv.Log(), "SET", "b"); n != 0 {
@@ -247,21 +244,20 @@ func TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	client.Close()
-	for renewal := 1; lockKA.Err() == nil; renewal++ {
+	for renewal := 1; ownedKeepAliveErr(lock) == nil; renewal++ {
 		if renewal > 2 {
 			t.Fatalf("the keep-alive still runs after %d renewals with the client closed", renewal-1)
 		}
 		clock.Advance(sm.RenewalDelay(lock.Duration(), lock.RemainingEstimate()))
 		eventually(t, "the renewal settled", func() bool {
-			return lockKA.Err() != nil || renewedFresh(lock)
+			return ownedKeepAliveErr(lock) != nil || renewedFresh(lock)
 		})
 	}
 	if young := time.Since(testBinaryStart); young >= DefaultIdleCheck {
 		t.Skipf("the process is %v old: not within its first idle-check period", young)
 	}
-	if err := lockKA.Err(); err != ErrClientClosed {
+	if err := ownedKeepAliveErr(lock); err != ErrClientClosed {
 		t.Fatalf("the keep-alive ended with %v; want ErrClientClosed", err)
 	}
 }

@@ -22,11 +22,18 @@ import (
 type KeepAlive struct {
 	lock      *Lock
 	mu        sync.Mutex
-	values    context.Context // the starting ctx: Context keeps its values, not its cancellation
+	values    context.Context // the starting ctx: Context keeps its values, not its cancellation; nil: none
 	cause     error           // why it ended; nil while it runs
 	watch     *leaseWatch     // Context and its cancel, created on first call (most are never asked for)
 	stopWatch func() bool     // unregisters the watch on the starting ctx
 }
+
+// ownedKeepAlive stands for every keep-alive WithKeepAlive starts. Nobody
+// can reach one (Lock.Context tells how the lease ended), so all locks
+// share this value instead of paying 64 bytes each: a lock's keepAlive
+// field set to it means its own keep-alive runs, and its end is recorded
+// in the lock (Lock.ownedEnd). It is never cancelled.
+var ownedKeepAlive = &KeepAlive{}
 
 func newKeepAlive(l *Lock, values context.Context) *KeepAlive {
 	return &KeepAlive{lock: l, values: values}
@@ -34,6 +41,9 @@ func newKeepAlive(l *Lock, values context.Context) *KeepAlive {
 
 // cancel ends the keep-alive with cause err (the first cause stays).
 func (k *KeepAlive) cancel(err error) {
+	if k == ownedKeepAlive {
+		return // shared: the lock records its end
+	}
 	if err == nil {
 		err = context.Canceled
 	}
@@ -54,7 +64,11 @@ func (k *KeepAlive) Context() context.Context {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.watch == nil {
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(k.values))
+		values := context.Background()
+		if k.values != nil {
+			values = context.WithoutCancel(k.values)
+		}
+		ctx, cancel := context.WithCancelCause(values)
 		k.watch = &leaseWatch{ctx: ctx, cancel: cancel}
 		if k.cause != nil {
 			cancel(k.cause)

@@ -52,7 +52,6 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	cancel()
 	if err := lock.Context().Err(); err != nil {
 		t.Fatalf("keep-alive cancelled with the acquisition ctx: %v", err)
@@ -63,7 +62,7 @@ func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
 	if err := lock.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if cause := context.Cause(lockKA.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := ownedKeepAliveErr(lock); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("after Close the keep-alive cause is %v; want ErrKeepAliveStopped (stopped before the release)", cause)
 	}
 	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrReleased) {
@@ -219,7 +218,6 @@ func TestKeepAliveStopsWhenItsContextEnds(t *testing.T) {
 
 func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
-	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	gate := make(chan struct{})
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Match: hasIFEQ, Gate: gate})
 	clock.Advance(5 * time.Second)
@@ -237,7 +235,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	if del := seqOf(srv.Log(), isCommand("DELEX")); del < renewal.Seq {
 		t.Fatalf("DELEX (seq %d) must follow the renewal (seq %d)", del, renewal.Seq)
 	}
-	if cause := context.Cause(lockKA.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := ownedKeepAliveErr(lock); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v; want ErrKeepAliveStopped", cause)
 	}
 	if lock.State() != StateReleased || clock.Pending() != 0 {
@@ -348,10 +346,17 @@ func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
 	eventually(t, "Lost once the fence answered", func() bool { return lock.State() == StateLost })
 }
 
-// keepAliveOf returns l's running keep-alive: right after an acquisition
-// WithKeepAlive, the one it started (kept by the test after it ends).
-func keepAliveOf(l *Lock) *KeepAlive {
+// ownedKeepAliveErr is what the cause of l's WithKeepAlive keep-alive
+// would be (nil while it runs): the lock records how it ended (see
+// ownedKeepAlive).
+func ownedKeepAliveErr(l *Lock) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.keepAlive
+	switch {
+	case l.keepAlive == ownedKeepAlive || l.ownedEnd == sm.CauseNone:
+		return nil
+	case l.ownedEnd == sm.CauseStopped && l.clientClosed:
+		return ErrClientClosed
+	}
+	return endingError(sm.Ending{Cause: l.ownedEnd})
 }

@@ -48,7 +48,11 @@ type Lock struct {
 	// clientClosed: the keep-alive ended because the rueidis client was closed
 	clientClosed bool
 	pushed       bool // registered with the push hub as a holder (push_hold.go)
-	// A Lock is 320 bytes (a size class): every byte is paid by each held
+	// ownedEnd is how the keep-alive WithKeepAlive started ended (what its
+	// cause would be, see ownedKeepAlive); CauseNone while it runs or if
+	// there was none.
+	ownedEnd sm.Cause
+	// A Lock is 288 bytes (a size class): every byte is paid by each held
 	// lock (TestLockStaysSmall); rarely used state belongs in side structs.
 }
 

@@ -24,7 +24,6 @@ func TestManagedLifecycleOnRealRedis70(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire = %v", err)
 	}
-	lockKA := keepAliveOf(lock) // the keep-alive WithKeepAlive started
 	clock.Advance(5 * time.Second)
 	eventually(t, "keep-alive renewal confirmed", func() bool { return renewedFresh(lock) })
 	if ok, err := lock.ResetExpiry(ctx, 20*time.Second); !ok || err != nil {
@@ -39,7 +38,7 @@ func TestManagedLifecycleOnRealRedis70(t *testing.T) {
 	if err := lock.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	if cause := context.Cause(lockKA.Context()); !errors.Is(cause, ErrKeepAliveStopped) {
+	if cause := ownedKeepAliveErr(lock); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v", cause)
 	}
 	if cause := context.Cause(lock.Context()); !errors.Is(cause, ErrReleased) {

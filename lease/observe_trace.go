@@ -23,23 +23,6 @@ const (
 	spanFence   = "respire.fence"
 )
 
-// acquireContext is the ctx an observed acquisition runs under: the
-// caller's ctx with the acquisition's span, remembering the caller's ctx for
-// the lock's keep-alive (whose context must not carry the acquisition's
-// span, which ends when Acquire returns).
-type acquireContext struct {
-	context.Context
-	caller context.Context
-}
-
-// userContext returns the caller's ctx under an acquireContext, or ctx.
-func userContext(ctx context.Context) context.Context {
-	if a, ok := ctx.(*acquireContext); ok {
-		return a.caller
-	}
-	return ctx
-}
-
 // commandEvent adds the command named name to the span in ctx, if one is
 // recording.
 func commandEvent(ctx context.Context, name string) {
@@ -64,7 +47,7 @@ func (o *observer) startAcquire(ctx context.Context, l *Locks, keepAlive bool) (
 	}
 	inner, span := o.tracer.Start(ctx, spanAcquire,
 		trace.WithAttributes(o.spanAttrs(l.prefix, attribute.Bool("respire.lock.keep_alive", keepAlive))...))
-	return &acquireContext{Context: inner, caller: ctx}, span
+	return inner, span
 }
 
 // endAcquire ends the acquisition's span with its result and remembers the

@@ -152,10 +152,12 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	case sm.EffectFence:
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
-		if l.keepAlive != nil {
+		if l.keepAlive == ownedKeepAlive {
+			l.ownedEnd = e.Ending.Cause
+		} else if l.keepAlive != nil {
 			l.keepAlive.cancel(endingError(e.Ending))
-			l.keepAlive = nil
 		}
+		l.keepAlive = nil
 	case sm.EffectEndLease:
 		l.endLease(e.Ending)
 	case sm.EffectArmTimer:
