@@ -12,12 +12,14 @@ import (
 // This file is the push half of conn: one watcher connection per node with
 // RESP3 client-side tracking (CLIENT TRACKING ON OPTIN NOLOOP), on which
 // WatchRead arms the tracking of one key (CLIENT CACHING YES + GET) and
-// reads its owner token in the same round trip. The server then sends one
-// invalidation push when the key next changes — deleted, expired, written,
-// PEXPIREd — and the pool hands the key to the handler set with
-// SetInvalidationHandler. Tracking is one-shot per read: after a push the
-// key is tracked again only by the next WatchRead. A watcher only reads; it
-// never carries a lock command, so nothing it does can change a lock.
+// reads its owner token in the same round trip (WatchReadMany, in
+// watch_batch.go, does so for many keys, one round trip per node). The
+// server then sends one invalidation push when the key next changes —
+// deleted, expired, written, PEXPIREd — and the pool hands the key to the
+// handler set with SetInvalidationHandler. Tracking is one-shot per read:
+// after a push the key is tracked again only by the next WatchRead. A
+// watcher only reads; it never carries a lock command, so nothing it does
+// can change a lock.
 
 // ErrTrackingRefused is the cause of WatchRead's error when the node will
 // not deliver invalidations to this client: CLIENT TRACKING or CLIENT
@@ -110,51 +112,11 @@ func (p *Pool) SetInvalidationHandler(fn func(node string, keys []string)) {
 // slot map learns it). It blocks for the round trip, and the first time per
 // node for the watcher's handshake. An error matching ErrTrackingRefused
 // means the node will not push; other errors are worth another try later.
+// It is WatchReadMany of one key.
 func (p *Pool) WatchRead(ctx context.Context, key string) (node string, token string, found bool, err error) {
-	if p.clientClosed.Load() { // the rueidis client was found closed: nothing more is sent
-		return "", "", false, &Error{Class: NotSubmitted, Op: "watch", Err: ErrClientClosed}
-	}
-	for hop := 0; hop <= maxRedirects; hop++ {
-		node, err = p.route(ctx, "GET", key)
-		if err != nil {
-			return "", "", false, err
-		}
-		if p.sentinel {
-			p.dropStaleWatchers(node)
-		}
-		w, err := p.watcherFor(ctx, node)
-		if err != nil {
-			return node, "", false, err
-		}
-		p.reportCommand(ctx, "CLIENT CACHING")
-		p.reportCommand(ctx, "GET")
-		results := w.client.DoMulti(ctx, buildCommand(w.client.B(), CachingYesCommand()),
-			buildCommand(w.client.B(), OwnerCommand(key)))
-		for _, r := range results {
-			if e := r.NonRedisError(); e != nil {
-				if !cancelledByCaller(ctx, e) {
-					p.lostWatcher(w) // the socket failed: what it tracked is forgotten
-				}
-				return node, "", false, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: e}
-			}
-		}
-		if caching, _ := toReply(results[0]); caching.Kind == ReplyError {
-			return node, "", false, p.refuse(w, caching.Text)
-		}
-		reply, redisErr := toReply(results[1])
-		if rd, ok := ParseRedirect(reply.Text); ok && reply.Kind == ReplyError {
-			if !rd.Ask {
-				p.learnSlot(rd.Slot, rd.Addr)
-			}
-			continue
-		}
-		token, found, serverErr := OwnerResult(reply)
-		if serverErr != nil {
-			return node, "", false, definite("watch", node, nil, serverErr, redisErr)
-		}
-		return node, token, found, nil
-	}
-	return node, "", false, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: errors.New("too many redirects")}
+	var one [1]WatchReadResult
+	r := p.WatchReadMany(ctx, []string{key}, one[:0])[0]
+	return r.Node, r.Token, r.Found, r.Err
 }
 
 // watcherFor returns node's live watcher, opening one (once at a time per

@@ -80,11 +80,14 @@ type pushWaiter struct {
 
 // pushStats counts what push did, for tests (read under hub.mu).
 type pushStats struct {
-	reads           int // waiters' tracked reads (arming)
-	holderReads     int // holders' owner-compared reads
-	holderReadsPeak int // most holders' reads in flight at once (at most pushCheckWorkers)
-	refuted         int // held locks ended by a read
-	batons          int // waiters woken to try
+	reads             int // waiters' tracked reads (arming)
+	holderReads       int // holders' owner-compared reads
+	holderReadsPeak   int // most holders' reads in flight at once (pushCheckWorkers·pushCheckBatch at most)
+	holderBatches     int // batches of them sent (one WatchReadMany each)
+	holderBatchesPeak int // most batches in flight at once (at most pushCheckWorkers)
+	holderBatchMax    int // most reads in one batch (at most pushCheckBatch)
+	refuted           int // held locks ended by a read
+	batons            int // waiters woken to try
 }
 
 // newPushHub makes m's push hub and hands its invalidations to it.

@@ -13,24 +13,41 @@ import (
 // This file is the holders' side of the push hub: keep-alive holders are
 // chained per wire key in pushHub.held (no pushKey while their key is
 // tracked), and each invalidation of a held key queues it, once, for an
-// owner-compared read that one of at most pushCheckWorkers workers does.
+// owner-compared read that one of at most pushCheckWorkers workers sends,
+// in a batch of up to pushCheckBatch keys (conn.Pool.WatchReadMany).
 
-// pushCheckWorkers bounds the holders' reads in flight, and so the
-// goroutines that do them (a worker exits once the queue is empty). Every
-// renewal of our own invalidates the key (tracking is one-shot), so
+// pushCheckWorkers bounds the batches of holders' reads in flight, and so
+// the goroutines that send them (a worker exits once the queue is empty).
+// Every renewal of our own invalidates the key (tracking is one-shot), so
 // 100,000 held locks renewing every 5 s need 20,000 reads a second, plus
-// one per acquisition; one goroutine per read kept thousands alive around
-// renewal bursts (one per held key after a reconnect). A read is bound by
-// its round trip (pipelined with the others on the watcher), not by the
-// server, so the reads a second grow with the reads in flight: in
-// BenchmarkHeldKeepAlive (100,000 locks, 2 shared cores) 8 workers did
-// about 7,000 a second while the locks were taken, leaving up to 71,000
-// keys queued (each with its entry, and its loss detection late) for
-// seconds, 32 up to 28,000, and 64 kept the queue under 2,000 and up with
-// the renewals; 128 did no better. 64 stacks cost about half a MiB, only
-// while reads are due, and a node that does not answer stalls the other
-// nodes' keys only once all 64 wait on it (each for pushCheckTimeout).
-const pushCheckWorkers = 64
+// one per acquisition. A read is bound by its round trip, not by the
+// server, so a worker sends up to pushCheckBatch keys in one WatchReadMany
+// (one round trip per node), where it used to send one: 64 such workers
+// were needed to keep up. In BenchmarkHeldKeepAlive (100,000 locks, lease
+// 10 s, 2 shared cores; the most keys with an entry, sampled every 20 ms)
+// 64 one-read workers peaked at 1,341 keys and 64 goroutines, for 200,000
+// round trips; batches of 256 with 1, 4 or 8 workers peaked at 430, 655
+// and 1,175 keys (noise: all keep up) and did the 200,000 reads in about
+// 8,600 round trips (23 keys each: a worker takes what is queued when it
+// is free, so batches grow only with the load). The number of workers is
+// thus not for throughput: several, not one, so that a new invalidation is
+// read at once while a batch is in flight. A node that does not answer
+// holds each batch with a key on it, for up to pushCheckTimeout: a batch's
+// nodes are read concurrently, so its keys on the other nodes are tracked
+// again at once, but they are judged only when the batch returns (with
+// one-read workers, all 64 soon waited on such a node, one key each).
+const pushCheckWorkers = 4
+
+// pushCheckBatch bounds the keys one worker reads in one WatchReadMany:
+// 256 keys are 512 commands, about 19 KB written and 11 KB read, far inside
+// rueidis' 0.5 MiB socket buffers. On the real Redis 7.0 of
+// scripts/with-servers.sh (loopback, 2 shared cores) one WatchReadMany took
+// at the median 92 µs for one key, 126 µs for 16, 246 µs for 64, 371 µs for
+// 256 (1.45 µs a key) and 1.25 ms for 1,024 (1.22 µs a key): past 256 a
+// batch costs about the same per key but holds each key's result longer.
+// A worker's buffers for a full batch are about 32 KB, kept only while it
+// runs.
+const pushCheckBatch = 256
 
 // checkQueueKeep is the largest backing array the check queue keeps once
 // drained: a burst (every key after a reconnect) does not stay allocated.
@@ -43,8 +60,9 @@ type checkQueue struct {
 	keys     []string // the keys from head on are waiting, oldest first
 	head     int
 	workers  int // workers running (at most pushCheckWorkers)
-	starting int // workers started that have not taken a key yet
+	starting int // workers started that have not taken a batch yet
 	reading  int // holders' reads in flight
+	batches  int // batches of them in flight (one per busy worker)
 }
 
 // pending returns how many keys wait for a worker.
@@ -164,7 +182,7 @@ func (h *pushHub) holdsLocked(key string, l *Lock) bool {
 // startCheckLocked queues key for its holders' owner-compared read, or
 // asks the read in flight for another round (a queued read is not sent
 // yet: it will see the change), and starts a worker when the waiting keys
-// outnumber the workers about to take one; h.mu is held.
+// are more than the workers about to take a batch will take; h.mu is held.
 func (h *pushHub) startCheckLocked(key string) {
 	if h.closed {
 		return
@@ -178,7 +196,7 @@ func (h *pushHub) startCheckLocked(key string) {
 		e.queued = true
 		q := &h.checks
 		q.push(key)
-		if q.workers < pushCheckWorkers && q.starting < q.pending() {
+		if q.workers < pushCheckWorkers && q.starting*pushCheckBatch < q.pending() {
 			q.workers++
 			q.starting++
 			h.m.goBackground(h.checkWorker)
@@ -199,97 +217,128 @@ func (h *pushHub) dropChecksLocked() {
 	q.keys, q.head = nil, 0
 }
 
-// checkWorker reads the queued keys for their holders, one at a time,
-// and ends when the queue is empty or Locks.Close began.
+// checkWorker reads the queued keys for their holders, a batch at a time,
+// and ends when the queue is empty (and its last batch needs no other
+// round) or Locks.Close began.
 func (h *pushHub) checkWorker() {
+	var b checkBatch
 	h.mu.Lock()
 	h.checks.starting--
-	for {
-		key, ok := h.nextCheckLocked()
-		if !ok {
-			h.checks.workers--
-			h.mu.Unlock()
-			return
-		}
+	for h.takeChecksLocked(&b) {
 		h.mu.Unlock()
-		h.readForHolders(key)
+		h.readForHolders(&b)
 		h.mu.Lock()
 	}
+	h.checks.workers--
+	h.mu.Unlock()
 }
 
-// nextCheckLocked takes the oldest queued key and marks its read in
-// flight; h.mu is held.
-func (h *pushHub) nextCheckLocked() (string, bool) {
-	for !h.closed {
-		key, ok := h.checks.pop()
+// checkBatch is one worker's batch of holders' reads, sent in one
+// WatchReadMany (a round trip per node), and its buffers, reused from one
+// round to the next.
+type checkBatch struct {
+	reads   []holderRead
+	keys    []string // the reads' keys, as WatchReadMany takes them
+	judged  []*Lock  // the holders each read judges (holderRead.from, to)
+	results []conn.WatchReadResult
+}
+
+// holderRead is one owner-compared read of a key for its holders.
+type holderRead struct {
+	key      string
+	e        *pushKey // the key's entry, kept while the read is in flight
+	gen      uint64   // e.gen when the read was sent: a later one spans an invalidation
+	from, to int      // checkBatch.judged[from:to]: the holders registered when it was sent
+}
+
+// takeChecksLocked makes b the next round of a worker: the reads of the
+// last round that asked for another one, then the oldest queued keys up to
+// pushCheckBatch (marked in flight). For each read it notes the key's
+// invalidations and the holders registered now, which alone it may judge
+// (one registered later took the key after the read may have run; its
+// registration asked for another round). It reports whether there is
+// anything to read; h.mu is held.
+func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
+	q := &h.checks
+	for len(b.reads) < pushCheckBatch && !h.closed {
+		key, ok := q.pop()
 		if !ok {
 			break
 		}
 		if e := h.keys[key]; e != nil && e.queued {
 			e.queued, e.check = false, true
-			return key, true
+			b.reads = append(b.reads, holderRead{key: key, e: e})
 		}
 	}
-	return "", false
-}
-
-// holderRead is one owner-compared read of a key for its holders.
-type holderRead struct {
-	key string
-	e   *pushKey // the key's entry, kept while the read is in flight
-	gen uint64   // e.gen when the read was sent: a later one spans an invalidation
-}
-
-// readForHolders reads key on its watcher (tracking it again) and ends
-// every holder whose token it does not find, once more while
-// invalidations (or new holders) came during the read; key's read is
-// marked in flight.
-func (h *pushHub) readForHolders(key string) {
-	var buf [4]*Lock // the holders judged by one read: rarely more than one
-	for {
-		h.mu.Lock()
-		r := holderRead{key: key, e: h.keys[key]}
+	if len(b.reads) == 0 {
+		return false
+	}
+	b.keys, b.judged = b.keys[:0], b.judged[:0]
+	for i := range b.reads {
+		r := &b.reads[i]
 		r.e.recheck = false
 		r.gen = r.e.gen
-		// Only holders registered before the read is sent can be judged by
-		// it: one registered later took the key after the read may have
-		// run (its registration asked for another round).
-		judged := buf[:0]
-		for p := h.held[key]; p != nil; p = p.pushNext {
-			judged = append(judged, p)
+		r.from = len(b.judged)
+		for p := h.held[r.key]; p != nil; p = p.pushNext {
+			b.judged = append(b.judged, p)
 		}
-		q := &h.checks
-		q.reading++
-		h.stats.holderReadsPeak = max(h.stats.holderReadsPeak, q.reading)
-		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(h.ctx, pushCheckTimeout)
-		_, token, found, err := h.m.core.pool.WatchRead(ctx, key)
-		cancel()
+		r.to = len(b.judged)
+		b.keys = append(b.keys, r.key)
+	}
+	q.reading += len(b.reads)
+	q.batches++
+	h.stats.holderReadsPeak = max(h.stats.holderReadsPeak, q.reading)
+	h.stats.holderBatchesPeak = max(h.stats.holderBatchesPeak, q.batches)
+	h.stats.holderBatchMax = max(h.stats.holderBatchMax, len(b.reads))
+	h.stats.holderBatches++
+	return true
+}
+
+// readForHolders sends b's reads in one WatchReadMany (tracking the keys
+// again) and ends every judged holder whose token a read did not find; the
+// reads that asked for another round (an invalidation, or a new holder,
+// came meanwhile) stay in b for the next one.
+func (h *pushHub) readForHolders(b *checkBatch) {
+	ctx, cancel := context.WithTimeout(h.ctx, pushCheckTimeout)
+	b.results = h.m.core.pool.WatchReadMany(ctx, b.keys, b.results)
+	cancel()
+	h.mu.Lock()
+	q := &h.checks
+	q.reading -= len(b.reads)
+	q.batches--
+	var refuted []*Lock
+	again := b.reads[:0]
+	for i, r := range b.reads {
+		res := &b.results[i]
+		if res.Err == nil {
+			refuted = h.refutedLocked(refuted, r.key, b.judged[r.from:r.to], res.Token, res.Found)
+		}
+		if h.settleReadLocked(r, res.Found, res.Err) {
+			again = append(again, r)
+		}
+	}
+	clear(b.reads[len(again):])
+	b.reads = again
+	clear(b.judged) // no ended holder stays reachable from the buffers between rounds
+	clear(b.results)
+	h.mu.Unlock()
+	ended := 0
+	for _, l := range refuted {
+		if l.pushRefuted() {
+			ended++
+		}
+	}
+	if ended > 0 {
 		h.mu.Lock()
-		q.reading--
-		var refuted []*Lock
-		if err == nil {
-			refuted = h.refutedLocked(key, judged, token, found)
-		}
-		again := h.settleReadLocked(r, found, err)
+		h.stats.refuted += ended
 		h.mu.Unlock()
-		for _, l := range refuted {
-			if l.pushRefuted() {
-				h.mu.Lock()
-				h.stats.refuted++
-				h.mu.Unlock()
-			}
-		}
-		if !again {
-			return
-		}
 	}
 }
 
-// refutedLocked returns the judged holders that a read of key, which
-// found token (or, found false, no key), proves lost and that are still
-// registered (to end outside h.mu); h.mu is held.
-func (h *pushHub) refutedLocked(key string, judged []*Lock, token string, found bool) (refuted []*Lock) {
+// refutedLocked appends to refuted the judged holders that a read of key,
+// which found token (or, found false, no key), proves lost and that are
+// still registered (to end outside h.mu); h.mu is held.
+func (h *pushHub) refutedLocked(refuted []*Lock, key string, judged []*Lock, token string, found bool) []*Lock {
 	for _, l := range judged {
 		if (!found || token != l.token.wire()) && h.holdsLocked(key, l) {
 			refuted = append(refuted, l)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/sim"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -253,28 +254,36 @@ func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
 	}
 }
 
-// holderChecks returns the holders' reads in flight, the keys queued for
-// one and the workers running in locks' push hub.
-func holderChecks(locks *Locks) (reading, queued, workers int) {
+// holderChecks returns the holders' reads in flight, the batches they were
+// sent in, the keys queued for one and the workers running in locks' push
+// hub.
+func holderChecks(locks *Locks) (reading, batches, queued, workers int) {
 	h := locks.managed().push
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.checks.reading, h.checks.pending(), h.checks.workers
+	return h.checks.reading, h.checks.batches, h.checks.pending(), h.checks.workers
 }
 
-// holdTracked acquires n keep-alive locks (keys prefix0…) on locks and
-// waits until every key is tracked; it returns the locks and wire keys.
+// holdTracked acquires n keep-alive locks (keys prefix0…) on locks, from a
+// few goroutines, and waits until every key is tracked; it returns the
+// locks and wire keys.
 func holdTracked(t *testing.T, locks *Locks, prefix string, n int) ([]*Lock, []string) {
 	t.Helper()
 	ctx := ctxT(t)
 	held, keys := make([]*Lock, n), make([]string, n)
-	for i := range n {
-		keys[i] = fmt.Sprintf("%s%d", prefix, i)
-		lock, err := locks.Acquire(ctx, keys[i], 30*time.Second, WithKeepAlive())
-		if err != nil {
-			t.Fatal(err)
-		}
-		held[i] = lock
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				keys[i] = fmt.Sprintf("%s%d", prefix, i)
+				held[i], errs[i] = locks.Acquire(ctx, keys[i], 30*time.Second, WithKeepAlive())
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	eventually(t, "every holder's key tracked", func() bool {
 		for _, key := range keys {
@@ -287,10 +296,8 @@ func holdTracked(t *testing.T, locks *Locks, prefix string, n int) ([]*Lock, []s
 	return held, keys
 }
 
-// gateWatcherReads holds the reply of the next GET on srv's watcher
-// connection, and so every read sent after it there, until the returned
-// func (also run when the test ends) is called.
-func gateWatcherReads(t *testing.T, srv *sim.Server) (open func()) {
+// watcherID returns the CLIENT ID of srv's one tracking connection.
+func watcherID(t *testing.T, srv *sim.Server) int64 {
 	t.Helper()
 	ids := trackingClientIDs(srv)
 	if len(ids) != 1 {
@@ -300,6 +307,15 @@ func gateWatcherReads(t *testing.T, srv *sim.Server) (open func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+// gateWatcherReads holds the reply of the next GET on srv's watcher
+// connection, and so every read sent after it there, until the returned
+// func (also run when the test ends) is called.
+func gateWatcherReads(t *testing.T, srv *sim.Server) (open func()) {
+	t.Helper()
+	id := watcherID(t, srv)
 	gate := make(chan struct{})
 	var once sync.Once
 	open = func() { once.Do(func() { close(gate) }) }
@@ -308,47 +324,56 @@ func gateWatcherReads(t *testing.T, srv *sim.Server) (open func()) {
 	return open
 }
 
-// TestPushDetectsLoss_HolderReadsAreBoundedByWorkers: when the keys of 32
-// keep-alive holders are invalidated at once while the node does not
-// answer, pushCheckWorkers reads are in flight and the other keys wait in
-// the queue; invalidated again meanwhile, no key is queued twice and the
-// reads in flight go once more. Once the node answers every holder is
-// confirmed with never more than pushCheckWorkers reads in flight, the
-// workers end and no entry is left.
+// allTracked reports whether every key's holders are confirmed, the
+// workers gone and no entry left.
+func allTracked(locks *Locks, keys []string) bool {
+	_, _, _, workers := holderChecks(locks)
+	return workers == 0 && pushEntries(locks) == 0 && !slices.ContainsFunc(keys, func(key string) bool {
+		return !holderArmed(locks, key)
+	})
+}
+
+// TestPushDetectsLoss_HolderReadsAreBoundedByWorkers: when the keys of
+// more keep-alive holders than pushCheckWorkers batches of pushCheckBatch
+// hold are invalidated at once while the node does not answer, that many
+// batches, each of pushCheckBatch keys, are in flight and the other keys
+// wait in the queue; invalidated again meanwhile, no key is queued twice
+// and the reads in flight go once more. Once the node answers every holder
+// is confirmed with never more than pushCheckWorkers batches in flight nor
+// more than pushCheckBatch keys in one, the workers end and no entry is
+// left.
 func TestPushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T) {
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	const n = 4 * pushCheckWorkers
+	const inFlight = pushCheckWorkers * pushCheckBatch
+	const n = inFlight + pushCheckBatch/2
 	held, keys := holdTracked(t, locks, "push:bound:", n)
 	before := pushStatsOf(locks)
 	open := gateWatcherReads(t, srv)
 	h := locks.managed().push
 	hanging := func() bool {
-		reading, queued, workers := holderChecks(locks)
-		return reading == pushCheckWorkers && queued == n-pushCheckWorkers && workers == pushCheckWorkers
+		reading, batches, queued, workers := holderChecks(locks)
+		return reading == inFlight && batches == pushCheckWorkers && queued == n-inFlight && workers == pushCheckWorkers
 	}
 	h.onInvalidate(srv.Addr(), keys) // as the watcher hands over a push naming them
-	eventually(t, "the workers' reads hanging, the other keys queued", hanging)
+	eventually(t, "the workers' batches hanging, the other keys queued", hanging)
 	h.onInvalidate(srv.Addr(), keys)
 	if !hanging() {
-		reading, queued, workers := holderChecks(locks)
-		t.Fatalf("after a second invalidation: %d reading, %d queued, %d workers; want %d, %d, %d",
-			reading, queued, workers, pushCheckWorkers, n-pushCheckWorkers, pushCheckWorkers)
+		reading, batches, queued, workers := holderChecks(locks)
+		t.Fatalf("after a second invalidation: %d reading in %d batches, %d queued, %d workers; want %d in %d, %d, %d",
+			reading, batches, queued, workers, inFlight, pushCheckWorkers, n-inFlight, pushCheckWorkers)
 	}
 	open()
-	eventually(t, "every key tracked again and the workers gone", func() bool {
-		_, _, workers := holderChecks(locks)
-		return workers == 0 && pushEntries(locks) == 0 && !slices.ContainsFunc(keys, func(key string) bool {
-			return !holderArmed(locks, key)
-		})
-	})
+	eventually(t, "every key tracked again and the workers gone", func() bool { return allTracked(locks, keys) })
 	after := pushStatsOf(locks)
-	if after.holderReadsPeak != pushCheckWorkers {
-		t.Errorf("at most %d holders' reads in flight at once; want %d", after.holderReadsPeak, pushCheckWorkers)
+	if after.holderBatchesPeak != pushCheckWorkers || after.holderBatchMax != pushCheckBatch ||
+		after.holderReadsPeak != inFlight {
+		t.Errorf("at most %d batches in flight at once, %d reads in one, %d reads in flight; want %d, %d, %d",
+			after.holderBatchesPeak, after.holderBatchMax, after.holderReadsPeak, pushCheckWorkers, pushCheckBatch, inFlight)
 	}
-	if reads := after.holderReads - before.holderReads; reads != n+pushCheckWorkers {
+	if reads := after.holderReads - before.holderReads; reads != n+inFlight {
 		t.Errorf("%d holders' reads; want %d (each key once, the %d in flight during the second push twice)",
-			reads, n+pushCheckWorkers, pushCheckWorkers)
+			reads, n+inFlight, inFlight)
 	}
 	for _, l := range held {
 		if l.State() != StateHeld || after.refuted != 0 {
@@ -358,22 +383,98 @@ func TestPushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T) {
 	}
 }
 
+// watcherReads returns the keys of the GETs srv's log shows from the
+// watcher id, checking that each comes right after a CLIENT CACHING YES.
+func watcherReads(t *testing.T, srv *sim.Server, id int64) []string {
+	t.Helper()
+	var keys []string
+	caching := false
+	for _, e := range srv.Log() {
+		switch {
+		case e.ClientID != id:
+		case slices.Equal(e.Args, []string{"CLIENT", "CACHING", "YES"}):
+			caching = true
+		case e.Args[0] == "GET" && caching:
+			keys, caching = append(keys, e.Args[1]), false
+		default:
+			t.Fatalf("the watcher received %q, not CLIENT CACHING YES + GET", e.Args)
+		}
+	}
+	return keys
+}
+
+// TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher: 256 holders whose
+// keys are invalidated at once are read in ceil(256/pushCheckBatch) batches
+// (one with the batch at 256), one round trip each: with the watcher's
+// replies held in a proxy, the server still receives CLIENT CACHING YES +
+// GET for every key; once the replies flow, every holder is confirmed
+// after that many batches. A read per round trip gets no further than one
+// GET per worker while the replies are held.
+func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
+	const n = 256
+	const batches = (n + pushCheckBatch - 1) / pushCheckBatch
+	if batches > pushCheckWorkers {
+		t.Fatalf("%d batches of %d keys cannot all be in flight with %d workers", batches, pushCheckBatch, pushCheckWorkers)
+	}
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	proxy, err := faultproxy.Start(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	locks := newLocks(t, newClient(t, []string{proxy.Addr()}, "", simPassword, true))
+	t.Cleanup(func() { proxy.UnstallAll(faultproxy.Both) })
+	held, keys := holdTracked(t, locks, "push:batch:", n)
+	id := watcherID(t, srv)
+	before := pushStatsOf(locks)
+	srv.ResetLog()
+	proxy.StallAll(faultproxy.ToClient) // the replies to every connection, the watcher's included, are held
+	locks.managed().push.onInvalidate(srv.Addr(), keys)
+	seen := 0
+	if _, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool {
+		if e.ClientID == id && e.Args[0] == "GET" {
+			seen++
+		}
+		return seen == n
+	}); err != nil {
+		t.Fatalf("%d of %d GETs reached the server while the replies were held: %v", seen, n, err)
+	}
+	if got := watcherReads(t, srv, id); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(keys))) {
+		t.Fatalf("the watcher read %d keys %.4q…; want each of the %d once", len(got), got, n)
+	}
+	if reading, inFlight, _, workers := holderChecks(locks); reading != n || inFlight != batches || workers != batches {
+		t.Fatalf("%d reads in %d batches, %d workers; want %d in %d, %d", reading, inFlight, workers, n, batches, batches)
+	}
+	proxy.UnstallAll(faultproxy.ToClient)
+	eventually(t, "every key tracked again and the workers gone", func() bool { return allTracked(locks, keys) })
+	after := pushStatsOf(locks)
+	if sent, reads := after.holderBatches-before.holderBatches, after.holderReads-before.holderReads; sent != batches || reads != n {
+		t.Errorf("%d reads in %d batches; want %d in %d", reads, sent, n, batches)
+	}
+	for _, l := range held {
+		if l.State() != StateHeld {
+			t.Fatalf("%s: %v (cause %v); want held", l.Key(), l.State(), context.Cause(l.Context()))
+		}
+	}
+}
+
 // TestPushDetectsLoss_CloseDropsTheQueuedHolderReads: Locks.Close while
 // holders' reads hang on a node that does not answer returns without
-// waiting for them (well within pushCheckTimeout): the reads in flight are
-// cancelled, the queued keys dropped, the workers end, and no entry or
+// waiting for them (well within pushCheckTimeout): the batches in flight
+// are cancelled, the queued keys dropped, the workers end, and no entry or
 // retry timer is left.
 func TestPushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T) {
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	const n = 2 * pushCheckWorkers
+	const inFlight = pushCheckWorkers * pushCheckBatch
+	const n = inFlight + 10
 	_, keys := holdTracked(t, locks, "push:close:", n)
 	gateWatcherReads(t, srv)
 	h := locks.managed().push
 	h.onInvalidate(srv.Addr(), keys)
 	eventually(t, "the workers' reads hanging, the other keys queued", func() bool {
-		reading, queued, _ := holderChecks(locks)
-		return reading == pushCheckWorkers && queued == n-pushCheckWorkers
+		reading, batches, queued, _ := holderChecks(locks)
+		return reading == inFlight && batches == pushCheckWorkers && queued == n-inFlight
 	})
 	start := time.Now()
 	locks.Close()
@@ -382,12 +483,12 @@ func TestPushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T) {
 	if took >= pushCheckTimeout {
 		t.Errorf("Locks.Close took %v: it waited for the hanging reads", took)
 	}
-	reading, queued, workers := holderChecks(locks)
+	reading, batches, queued, workers := holderChecks(locks)
 	h.mu.Lock()
 	entries, retries := len(h.keys), len(h.retries)
 	h.mu.Unlock()
-	if reading+queued+workers+entries+retries != 0 {
-		t.Fatalf("after Close: %d reading, %d queued, %d workers, %d entries, %d retries; want none",
-			reading, queued, workers, entries, retries)
+	if reading+batches+queued+workers+entries+retries != 0 {
+		t.Fatalf("after Close: %d reading in %d batches, %d queued, %d workers, %d entries, %d retries; want none",
+			reading, batches, queued, workers, entries, retries)
 	}
 }
