@@ -178,6 +178,9 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 // newCaller registers a waiting caller; l.mu is held.
 func (l *Lock) newCaller(ctx context.Context) sm.CallerID {
 	l.callers++
+	if l.callers == 0 { // wrapped after 2³² requests: 0 means "no caller" to the core
+		l.callers = 1
+	}
 	if l.waiters == nil {
 		l.waiters = getWaitList()
 		l.waiters.list = l.waiters.one[:0]
