@@ -9,7 +9,7 @@ type OpID uint32
 
 // CallerID names one waiting caller. The runtime assigns it (unique per handle while the
 // caller waits; never 0) and receives exactly one EffectResolve per request that carries it.
-// 32 bits keep the Handle small; a handle would need 4 billion requests to wrap.
+// 32 bits keep the Handle small; the runtime skips 0 when its counter wraps.
 type CallerID uint32
 
 // Timer names one of a handle's two timers.
