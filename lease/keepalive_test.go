@@ -3,8 +3,10 @@ package lease
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
@@ -359,4 +361,34 @@ func ownedKeepAliveErr(l *Lock) error {
 		return ErrClientClosed
 	}
 	return endingError(sm.Ending{Cause: l.ownedEnd})
+}
+
+// TestOwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive: the keep-alive
+// WithKeepAlive starts belongs to the lock, not to the acquisition's ctx,
+// so it must not keep that ctx (a request's context: its timer, its values)
+// reachable while the lock is held.
+func TestOwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive(t *testing.T) {
+	_, locks := managedSim(t, sim.Redis84)
+	useClock(locks, &actor.ManualClock{})
+	type requestValue struct{ _ [64]byte }
+	type valueKey struct{}
+	value := &requestValue{}
+	gone := weak.Make(value)
+	ctx, cancel := context.WithTimeout(context.WithValue(ctxT(t), valueKey{}, value), time.Minute)
+	lock, err := locks.Acquire(ctx, "k", 10*time.Second, WithKeepAlive())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Close() })
+	ctx, value = nil, nil // drop the test's own references
+	_, _ = ctx, value
+	runtime.GC()
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Fatal("a value of the acquisition's ctx is still reachable while the lock is held")
+	}
+	if lock.State() != StateHeld {
+		t.Fatalf("state %v; want held", lock.State())
+	}
 }
