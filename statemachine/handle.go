@@ -311,11 +311,7 @@ func (h *stepper) takeWaiters(k waitKind) []waiter {
 			kept = append(kept, w)
 		}
 	}
-	clear(h.waiters[len(kept):])
-	h.waiters = kept
-	if len(h.waiters) == 0 {
-		h.waiters = nil
-	}
+	h.keepWaiters(kept)
 	return taken
 }
 
@@ -339,6 +335,12 @@ func (h *stepper) resolveAll(k waitKind, r Result) {
 			kept = append(kept, w)
 		}
 	}
+	h.keepWaiters(kept)
+}
+
+// keepWaiters makes kept, a prefix of h.waiters' backing array, the waiting
+// list (nil when empty), clearing what it no longer holds.
+func (h *stepper) keepWaiters(kept []waiter) {
 	clear(h.waiters[len(kept):])
 	h.waiters = kept
 	if len(h.waiters) == 0 {
