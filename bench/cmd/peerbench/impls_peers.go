@@ -110,6 +110,20 @@ func (h respireHeld) lost() error           { return lostCause(h.lock.Context())
 func (h respireHeld) release() error        { return h.lock.Close() }
 func (h respireHeld) done() <-chan struct{} { return h.lock.Context().Done() }
 
+// redsyncUnlock is the release of a redsync lock: UnlockContext under one
+// call's ctx; a key no longer ours is errNotOwned.
+func redsyncUnlock(c calls, mutex *redsync.Mutex) func() error {
+	return func() error {
+		ctx, cancel := c.call()
+		defer cancel()
+		ok, err := mutex.UnlockContext(ctx)
+		if err == nil && !ok {
+			err = errNotOwned
+		}
+		return err
+	}
+}
+
 // newRedsync is redsync v4 on its goredis/v9 pool with one node:
 // NewMutex(key, WithExpiry(ttl)), TryLockContext (one try; LockContext would
 // retry 32 times, 50–250 ms apart) and UnlockContext. redsync has Extend but
@@ -129,30 +143,14 @@ func newRedsync(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func() error {
-			ctx, cancel := c.call()
-			defer cancel()
-			ok, err := mutex.UnlockContext(ctx)
-			if err == nil && !ok {
-				err = errNotOwned
-			}
-			return err
-		}, nil
+		return redsyncUnlock(c, mutex), nil
 	}
 	wait := func(ctx context.Context, key string) (func() error, error) {
 		mutex := rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(math.MaxInt32))
 		if err := mutex.LockContext(ctx); err != nil {
 			return nil, err
 		}
-		return func() error {
-			ctx, cancel := c.call()
-			defer cancel()
-			ok, err := mutex.UnlockContext(ctx)
-			if err == nil && !ok {
-				err = errNotOwned
-			}
-			return err
-		}, nil
+		return redsyncUnlock(c, mutex), nil
 	}
 	return &impl{name: "redsync", peer: true, wire: "SET NX EX, EVALSHA (a failed try also sends the EVALSHA)", try: try,
 		wait: wait, waits: "LockContext: retries 50–250 ms apart (tries unbounded here; 32 by default)",
