@@ -8,9 +8,11 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: test demo sim chaos chaos-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; then
-## check that the chaos campaign catches a deliberately broken build.
+## the peer benchmark's own unit tests (bench/ is its own module); then check that the chaos
+## campaign catches a deliberately broken build.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) chaos-mutation
 
 ## demo: the main job on the embedded simulated servers (nothing to install).
