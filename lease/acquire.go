@@ -267,7 +267,8 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 // or the fenced script when fenced is set.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
 	node string, fenced *fencedRequest) (*Lock, error) {
-	lock := &Lock{locks: l, wireKey: l.key(key), token: NewToken()}
+	lock := newLock(keepAlive)
+	lock.locks, lock.wireKey, lock.token = l, l.key(key), NewToken()
 	if keepAlive {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/respire-go/respire/actor"
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -32,13 +31,12 @@ type Lock struct {
 
 	mu          sync.Mutex // guards everything below but pushNext; held only for a Step and its non-blocking effects
 	h           sm.Handle
-	waiters     *waitList     // callers waiting for their answers; nil (back in its pool) when none
-	ops         [2]sm.OpID    // the commands in flight (0: a free slot)
-	routes      [2]conn.Route // the Route of each command in flight (ops[i]'s)
-	timers      lockTimers    // its renewal and deadline timers on the Locks' timer heap (timers.go)
-	renewer     *renewer      // the renewal session's node's renewer (keep-alive batches); nil: route by key
-	keepAlive   *KeepAlive    // the running keep-alive, nil when none
-	ending      *sm.Ending    // why the lease ended; nil while it lasts (see endingOf)
+	waiters     *waitList  // callers waiting for their answers; nil (back in its pool) when none
+	cmds        *lockCmds  // the commands in flight; nil when none and the lock keeps alive (runtime.go)
+	timers      lockTimers // its renewal and deadline timers on the Locks' timer heap (timers.go)
+	renewer     *renewer   // the renewal session's node's renewer (keep-alive batches); nil: route by key
+	keepAlive   *KeepAlive // the running keep-alive, nil when none
+	ending      *sm.Ending // why the lease ended; nil while it lasts (see endingOf)
 	watch       *leaseWatch
 	acquireSpan *trace.SpanContext // the acquisition's span, with WithTracerProvider (fences link to it)
 	// pushNext is the next holder of the same wire key in the push hub's
@@ -52,7 +50,7 @@ type Lock struct {
 	// cause would be, see ownedKeepAlive); CauseNone while it runs or if
 	// there was none.
 	ownedEnd sm.Cause
-	// A Lock is 288 bytes (a size class): every byte is paid by each held
+	// A Lock is 256 bytes (a size class): every byte is paid by each held
 	// lock (TestLockStaysSmall); rarely used state belongs in side structs.
 }
 

@@ -187,15 +187,50 @@ func (l *Lock) runJob(ctx context.Context, j job) {
 	l.handle(l.execute(ctx, j))
 }
 
+// lockCmds is a lock's commands in flight: at most two at once (a
+// renewal and a release, or the SET and nothing else), each with the Route
+// that records its carrier and may abort it. It lives outside the Lock
+// because a held lock is idle almost all the time: a keep-alive lock drops
+// it whenever no command is in flight (see forgetOp), which keeps the Lock
+// in the 256-byte size class. It is never reused: a sender that still held
+// a *conn.Route of a finished command would only see a dead struct.
+type lockCmds struct {
+	ops    [2]sm.OpID    // the commands in flight (0: a free slot)
+	routes [2]conn.Route // the Route of each command in flight (ops[i]'s)
+}
+
+// lockWithCmds is a Lock allocated together with its lockCmds: a lock
+// without keep-alive keeps them from its SET to its release, so one
+// allocation serves both (a TryAcquire+Release pair allocates the Lock and
+// its token only).
+type lockWithCmds struct {
+	lock Lock
+	cmds lockCmds
+}
+
+// newLock returns a zero Lock for an acquisition: alone with keepAlive (its
+// lockCmds come and go with its renewals), with its lockCmds otherwise.
+func newLock(keepAlive bool) *Lock {
+	if keepAlive {
+		return new(Lock)
+	}
+	lc := new(lockWithCmds)
+	lc.lock.cmds = &lc.cmds
+	return &lc.lock
+}
+
 // trackOp gives op one of the lock's two command slots and returns its
-// Route; l.mu is held. At most two commands of a lock are in flight at once
-// (a renewal and a release, or the SET and nothing else).
+// Route; l.mu is held.
 func (l *Lock) trackOp(op sm.OpID) *conn.Route {
-	for i := range l.ops {
-		if l.ops[i] == 0 {
-			l.ops[i] = op
-			l.routes[i].Reset()
-			return &l.routes[i]
+	if l.cmds == nil {
+		l.cmds = new(lockCmds)
+	}
+	c := l.cmds
+	for i := range c.ops {
+		if c.ops[i] == 0 {
+			c.ops[i] = op
+			c.routes[i].Reset()
+			return &c.routes[i]
 		}
 	}
 	panic("lease: a third command in flight on one lock")
@@ -203,9 +238,11 @@ func (l *Lock) trackOp(op sm.OpID) *conn.Route {
 
 // routeOf returns op's Route, or nil when op is not in flight; l.mu is held.
 func (l *Lock) routeOf(op sm.OpID) *conn.Route {
-	for i := range l.ops {
-		if l.ops[i] == op {
-			return &l.routes[i]
+	if c := l.cmds; c != nil {
+		for i := range c.ops {
+			if c.ops[i] == op {
+				return &c.routes[i]
+			}
 		}
 	}
 	return nil
@@ -220,11 +257,22 @@ func (l *Lock) carrierOf(op sm.OpID) *conn.Session {
 	return nil
 }
 
+// forgetOp frees op's slot once its completion has been stepped; l.mu is
+// held. A keep-alive lock then idle drops its lockCmds (the next renewal
+// makes a fresh one); a lock without one keeps it for its release, so a
+// TryAcquire+Release pair makes one.
 func (l *Lock) forgetOp(op sm.OpID) {
-	for i := range l.ops {
-		if l.ops[i] == op {
-			l.ops[i] = 0
+	c := l.cmds
+	if c == nil {
+		return
+	}
+	for i := range c.ops {
+		if c.ops[i] == op {
+			c.ops[i] = 0
 		}
+	}
+	if c.ops == [2]sm.OpID{} && l.keepAlive != nil {
+		l.cmds = nil
 	}
 }
 
