@@ -31,7 +31,7 @@ type pushHub struct {
 	m     *managed
 	mu    sync.Mutex
 	keys  map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
-	held  map[string]*Lock    // keep-alive holders: the first of each wire key, chained by Lock.pushNext
+	held  holderTable         // keep-alive holders: the first of each wire key, chained by Lock.pushNext
 	stats pushStats
 	// closed: Locks.Close began; no new background read starts, and ctx
 	// (which the holders' reads run under) is cancelled.
@@ -92,7 +92,7 @@ type pushStats struct {
 
 // newPushHub makes m's push hub and hands its invalidations to it.
 func newPushHub(m *managed) *pushHub {
-	h := &pushHub{m: m, keys: map[string]*pushKey{}, held: map[string]*Lock{}}
+	h := &pushHub{m: m, keys: map[string]*pushKey{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	m.core.pool.SetInvalidationHandler(h.onInvalidate)
 	return h
@@ -127,11 +127,11 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 		for key, e := range h.keys {
 			h.invalidateLocked(key, e)
 		}
-		for key := range h.held { // the holders' keys without an entry
+		h.held.each(func(key string) { // the holders' keys without an entry
 			if h.keys[key] == nil {
 				h.invalidateLocked(key, nil)
 			}
-		}
+		})
 		return
 	}
 	for _, key := range keys {
@@ -147,7 +147,7 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		e.gen++
 	}
 	switch {
-	case h.held[key] != nil:
+	case h.held.get(key) != nil:
 		// A holder here: most likely its own renewal. Its read decides;
 		// waiters are woken only if it finds the key free.
 		h.startCheckLocked(key)

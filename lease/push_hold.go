@@ -142,8 +142,8 @@ func (h *pushHub) unwatchHeld(l *Lock) {
 // linkHolderLocked chains l first among the holders of its key; h.mu is
 // held.
 func (h *pushHub) linkHolderLocked(l *Lock) {
-	l.pushNext = h.held[l.wireKey]
-	h.held[l.wireKey] = l
+	l.pushNext = h.held.get(l.wireKey)
+	h.held.set(l)
 }
 
 // unlinkHolderLocked takes l out of its key's chain (a walk of the chain,
@@ -151,11 +151,11 @@ func (h *pushHub) linkHolderLocked(l *Lock) {
 // h.mu is held.
 func (h *pushHub) unlinkHolderLocked(l *Lock) {
 	key := l.wireKey
-	if first := h.held[key]; first == l {
+	if first := h.held.get(key); first == l {
 		if l.pushNext == nil {
-			delete(h.held, key)
+			h.held.remove(key)
 		} else {
-			h.held[key] = l.pushNext
+			h.held.set(l.pushNext)
 		}
 	} else {
 		for p := first; p != nil; p = p.pushNext {
@@ -171,7 +171,7 @@ func (h *pushHub) unlinkHolderLocked(l *Lock) {
 // holdsLocked reports whether l is still a registered holder of key; h.mu
 // is held.
 func (h *pushHub) holdsLocked(key string, l *Lock) bool {
-	for p := h.held[key]; p != nil; p = p.pushNext {
+	for p := h.held.get(key); p != nil; p = p.pushNext {
 		if p == l {
 			return true
 		}
@@ -279,7 +279,7 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 		r.e.recheck = false
 		r.gen = r.e.gen
 		r.from = len(b.judged)
-		for p := h.held[r.key]; p != nil; p = p.pushNext {
+		for p := h.held.get(r.key); p != nil; p = p.pushNext {
 			b.judged = append(b.judged, p)
 		}
 		r.to = len(b.judged)
@@ -361,7 +361,7 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 	if err == nil {
 		e.armed = e.armed || e.gen == r.gen
 	}
-	holders := h.held[r.key] != nil
+	holders := h.held.get(r.key) != nil
 	again = e.recheck && err == nil && holders && !h.closed
 	if !again {
 		e.check = false
@@ -390,7 +390,7 @@ func (h *pushHub) retryCheckLocked(key string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		delete(h.retries, key)
-		if h.held[key] != nil {
+		if h.held.get(key) != nil {
 			h.startCheckLocked(key)
 		}
 	})

@@ -41,7 +41,7 @@ func holderArmed(locks *Locks, wireKey string) bool {
 	h := locks.managed().push
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.held[wireKey] == nil || h.retries[wireKey] != nil {
+	if h.held.get(wireKey) == nil || h.retries[wireKey] != nil {
 		return false
 	}
 	e := h.keys[wireKey]
@@ -175,7 +175,7 @@ func heldChain(locks *Locks, wireKey string) []*Lock {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var chain []*Lock
-	for l := h.held[wireKey]; l != nil; l = l.pushNext {
+	for l := h.held.get(wireKey); l != nil; l = l.pushNext {
 		chain = append(chain, l)
 	}
 	return chain
@@ -296,12 +296,12 @@ func TestPushDetectsLoss_HolderChainUnlinksAnyHolder(t *testing.T) {
 		}
 	}
 	locked(func() {
-		if _, ok := h.held["k"]; ok || h.held["j"] != other {
-			t.Errorf("held %v; want only j's holder", h.held)
+		if h.held.get("k") != nil || h.held.get("j") != other || h.held.n != 1 {
+			t.Errorf("%d keys held; want only j's holder", h.held.n)
 		}
 		h.unlinkHolderLocked(other)
-		if len(h.held) != 0 {
-			t.Errorf("held %v; want empty", h.held)
+		if h.held.n != 0 {
+			t.Errorf("%d keys held; want none", h.held.n)
 		}
 	})
 }
