@@ -39,6 +39,11 @@ func (r *Route) Abort() *Session {
 // never reached one. It does not block.
 func (r *Route) Session() *Session { return r.session.Load() }
 
+// Adopt records the carrier of a command sent with from as r's: a managed
+// lock made once its SET's reply is in takes over the Route the SET was
+// sent with. Call it only when no operation uses from or r any more.
+func (r *Route) Adopt(from *Route) { r.session.Store(from.session.Load()) }
+
 // Reset clears r for the next command. Call it only when no operation uses
 // r any more.
 func (r *Route) Reset() {

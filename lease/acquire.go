@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/respire-go/respire/actor"
@@ -263,12 +264,40 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 	return d, nil
 }
 
-// tryOnce makes one acquisition with a fresh token and handle: SET NX PX,
-// or the fenced script when fenced is set.
+// tryOnce makes one acquisition with a fresh token: SET NX PX, or the
+// fenced script when fenced is set. The Lock and its handle are made once
+// the reply is in, and stepped through what happened (InputAcquire at the
+// time the SET was about to be sent, then its completion): the core sees
+// the same inputs, with the same times, as if the handle had existed all
+// along, because nobody else can reach a lock being acquired. A definite
+// refusal makes no Lock at all: the core's only answer to it is
+// Acquiring -contended-> NotAcquired with the caller told "not acquired"
+// (TestDefiniteRefusal_NeedsNoHandle checks that against the core), which
+// is what returning nil says. Under contention most tries are refusals,
+// and their cost is client CPU, that is throughput.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
 	node string, fenced *fencedRequest) (*Lock, error) {
+	wireKey, token := l.key(key), NewToken()
+	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
+	defer m.inflight.Done()
+	sentAt := m.clock.Now()
+	route := acquireRoutes.Get().(*conn.Route) // records the SET's carrier; the Lock takes it over
+	defer putAcquireRoute(route)
+	cmdCtx, cancel := m.commandContext(ctx)
+	var sent conn.Result
+	var err error
+	if fenced == nil {
+		sent, err = m.acquireOn(cmdCtx, wireKey, conn.AcquireOp(wireKey, token.wire(), ms), route)
+	} else {
+		sent, err = fenced.send(cmdCtx, m, wireKey, token.wire(), ms, route)
+	}
+	cancel()
+	outcome := acquireOutcome(sent.Owned, err)
+	if outcome == sm.OutcomeMismatch {
+		return nil, nil
+	}
 	lock := newLock(keepAlive)
-	lock.locks, lock.wireKey, lock.token = l, l.key(key), NewToken()
+	lock.locks, lock.wireKey, lock.token = l, wireKey, token
 	if keepAlive {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as
@@ -279,24 +308,9 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	lock.mu.Lock()
 	id := lock.newCaller(ctx)
 	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive,
-		Drift: l.core.drift, Now: m.clock.Now()}, id)
-	lock.mu.Unlock()
-
-	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
-	defer m.inflight.Done()
-	cmdCtx, cancel := m.commandContext(ctx)
-	var sent conn.Result
-	var err error
-	if fenced == nil {
-		sent, err = m.acquireOn(cmdCtx, lock.wireKey, conn.AcquireOp(lock.wireKey, lock.token.wire(), ms), j.route)
-	} else {
-		sent, err = fenced.send(cmdCtx, m, lock.wireKey, lock.token.wire(), ms, j.route)
-	}
-	cancel()
-	outcome := acquireOutcome(sent.Owned, err)
-
-	lock.mu.Lock()
-	if s := j.route.Session(); s != nil {
+		Drift: l.core.drift, Now: sentAt}, id)
+	j.route.Adopt(route)
+	if s := route.Session(); s != nil {
 		lock.renewOn(s.Node()) // renewals go where the SET went, after any redirect
 	}
 	if ctx.Err() != nil && outcome == sm.OutcomeOK {
@@ -316,6 +330,18 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 		return nil, res.Err
 	}
 	return nil, nil
+}
+
+// acquireRoutes recycles the Routes SETs are sent with (tryOnce): conn
+// uses a Route only during the call it is passed to, and the Lock adopts
+// the carrier, so the Route is free again once tryOnce returns. A Route
+// escapes to the heap (its atomics), and a refused try should allocate
+// nothing but its token.
+var acquireRoutes = sync.Pool{New: func() any { return new(conn.Route) }}
+
+func putAcquireRoute(r *conn.Route) {
+	r.Reset()
+	acquireRoutes.Put(r)
 }
 
 // acquireOn sends the acquisition op (SET NX PX, or the fenced script) on

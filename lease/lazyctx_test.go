@@ -136,3 +136,32 @@ func TestLockContext_IsLazyAPairThatNeverAsksForItAllocatesNoMore(t *testing.T) 
 		t.Fatal(err)
 	}
 }
+
+// TestContentionIsNotAnError_ARefusedTryMakesNoLock: a TryAcquire that the
+// server refuses (another owner holds the key) makes no Lock: it allocates
+// its token and nothing else of ours (tryOnce; the core's answer to the
+// refusal is checked in statemachine), which is what contention costs.
+func TestContentionIsNotAnError_ARefusedTryMakesNoLock(t *testing.T) {
+	addr := startSimProcess(t)
+	locks := newLocks(t, newClient(t, []string{addr}, "", simPassword, false))
+	ctx := context.Background()
+	held, err := locks.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	refused := func() {
+		a, err := locks.TryAcquire(ctx, "k", time.Minute)
+		if err != nil || a.Acquired() {
+			t.Fatalf("TryAcquire = %v, %v; want not acquired", a.Acquired(), err)
+		}
+	}
+	least := testing.AllocsPerRun(200, refused)
+	for range 2 {
+		least = min(least, testing.AllocsPerRun(200, refused))
+	}
+	t.Logf("allocs per refused try: %v (pair baseline %d)", least, pairAllocsBaseline)
+	if want := float64(pairAllocsBaseline - 1); least > want {
+		t.Errorf("a refused try allocates %v times; want at most %v (its token)", least, want)
+	}
+}

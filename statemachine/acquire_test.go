@@ -110,3 +110,29 @@ func TestWaitUntilDone_PollsUntilTheCallerGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestContentionIsNotAnError_ARefusalNeedsNoHandle: a fresh handle's
+// answer to a definite refusal of its SET is the contended edge and the
+// caller told "not acquired", nothing else: no timer, no command, no
+// clean-up, and a terminal state. lease.tryOnce relies on it to make no Lock
+// for a refused try.
+func TestContentionIsNotAnError_ARefusalNeedsNoHandle(t *testing.T) {
+	d := newDriver(t)
+	c := d.newCaller()
+	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second, KeepAlive: true})
+	if len(eff) != 1 || eff[0].Kind != EffectSendAcquire {
+		t.Fatalf("InputAcquire effects %+v; want only the SET", eff)
+	}
+	eff = d.done(eff[0].Op, OutcomeMismatch, nil)
+	for _, e := range eff {
+		switch {
+		case e.Kind == EffectTransition && e.Event == EventContended:
+		case e.Kind == EffectResolve && e.Caller == c && e.Result == (Result{}):
+		default:
+			t.Errorf("refusal effect %+v; want only the contended edge and the caller's answer", e)
+		}
+	}
+	if !resolved(eff, c) || d.h.State() != NotAcquired || !d.h.State().Terminal() {
+		t.Fatalf("state %s (resolved %v); want the terminal NotAcquired", d.h.State(), resolved(eff, c))
+	}
+}
