@@ -272,7 +272,7 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 // along, because nobody else can reach a lock being acquired. A definite
 // refusal makes no Lock at all: the core's only answer to it is
 // Acquiring -contended-> NotAcquired with the caller told "not acquired"
-// (TestDefiniteRefusal_NeedsNoHandle checks that against the core), which
+// (statemachine.TestContentionIsNotAnError_ARefusalNeedsNoHandle), which
 // is what returning nil says. Under contention most tries are refusals,
 // and their cost is client CPU, that is throughput.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,

@@ -20,6 +20,7 @@ var (
 	heldLocks   = flag.Int("held.locks", 100000, "BenchmarkHeldKeepAlive: how many locks to hold")
 	heldPush    = flag.Bool("held.push", false, "BenchmarkHeldKeepAlive: push on (the default of New) instead of WithoutPush")
 	heldProfile = flag.String("held.heapprofile", "", "BenchmarkHeldKeepAlive: write a heap profile while the locks are held to this file")
+	heldRequest = flag.Bool("held.request", false, "BenchmarkHeldKeepAlive: acquire each lock under a context.WithTimeout of its own (a request's ctx) instead of context.Background()")
 )
 
 // BenchmarkHeldKeepAlive holds -held.locks locks (default 100,000) with
@@ -31,7 +32,7 @@ var (
 // respire.lock.renewal.lateness histogram) as a share of the renewal
 // interval. Nothing is asserted about its timing:
 //
-//	scripts/with-servers.sh go test ./lease/ -run '^$' -bench HeldKeepAlive -benchtime 1x [-held.locks N]
+//	scripts/with-servers.sh go test ./lease/ -run '^$' -bench HeldKeepAlive -benchtime 1x [-held.locks N] [-held.push] [-held.request]
 func BenchmarkHeldKeepAlive(b *testing.B) {
 	addr := os.Getenv("RESPIRE_REAL_REDIS70")
 	if addr == "" {
@@ -86,7 +87,12 @@ func holdAll(b *testing.B, locks *Locks, held []*Lock, ttl time.Duration) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(held); i += 64 {
-				l, err := locks.Acquire(context.Background(), "bench:held:"+strconv.Itoa(i), ttl, WithKeepAlive())
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if *heldRequest {
+					ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+				}
+				l, err := locks.Acquire(ctx, "bench:held:"+strconv.Itoa(i), ttl, WithKeepAlive())
+				cancel()
 				if err != nil {
 					b.Error(err)
 					return
