@@ -419,3 +419,44 @@ func forEachRealTimeFaultyServer(t *testing.T, fn func(t *testing.T, f *faulty))
 		fn(t, &faulty{target: &target{profile: sim.Redis70, srv: srv, password: password, real: true}, proxy: p})
 	})
 }
+
+// TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst:
+// a socket reset after the SET ran but before its reply was read leaves
+// the acquisition uncertain. Its clean-up must fence that socket before it
+// reads and deletes the key (a SET still on its way could otherwise land
+// after the clean-up judged the key), so the lock, made once the reply is
+// in, must know which session carried its SET.
+func TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *testing.T) {
+	forEachFaultyServer(t, func(t *testing.T, f *faulty) {
+		locks := f.locks(t)
+		ctx := ctxT(t)
+		c := f.connOf(t, locks.managed().standalone.Load())
+		c.Stall(faultproxy.ToClient) // the SET runs; its reply is held
+		before := kills(f.target)
+		type outcome struct {
+			a   Attempt
+			err error
+		}
+		acquired := make(chan outcome, 1)
+		go func() { a, err := locks.TryAcquire(ctx, "k", time.Minute); acquired <- outcome{a, err} }()
+		waitEntry(t, f.srv, isCommand("SET", "k"))
+		c.Reset() // the socket dies with the reply unread
+		got := <-acquired
+		if got.a.Acquired() || !errors.Is(got.err, conn.ErrOutcomeUnknown) {
+			t.Fatalf("TryAcquire on a reset socket = %v, %v; want not acquired, outcome unknown", got.a.Acquired(), got.err)
+		}
+		locks.managed().background.Wait() // the clean-up has its answer
+		if kills(f.target) <= before {
+			t.Fatal("the clean-up of an uncertain acquisition did not fence the socket that carried its SET")
+		}
+		if !f.real {
+			kill := waitEntry(t, f.srv, isKill)
+			if kill.Args[5] != c.UpstreamLocalAddr() {
+				t.Fatalf("fence %v; want it to name the SET's connection %s", kill.Args, c.UpstreamLocalAddr())
+			}
+		}
+		if got := f.srv.Exec("EXISTS", "k"); got != ":0\r\n" {
+			t.Fatalf("orphan lock left behind: EXISTS = %q", got)
+		}
+	})
+}
