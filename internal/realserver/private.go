@@ -1,0 +1,136 @@
+package realserver
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Private is a redis-server that one test started for itself, on a free
+// loopback port with a random password, for faults that must not touch the
+// servers other tests share (a restart on the same port, REPLICAOF, a
+// stalled replica). It is stopped when the test ends.
+type Private struct {
+	Addr     string // 127.0.0.1:port
+	Password string
+	Dir      string // its working directory (logs)
+	port     int
+	args     []string
+	cmd      *exec.Cmd
+}
+
+// StartPrivate starts redis-server with extra configuration args (for
+// example "--min-replicas-to-write", "1"), or skips the test when no
+// redis-server is installed (make test installs one). It blocks until the
+// server answers PING.
+func StartPrivate(t testing.TB, args ...string) *Private {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed: make test installs it")
+	}
+	secret := make([]byte, 8)
+	_, _ = rand.Read(secret)
+	p := &Private{Password: "respire-" + hex.EncodeToString(secret), Dir: t.TempDir(), port: freePort(t), args: args}
+	p.Addr = "127.0.0.1:" + strconv.Itoa(p.port)
+	p.Start(t)
+	t.Cleanup(func() { p.Stop(t) })
+	return p
+}
+
+// Start (re)starts the server on its port with its configuration; it
+// blocks until the server answers PING.
+func (p *Private) Start(t testing.TB) {
+	t.Helper()
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(p.port),
+		"--requirepass", p.Password, "--masterauth", p.Password, "--save", "", "--appendonly", "no",
+		"--dir", p.Dir, "--logfile", filepath.Join(p.Dir, "redis.log")}, p.args...)
+	cmd := exec.Command("redis-server", args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	p.cmd = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if reply, err := p.Exec("PING"); err == nil && reply == "+PONG" {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(p.Dir, "redis.log"))
+			t.Fatalf("redis-server on %s did not answer PING in 10s; its log:\n%s", p.Addr, log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Stop kills the server (SIGKILL: nothing is saved) and waits for it.
+func (p *Private) Stop(t testing.TB) {
+	t.Helper()
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+// Pid returns the server process's pid, 0 when stopped.
+func (p *Private) Pid() int {
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Exec runs one command on a fresh authenticated connection and returns
+// its reply's first line without the CRLF ("+OK", ":1", "$5", "-ERR …"):
+// enough for admin commands and checks of simple replies.
+func (p *Private) Exec(args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	if _, err := fmt.Fprint(c, encode("AUTH", p.Password)); err != nil {
+		return "", err
+	}
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+		return "", fmt.Errorf("AUTH: %q %v", line, err)
+	}
+	if _, err := fmt.Fprint(c, encode(args...)); err != nil {
+		return "", err
+	}
+	line, err := r.ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+// encode renders a command as a RESP array of bulk strings.
+func encode(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
