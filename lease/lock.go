@@ -54,10 +54,12 @@ type Lock struct {
 	// lock (TestLockStaysSmall); rarely used state belongs in side structs.
 }
 
-// leaseWatch is the lock's context, created on first Context call.
+// leaseWatch is a context and its cancel: the lock's (created on first
+// Context call, with lock set: see lockctx.go) or a keep-alive's.
 type leaseWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	lock   *Lock // set for the lock's own context: its Err and Value check the lease's end
 }
 
 // waitList holds a lock's waiting callers while there are any. Lists are

@@ -31,17 +31,36 @@ const FenceTimeout = 5 * time.Second
 //
 // Run the work the lock protects under this context. A keep-alive
 // (WithKeepAlive or KeepAlive) renews the lease and so moves its end; a
-// stopped keep-alive leaves the lease to run out. The context carries no
-// values and no deadline; combine it with a request's context with
-// context.AfterFunc when needed. It is created on the first call (a lock
-// that never asks for it pays nothing) and the same context is returned
-// afterwards. It does not block.
+// stopped keep-alive leaves the lease to run out. The end counts every
+// command in flight: a ResetExpiry that shortens the lease ends the context
+// by the shorter deadline, counted from its send, even before its reply.
+//
+// Err and context.Cause are exact: they compare the monotonic clock with
+// the lease's end when called, so the first check after the process
+// resumes from a pause (SIGSTOP, a stop-the-world GC, a descheduled
+// thread) already reports a lease that ran out meanwhile, before any timer
+// has run. Done is closed by a timer, moments after the end. Contexts made
+// by ContextFrom are exact in the same way; a child made with
+// context.WithCancel, WithTimeout or WithValue from this context keeps its
+// own Err, which turns non-nil only when Done closes.
+//
+// What no lease can do: a pause between the check and the side effect it
+// guards (the process stops after Err returned nil, and writes after the
+// lease ended and another owner took the key), or a pause the monotonic
+// clock does not count (the whole machine suspended). Give the protected
+// resource a fencing token to refuse such a stale write (coordination
+// package, docs/fencing.md).
+//
+// The context carries no values and no deadline; combine it with a
+// request's context with ContextFrom. It is created on the first call (a
+// lock that never asks for it pays nothing) and the same context is
+// returned afterwards. It does not block, and is safe for concurrent use.
 func (l *Lock) Context() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.watch == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		l.watch = &leaseWatch{ctx: ctx, cancel: cancel}
+		l.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: l}
 		if l.ending != nil {
 			cancel(l.endingCause(*l.ending))
 		} else {
@@ -49,21 +68,83 @@ func (l *Lock) Context() context.Context {
 			l.observeLocked()
 		}
 	}
-	return l.watch.ctx
+	return l.watch
+}
+
+// Deadline implements context.Context: the lock's context has none.
+func (w *leaseWatch) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done implements context.Context: closed by a timer once the lease ended.
+func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
+
+// Err implements context.Context exactly: a lease whose end has passed on
+// the monotonic clock is ended now, synchronously, before Err answers.
+func (w *leaseWatch) Err() error {
+	w.lock.endIfDue()
+	return w.ctx.Err()
+}
+
+// Value implements context.Context. It checks the lease's end first, so
+// that context.Cause (which reads the cause through Value) is exact too.
+func (w *leaseWatch) Value(key any) any {
+	w.lock.endIfDue()
+	return w.ctx.Value(key)
+}
+
+// String names the context without revealing anything of the lock.
+func (w *leaseWatch) String() string { return "lease.Lock.Context" }
+
+// endIfDue ends the lease now if its estimate ran out: the check of the
+// lock's exact Err. It takes l.mu only when the end is due.
+func (l *Lock) endIfDue() {
+	deadline := time.Duration(l.leaseDeadline.Load())
+	if deadline == 0 || l.m().clock.Now() < deadline {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observeLocked()
 }
 
 // ContextFrom returns a context derived from parent that is also
 // cancelled when the lease ends, with the lease's cause (see Context): run
 // a request's work under it so that it stops on whichever comes first, the
-// request's end or the lease's. Call cancel when the work is done, to free
-// the watch; it does not release the lock. It does not block.
+// request's end or the lease's. Its Err and context.Cause are exact, as
+// Context's are. Call cancel when the work is done, to free the watch; it
+// does not release the lock. It does not block.
 func (l *Lock) ContextFrom(parent context.Context) (context.Context, context.CancelFunc) {
 	lease := l.Context()
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(lease, func() { cancel(context.Cause(lease)) })
-	return ctx, func() {
+	return &derivedContext{Context: ctx, lease: lease, cancel: cancel}, func() {
 		stop()
 		cancel(context.Canceled)
+	}
+}
+
+// derivedContext is a ContextFrom context: ctx, whose Err and Value first
+// end it with the lease's cause when the lease's exact Err says it ended.
+type derivedContext struct {
+	context.Context // the child of parent, cancelled with the lease's cause
+	lease           context.Context
+	cancel          context.CancelCauseFunc
+}
+
+// Err implements context.Context exactly (see Lock.Context).
+func (c *derivedContext) Err() error {
+	c.endIfLeaseEnded()
+	return c.Context.Err()
+}
+
+// Value implements context.Context, checking the lease first (context.Cause).
+func (c *derivedContext) Value(key any) any {
+	c.endIfLeaseEnded()
+	return c.Context.Value(key)
+}
+
+func (c *derivedContext) endIfLeaseEnded() {
+	if c.Context.Err() == nil && c.lease.Err() != nil {
+		c.cancel(context.Cause(c.lease))
 	}
 }
 

@@ -69,6 +69,7 @@ type Handle struct {
 type handleSide struct {
 	waiters  []waiter
 	fenceErr error
+	renewErr error
 }
 
 // State returns the handle's state. It does not block.
@@ -132,7 +133,7 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 func (h *Handle) Step(in Input, out []Effect) []Effect {
 	s := stepper{Handle: h, out: out}
 	if h.side != nil {
-		s.waiters, s.fenceErr = h.side.waiters, h.side.fenceErr
+		s.waiters, s.fenceErr, s.renewErr = h.side.waiters, h.side.fenceErr, h.side.renewErr
 	}
 	s.step(in)
 	s.keepSide()
@@ -150,17 +151,21 @@ type stepper struct {
 	out      []Effect
 	waiters  []waiter
 	fenceErr error // the uncertain error waiting callers get after the fence
+	// renewErr is the error of the last keep-alive renewal that did not run and was
+	// retried, nil once one is confirmed: a deadline loss says why no renewal came
+	// (rule DeadlineLossSaysWhy).
+	renewErr error
 }
 
 // keepSide puts the step's waiters and fence error back into the handle.
 func (h *stepper) keepSide() {
 	if h.side == nil {
-		if len(h.waiters) == 0 && h.fenceErr == nil {
+		if len(h.waiters) == 0 && h.fenceErr == nil && h.renewErr == nil {
 			return
 		}
 		h.Handle.side = &handleSide{}
 	}
-	h.side.waiters, h.side.fenceErr = h.waiters, h.fenceErr
+	h.side.waiters, h.side.fenceErr, h.side.renewErr = h.waiters, h.fenceErr, h.renewErr
 }
 
 // step applies one input (see Step).

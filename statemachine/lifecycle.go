@@ -208,7 +208,7 @@ func (h *stepper) becomeUncertain(e Event, err error, abort bool, reason Reason,
 	h.move(e, Uncertain)
 	why := Ending{Cause: CauseOwnershipLost, Reason: reason, Err: err}
 	if reason == ReasonDeadlineInFlight {
-		why.Err = nil
+		why.Err = h.renewErr // why no renewal was confirmed before, if one was retried (rule DeadlineLossSaysWhy)
 	}
 	h.endKeepAlive(why)
 	h.endLease(why)

@@ -79,8 +79,10 @@ func (h *stepper) sendRenew(caller CallerID, ttl, now time.Duration) {
 	h.renewCaller = caller
 	h.renewByKeep = caller == 0
 	h.emit(Effect{Kind: EffectSendRenew, Op: h.renewOp, TTL: ttl, Caller: caller})
-	if h.keepAlive == keepAliveRunning && h.leaseEnd(now, ttl) < h.leaseEnd(h.confirmedAt, h.duration) {
-		// A shortening renewal may apply before its reply: watch its deadline now (rule ShorteningResetCountsAtOnce).
+	if (h.keepAlive == keepAliveRunning || h.watched) && h.leaseEnd(now, ttl) < h.leaseEnd(h.confirmedAt, h.duration) {
+		// A shortening renewal may apply before its reply: whoever watches the lease (the
+		// keep-alive, or the lock's context) must see its deadline now, not at the reply
+		// (rules ShorteningResetCountsAtOnce, ContextEndsByTheEarliestExpiryInFlight).
 		h.armTimer(TimerDeadline, h.deadline())
 	}
 }
@@ -98,7 +100,7 @@ func (h *stepper) stepRenewDone(in Input) {
 		h.resolve(caller, failed)
 	case in.Outcome == OutcomeOK:
 		h.stay(EventRenewed)
-		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.duration, h.confirmedAt, h.renewErr = h.renewTTL, h.renewSentAt, nil
 		h.resolve(caller, Result{OK: true})
 		h.scheduleKeepAlive(in.Now)
 		h.rewatch()
@@ -117,6 +119,7 @@ func (h *stepper) stepRenewDone(in Input) {
 		h.becomeUncertain(EventRenewalUncertain, in.Err, false, ReasonRenewalUnknown, in.Op)
 	case in.Outcome == OutcomeNotSubmitted && byKeep:
 		h.stay(EventRenewalRetry)
+		h.renewErr = in.Err
 		h.retryRenewal(in.Now)
 	case byKeep:
 		h.becomeLost(EventRenewalFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
@@ -153,7 +156,7 @@ func (h *stepper) recoveryDone(in Input) {
 	switch {
 	case in.Outcome == OutcomeOK:
 		h.move(EventRecovered, Held)
-		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.duration, h.confirmedAt, h.renewErr = h.renewTTL, h.renewSentAt, nil
 		if running {
 			h.scheduleKeepAlive(in.Now)
 		} else {
@@ -168,6 +171,7 @@ func (h *stepper) recoveryDone(in Input) {
 		h.becomeUncertain(EventRenewalUncertain, in.Err, false, ReasonRenewalUnknown, in.Op)
 	case in.Outcome == OutcomeNotSubmitted && running:
 		h.stay(EventRenewalRetry)
+		h.renewErr = in.Err
 		h.retryRenewal(in.Now)
 	default:
 		h.becomeLost(EventRenewalFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
@@ -288,7 +292,7 @@ func (h *stepper) observe(now time.Duration) {
 // ownership is simply lost.
 func (h *stepper) deadlinePassed() {
 	if h.renewOp == 0 && h.releaseOp == 0 && h.fencesPending == 0 {
-		why := Ending{Cause: CauseOwnershipLost, Reason: ReasonDeadline}
+		why := Ending{Cause: CauseOwnershipLost, Reason: ReasonDeadline, Err: h.renewErr}
 		if h.keepAlive == keepAliveNone {
 			why = Ending{Cause: CauseExpired} // nothing was renewing it: it simply ran out
 		}

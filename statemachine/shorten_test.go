@@ -48,3 +48,33 @@ func TestKeepAliveDeadlineWatchMovesEarlierWhenAShorteningResetIsSent(t *testing
 		t.Fatalf("after the deadline with the reset in flight: state %s, effects %+v; want Uncertain, keep-alive cancelled, fence", d.h.State(), eff)
 	}
 }
+
+// Found from outside (issue 19): a watched lock without keep-alive sends a shortening reset
+// whose reply is slow. The lock's context is driven by the deadline timer alone, so that timer
+// must move to the shortened deadline when the reset is sent, not when its reply arrives.
+func TestContextEndsByTheEarliestExpiryInFlight_AWatchedResetWithoutKeepAlive(t *testing.T) {
+	d := acquired(t, 10*time.Second, false)
+	d.step(Input{Kind: InputWatch})
+	_, eff := d.reset(300 * time.Millisecond)
+	watch := findTimer(t, eff, TimerDeadline)
+	if want := d.now + 300*time.Millisecond; watch.At > want {
+		t.Fatalf("deadline timer armed at %v; want by %v (the shortening reset's deadline)", watch.At, want)
+	}
+	eff = d.fire(TimerDeadline, eff)
+	if d.h.State() != Uncertain || !has(eff, EffectEndLease) || !has(eff, EffectFence) {
+		t.Fatalf("at the shortened deadline with the reset in flight: state %s, effects %+v; want Uncertain, lease ended, fence", d.h.State(), eff)
+	}
+}
+
+// The same while a keep-alive is being stopped (its renewal in flight) and the context watched.
+func TestContextEndsByTheEarliestExpiryInFlight_AResetQueuedBehindAStoppingKeepAlive(t *testing.T) {
+	d := acquired(t, 10*time.Second, true)
+	d.step(Input{Kind: InputWatch})
+	c := d.newCaller()
+	d.step(Input{Kind: InputKeepAliveStop, Caller: c})
+	_, eff := d.reset(300 * time.Millisecond)
+	watch := findTimer(t, eff, TimerDeadline)
+	if want := d.now + 300*time.Millisecond; watch.At > want {
+		t.Fatalf("deadline timer armed at %v; want by %v", watch.At, want)
+	}
+}
