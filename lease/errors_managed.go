@@ -67,9 +67,13 @@ const (
 	// says why); its connection was fenced.
 	LossReleaseUnknown
 	// LossDeadline: the lease deadline passed with no confirmed renewal.
+	// When renewals were refused with a reply proving they did not run
+	// (READONLY, LOADING, CLUSTERDOWN, …) and retried, LossError.Err is the
+	// last one's error: why no renewal was confirmed.
 	LossDeadline
 	// LossDeadlineInFlight: the lease deadline passed while a renewal or
-	// release was still in flight; its connection was fenced.
+	// release was still in flight; its connection was fenced. LossError.Err
+	// is the last retried renewal's error, as for LossDeadline.
 	LossDeadlineInFlight
 	// LossReadRefused: the key changed on the server (a push said so) and
 	// the owner-compared read that followed found it deleted, expired or
@@ -108,7 +112,8 @@ func (r LossReason) MarshalText() ([]byte, error) { return []byte(r.String()), n
 
 // LossError is the cause of a lock's or keep-alive's context when
 // ownership was lost: Reason says how, Err the error behind it (the
-// renewal's or release's error; nil for LossRefused and the deadlines).
+// renewal's or release's error; for the deadlines the last retried
+// renewal's error, if any; nil for LossRefused).
 // It matches ErrOwnershipLost and, through Err, the transport sentinels.
 type LossError struct {
 	Reason LossReason
