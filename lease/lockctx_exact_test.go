@@ -1,9 +1,14 @@
 package lease
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -133,5 +138,81 @@ func TestLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T) {
 				t.Fatal("Err reported the end but Done is not closed")
 			}
 		})
+	}
+}
+
+// pausedHolderEnv makes the test binary a lock holder that works in a
+// tight loop (TestPausedHolderHelper).
+const pausedHolderEnv = "RESPIRE_LEASE_PAUSED_HOLDER"
+
+// TestPausedHolderHelper is not a test: run by
+// TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck in a
+// child process (GOMAXPROCS=1), it takes a 1 s lock on the sim node at
+// $RESPIRE_LEASE_PAUSED_HOLDER, prints HELD, then does units of work for as
+// long as Lock.Context().Err() and a ContextFrom context's Err are nil. A
+// unit done more than the lease after the acquisition returned is printed
+// as VIOLATION; the end as ENDED.
+func TestPausedHolderHelper(t *testing.T) {
+	addr := os.Getenv(pausedHolderEnv)
+	if addr == "" {
+		t.Skip("helper process of TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
+	}
+	locks := newLocks(t, newClient(t, []string{addr}, "", simPassword, false), WithoutPush())
+	const ttl = time.Second
+	lock, err := locks.Acquire(ctxT(t), "paused", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	work := lock.Context()
+	derived, cancel := lock.ContextFrom(context.Background())
+	defer cancel()
+	os.Stdout.WriteString("HELD\n")
+	for units := 0; ; units++ {
+		elapsed := time.Since(start)
+		if work.Err() != nil || derived.Err() != nil {
+			fmt.Printf("ENDED after %d units, %v: %v / %v\n", units, elapsed, work.Err(), derived.Err())
+			return
+		}
+		if elapsed > ttl {
+			fmt.Printf("VIOLATION: unit %d done %v after the acquisition, past the %v lease\n", units, elapsed, ttl)
+		}
+	}
+}
+
+// TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck: a
+// holder process checking its lock's context in a tight loop is stopped
+// (SIGSTOP) past its 1 s lease and resumed (SIGCONT). Its very first check
+// after the resume must see the lease's end: no unit of work is done under
+// a lease that is over, whichever goroutine the runtime schedules first.
+func TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	for run := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPausedHolderHelper$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), pausedHolderEnv+"="+srv.Addr(), "GOMAXPROCS=1")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		for lines.Scan() && lines.Text() != "HELD" {
+		}
+		_ = cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(1500 * time.Millisecond) // the pause: past the lease (real time, as a real pause is)
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		var report []string
+		for lines.Scan() {
+			report = append(report, lines.Text())
+		}
+		_ = cmd.Wait()
+		text := strings.Join(report, "\n")
+		if strings.Contains(text, "VIOLATION") || !strings.Contains(text, "ENDED") {
+			t.Fatalf("run %d: the resumed holder worked on past its lease:\n%s", run, text)
+		}
+		srv.Exec("DEL", "paused")
 	}
 }
