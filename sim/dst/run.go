@@ -73,6 +73,7 @@ func Run(opt Options, newCore CoreFactory) Result {
 	}
 	w := newWorld(opt.withDefaults(), newCore)
 	stack := w.loop()
+	w.stopTasks()
 	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}

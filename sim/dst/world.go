@@ -41,6 +41,7 @@ type world struct {
 	scriptRuns int64 // fenced scripts that handed out a token, in server order
 	steps      int
 	stats      Stats
+	tasks      tasks // the driver's goroutines and user calls (tasks.go)
 	done       bool
 }
 
@@ -98,6 +99,7 @@ func (w *world) step() bool {
 	w.events = w.events[:len(w.events)-1]
 	ev.cancelled = true
 	ev.fire()
+	w.wakeReady()
 	return true
 }
 
