@@ -90,7 +90,9 @@ func (e *NotReplicatedError) Unwrap() error { return e.Err }
 // duration and give ctx longer than timeout: a ctx that ends during WAIT
 // makes the outcome uncertain (lease.ErrOutcomeUnknown; the script is never
 // replayed and the lease is deleted in the background, best effort: the
-// dedicated connection is closed, not fenced). In cluster mode the dedicated
+// dedicated connection is closed, not fenced). lease.Locks.Close cuts a
+// pending WAIT off the same way, at once (the error then wraps
+// conn.ErrWaitStopped), and waits for that clean-up. In cluster mode the dedicated
 // connection does not follow redirects: a slot that moved since rueidis last
 // read the slot map fails with an error matching lease.ErrDidNotRun
 // (nothing ran; trying again is safe).

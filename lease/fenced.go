@@ -161,8 +161,11 @@ func (f *fencedRequest) send(ctx context.Context, m *managed, wireKey, token str
 	if err := m.core.closedErr(); err != nil {
 		return conn.Result{}, err
 	}
-	res, err := conn.AcquireFencedReplicated(ctx, m.core.client, wireKey, f.counterKey, token, ms,
+	res, err := conn.AcquireFencedReplicated(ctx, m.core.client, m.core.stop, wireKey, f.counterKey, token, ms,
 		int64(f.reply.Replicas), f.reply.Timeout.Milliseconds())
+	if err != nil && conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrWaitStopped) {
+		err = m.core.closedErr() // Locks.Close began before the pipeline left: ErrClosed
+	}
 	f.reply.FencingToken, f.reply.Acknowledged, f.reply.WaitErr = res.FencingToken, res.Acknowledged, res.WaitErr
 	return conn.Result{Owned: res.Acquired, FencingToken: res.FencingToken}, err
 }
