@@ -14,6 +14,13 @@ import (
 // is allowed.
 var ErrInvalidWait = errors.New("WAIT needs at least 1 replica and a timeout of at least 1 ms")
 
+// ErrWaitStopped is the cause (Uncertain) of a replicated fenced
+// acquisition whose dedicated connection was closed because its stop
+// context ended while the script and WAIT were on the wire: the script may
+// have run. Before anything was written the error is NotSubmitted with this
+// cause.
+var ErrWaitStopped = errors.New("dedicated connection closed by its owner while WAIT was pending")
+
 // ReplicatedFencedResult is the answer of AcquireFencedReplicated: the
 // script's result and, when the lease was acquired, what WAIT said about the
 // script's write.
@@ -63,8 +70,19 @@ type ReplicatedFencedResult struct {
 // from Acknowledged and WaitErr whether to hand the lease out; a lease it
 // does not hand out must be released by its owner token (the counter stays
 // incremented).
-func AcquireFencedReplicated(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string,
-	ttlMillis, replicas, waitMillis int64) (ReplicatedFencedResult, error) {
+//
+// stop lets the caller's owner cut the call short whatever ctx says
+// (rueidis ignores a bare cancellation of ctx on a dedicated connection in
+// its synchronous mode; pass context.Background() for no such owner): once
+// stop ends, the dedicated connection is closed at once and the call
+// returns within moments with an error wrapping ErrWaitStopped —
+// NotSubmitted if stop had ended before the call, Uncertain (NotSubmitted
+// when rueidis proves nothing was written) if the pipeline was on its way;
+// a script whose reply arrived reports the lost WAIT in WaitErr instead.
+// Closing the socket does not recall bytes the kernel already took: a
+// script the server had not read yet can still run.
+func AcquireFencedReplicated(ctx context.Context, client rueidis.Client, stop context.Context,
+	leaseKey, counterKey, token string, ttlMillis, replicas, waitMillis int64) (ReplicatedFencedResult, error) {
 	if err := checkFenced(ctx, client, leaseKey, counterKey); err != nil {
 		return ReplicatedFencedResult{}, err
 	}
@@ -72,12 +90,19 @@ func AcquireFencedReplicated(ctx context.Context, client rueidis.Client, leaseKe
 		return ReplicatedFencedResult{}, &Error{Class: NotSubmitted, Op: fencedOp,
 			Err: fmt.Errorf("%w (got %d replicas, %d ms)", ErrInvalidWait, replicas, waitMillis)}
 	}
+	if stop.Err() != nil {
+		return ReplicatedFencedResult{}, &Error{Class: NotSubmitted, Op: fencedOp, Err: ErrWaitStopped}
+	}
 	dedicated, giveBack := client.Dedicate()
 	healthy := false
+	unwatch := watchStop(stop, dedicated.Close)
 	defer func() {
-		if healthy {
+		switch {
+		case !unwatch():
+			// stop closed it (and gave it back to rueidis as closed)
+		case healthy:
 			giveBack()
-		} else {
+		default:
 			dedicated.Close() // a reply may still be on its way: never reuse the socket
 		}
 	}()
@@ -88,7 +113,7 @@ func AcquireFencedReplicated(ctx context.Context, client rueidis.Client, leaseKe
 			b.Wait().Numreplicas(replicas).Timeout(waitMillis).Build())
 		healthy = results[0].NonRedisError() == nil && results[1].NonRedisError() == nil
 		if err := results[0].NonRedisError(); err != nil {
-			return ReplicatedFencedResult{}, &Error{Class: ClassifyTransport(err), Op: fencedOp, Err: err}
+			return ReplicatedFencedResult{}, &Error{Class: ClassifyTransport(err), Op: fencedOp, Err: stopCause(stop, err)}
 		}
 		reply, redisErr := toReply(results[0])
 		out := f.Interpret(reply)
@@ -100,8 +125,39 @@ func AcquireFencedReplicated(ctx context.Context, client rueidis.Client, leaseKe
 			return ReplicatedFencedResult{FencedResult: res}, err
 		}
 		acked, waitErr := waitOutcome(results[1])
+		if waitErr != nil && ClassOf(waitErr) == Uncertain && stop.Err() != nil {
+			waitErr = &Error{Class: Uncertain, Op: waitOp, Err: stopCause(stop, errors.Unwrap(waitErr))}
+		}
 		return ReplicatedFencedResult{FencedResult: res, Acknowledged: acked, WaitErr: waitErr}, nil
 	}
+}
+
+// watchStop closes the dedicated connection (closeConn) as soon as stop
+// ends, until unwatch is called. unwatch reports false when closeConn ran,
+// after it returned: the connection must not be given back then (rueidis'
+// Close after a give-back would close the next borrower's socket).
+func watchStop(stop context.Context, closeConn func()) (unwatch func() bool) {
+	closed := make(chan struct{})
+	stopWatch := context.AfterFunc(stop, func() {
+		closeConn()
+		close(closed)
+	})
+	return func() bool {
+		if stopWatch() {
+			return true
+		}
+		<-closed
+		return false
+	}
+}
+
+// stopCause is err, the transport error of a call, with ErrWaitStopped
+// when stop had ended: the connection was closed under it on purpose.
+func stopCause(stop context.Context, err error) error {
+	if stop.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrWaitStopped, err)
 }
 
 const waitOp = "wait"

@@ -52,7 +52,7 @@ func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testi
 		t.Run(string(p), func(t *testing.T) {
 			srv := startSim(t, p)
 			client := newClient(t, []string{srv.Addr()}, "", simPassword)
-			res, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+			res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 			// The simulator has no replicas: WAIT answers 0.
 			if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
 				t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
@@ -64,7 +64,7 @@ func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testi
 			if log := srv.Log(); !reflect.DeepEqual(log[len(log)-1].Args, []string{"WAIT", "1", "50"}) {
 				t.Fatalf("last command = %q; want WAIT 1 50", log[len(log)-1].Args)
 			}
-			res, err = AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
+			res, err = AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
 			if err != nil || res.Acquired || res.WaitErr != nil {
 				t.Fatalf("contended AcquireFencedReplicated = %+v, %v; want not acquired", res, err)
 			}
@@ -77,7 +77,7 @@ func TestReplicatedFencedAcquisitionRefusesBadWaitsBeforeSending(t *testing.T) {
 	client := newClient(t, []string{srv.Addr()}, "", simPassword)
 	srv.ResetLog()
 	for _, tc := range [][2]int64{{0, 100}, {-1, 100}, {1, 0}, {1, -5}} {
-		_, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, tc[0], tc[1])
+		_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, tc[0], tc[1])
 		if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrInvalidWait) {
 			t.Errorf("AcquireFencedReplicated(%d replicas, %d ms) = %v; want not submitted, ErrInvalidWait", tc[0], tc[1], err)
 		}
@@ -93,11 +93,11 @@ func TestReplicatedFencedAcquisitionRefusesBadWaitsBeforeSending(t *testing.T) {
 func TestReplicatedFencedAcquisitionInClusterModeBindsToTheKeysPrimary(t *testing.T) {
 	c := startCluster(t, sim.Redis70, sim.Valkey90)
 	client := newClient(t, c.Addrs(), "", simPassword)
-	_, err := AcquireFencedReplicated(ctxT(t), client, "a:lease", "b:fence", "tok", 60000, 1, 50)
+	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "a:lease", "b:fence", "tok", 60000, 1, 50)
 	if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrCrossSlot) {
 		t.Fatalf("AcquireFencedReplicated(cross-slot) = %v; want not submitted, ErrCrossSlot", err)
 	}
-	res, err := AcquireFencedReplicated(ctxT(t), client, "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000, 1, 50)
+	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000, 1, 50)
 	if err != nil || res.FencingToken != 1 || res.Acknowledged != 0 {
 		t.Fatalf("AcquireFencedReplicated(hash-tagged) = %+v, %v; want token 1, 0 acknowledged", res, err)
 	}
@@ -114,7 +114,7 @@ func TestReplicatedFencedAcquisitionWaitErrorReplyIsReportedNotMatched(t *testin
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
 	client := newClient(t, []string{srv.Addr()}, "", simPassword)
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "WAIT", Error: "ERR made up by the test"})
-	res, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Definite || !errors.Is(res.WaitErr, ErrServerReply) {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with a definite WaitErr", res, err)
 	}
@@ -125,7 +125,7 @@ func TestReplicatedFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testin
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
 	client := newClient(t, []string{srv.Addr()}, "", simPassword)
 	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "EVALSHA"})
-	_, err := AcquireFencedReplicated(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("AcquireFencedReplicated after a lost reply = %v; want ErrOutcomeUnknown", err)
 	}
@@ -145,7 +145,7 @@ func TestReplicatedFencedAcquisitionLostWaitAfterTheScriptIsAnUncertainWait(t *t
 	srv.Inject(sim.Fault{Kind: sim.DropBeforeExec, Command: "WAIT"})
 	ctx, cancel := context.WithCancel(context.Background()) // cancellable, no deadline: background mode
 	defer cancel()
-	res, err := AcquireFencedReplicated(ctx, client, "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	res, err := AcquireFencedReplicated(ctx, client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Uncertain {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with an uncertain WaitErr", res, err)
 	}
@@ -162,7 +162,7 @@ func TestReplicatedFencedAcquisitionOnARealServerWithoutReplicasIsNotAcknowledge
 	lease, fence := prefix+"{j}:lease", prefix+"{j}:fence"
 	defer client.Do(context.Background(), client.B().Del().Key(lease, fence).Build())
 	start := time.Now()
-	res, err := AcquireFencedReplicated(ctxT(t), client, lease, fence, "a", 60000, 1, 200)
+	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), lease, fence, "a", 60000, 1, 200)
 	if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
 	}
@@ -183,11 +183,58 @@ func TestReplicatedFencedAcquisitionMovedSlotIsDefiniteAndDidNotRun(t *testing.T
 	}
 	from := c.NodeFor(key)
 	c.MoveSlot(sim.Slot(key), 1-from)
-	_, err := AcquireFencedReplicated(ctxT(t), client, key, fence, "tok", 60000, 1, 50)
+	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), key, fence, "tok", 60000, 1, 50)
 	if ClassOf(err) != Definite || !errors.Is(err, ErrDidNotRun) {
 		t.Fatalf("AcquireFencedReplicated after a slot move = %v; want a definite MOVED that did not run", err)
 	}
 	if got := c.Node(1-from).Exec("EXISTS", key); got != ":0\r\n" {
 		t.Fatalf("lease EXISTS on the new owner = %q; want :0", got)
+	}
+}
+
+// A stop that ends while WAIT is pending closes the dedicated connection at
+// once, whatever ctx (here one with a deadline far off: rueidis' synchronous
+// mode ignores its cancellation): the call returns within moments with an
+// error that says it was stopped, not after WAIT's timeout. A stop already
+// ended sends nothing.
+func TestBoundedLocksClose_AStopEndingDuringWaitClosesTheDedicatedConnection(t *testing.T) {
+	srv := startSim(t, sim.Redis84)
+	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
+	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "WAIT", Gate: gate})
+	stop, abort := context.WithCancel(context.Background())
+	type answer struct {
+		res ReplicatedFencedResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := AcquireFencedReplicated(ctxT(t), client, stop, "{j}:lease", "{j}:fence", "a", 60000, 1, 60000)
+		answered <- answer{res, err}
+	}()
+	if _, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return e.Args[0] == "WAIT" }); err != nil {
+		t.Fatal(err)
+	}
+	abort()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(5 * time.Second): // WAIT's own timeout is a minute
+		t.Fatal("AcquireFencedReplicated still blocked 5s after its stop ended")
+	}
+	stoppedErr := a.err
+	if a.err == nil {
+		stoppedErr = a.res.WaitErr
+	}
+	if !errors.Is(stoppedErr, ErrWaitStopped) || ClassOf(stoppedErr) != Uncertain {
+		t.Fatalf("AcquireFencedReplicated stopped during WAIT = %+v, %v; want an uncertain error wrapping ErrWaitStopped", a.res, a.err)
+	}
+	t.Log(stoppedErr)
+	before := len(srv.Log())
+	_, err := AcquireFencedReplicated(ctxT(t), client, stop, "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
+	if !errors.Is(err, ErrWaitStopped) || ClassOf(err) != NotSubmitted || len(srv.Log()) != before {
+		t.Fatalf("AcquireFencedReplicated with its stop ended = %v (%d commands sent); want not submitted, nothing sent", err, len(srv.Log())-before)
 	}
 }

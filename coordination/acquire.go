@@ -65,11 +65,11 @@ func (c *Coordinator) acquire(ctx context.Context, op, key, counterKey string, t
 	if err != nil {
 		return nil, &OpError{Op: op, Key: key, Err: err}
 	}
+	if reply.NotReplicated {
+		return nil, notReplicated(key, reply)
+	}
 	if held == nil {
 		return nil, nil
-	}
-	if reply.Replicas > 0 && (reply.WaitErr != nil || reply.Acknowledged < int64(reply.Replicas)) {
-		return nil, notReplicated(ctx, held, reply)
 	}
 	return &Lock{Lock: held, fencingToken: reply.FencingToken, counterKey: counterKey}, nil
 }

@@ -1,7 +1,6 @@
 package coordination
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,10 +9,6 @@ import (
 	"github.com/respire-go/respire/lease"
 )
 
-// releaseTimeout bounds the release of a lock whose increment WAIT did not
-// confirm.
-const releaseTimeout = 5 * time.Second
-
 // ErrNotReplicated matches (errors.Is) a *NotReplicatedError: the script
 // took the lease and incremented the counter, but WithReplicas' WAIT did not
 // confirm that enough replicas acknowledged the increment, so the token was
@@ -21,9 +16,13 @@ const releaseTimeout = 5 * time.Second
 var ErrNotReplicated = errors.New("coordination: fencing counter increment not acknowledged by enough replicas")
 
 // NotReplicatedError is the error of an acquisition with WithReplicas whose
-// WAIT reported fewer acknowledging replicas than required, or failed. The
-// lock was released (a compare-and-delete of its owner token, through the
-// lease handle) before the error was returned (see Released). The counter
+// WAIT reported fewer acknowledging replicas than required, or failed. No
+// lock is handed out, and the handle the acquisition made was ended before
+// the error was returned: its keep-alive (lease.WithKeepAlive) stopped
+// first, then the lease released (a compare-and-delete of its owner token,
+// see Released). Whatever that release's outcome — a min-replicas-to-write
+// primary refuses it with NOREPLICAS while its replicas lag — nothing
+// renews the lease afterwards: one not deleted expires with its TTL. The counter
 // stays incremented: the token is spent, never handed out, and must not be
 // used. It matches ErrNotReplicated and, through Err, the classification of
 // a failed WAIT (lease.ErrServerReply, lease.ErrOutcomeUnknown, ...).
@@ -72,8 +71,9 @@ func (e *NotReplicatedError) Unwrap() error { return e.Err }
 // WithReplicas makes an acquisition hand out its token only once WAIT n
 // timeout, sent on the connection that ran the acquisition script, reports
 // that at least n replicas acknowledged the write. Otherwise, or when WAIT
-// fails, the lock is released and the acquisition fails with a
-// *NotReplicatedError (ErrNotReplicated); the counter stays incremented.
+// fails, the handle is ended — a keep-alive stopped, then the lease
+// released — and the acquisition fails with a *NotReplicatedError
+// (ErrNotReplicated); the counter stays incremented.
 // With lease.WithWait, such a failure ends the wait. It is an option of
 // Coordinator.TryAcquire and Acquire only: lease.Locks refuses it
 // (lease.ErrInvalidOption).
@@ -90,7 +90,9 @@ func (e *NotReplicatedError) Unwrap() error { return e.Err }
 // duration and give ctx longer than timeout: a ctx that ends during WAIT
 // makes the outcome uncertain (lease.ErrOutcomeUnknown; the script is never
 // replayed and the lease is deleted in the background, best effort: the
-// dedicated connection is closed, not fenced). In cluster mode the dedicated
+// dedicated connection is closed, not fenced). lease.Locks.Close cuts a
+// pending WAIT off the same way, at once (the error then wraps
+// conn.ErrWaitStopped), and waits for that clean-up. In cluster mode the dedicated
 // connection does not follow redirects: a slot that moved since rueidis last
 // read the slot map fails with an error matching lease.ErrDidNotRun
 // (nothing ran; trying again is safe).
@@ -103,15 +105,12 @@ func WithReplicas(n int, timeout time.Duration) lease.AcquireOption {
 	return bridge.Replicas(n, timeout)
 }
 
-// notReplicated releases a lock whose increment WAIT did not confirm and
-// returns the error that says so. The script's reply is in, so the delete
-// cannot overtake it.
-func notReplicated(ctx context.Context, held *lease.Lock, reply leasebridge.Reply) error {
-	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	outcome, _ := held.Release(releaseCtx)
-	e := &NotReplicatedError{Key: held.Key(), Required: reply.Replicas, Timeout: reply.Timeout,
-		Acknowledged: int(reply.Acknowledged), Released: outcome == lease.Released, Err: reply.WaitErr}
+// notReplicated is the error of an acquisition whose increment WAIT did not
+// confirm: lease ended its handle before returning (keep-alive stopped,
+// then the lease released; see leasebridge.Reply), and reply says how.
+func notReplicated(key string, reply leasebridge.Reply) error {
+	e := &NotReplicatedError{Key: key, Required: reply.Replicas, Timeout: reply.Timeout,
+		Acknowledged: int(reply.Acknowledged), Released: reply.Released, Err: reply.WaitErr}
 	if reply.WaitErr != nil {
 		e.Acknowledged = -1
 	}

@@ -78,7 +78,10 @@ func acquireFenced(ctx context.Context, l *Locks, op, key, counterKey string, tt
 	if obs := l.core.obs; obs != nil {
 		lock, err = obs.acquire(ctx, l, key, d, ms, o)
 	} else {
-		lock, err = l.acquireValid(ctx, key, d, ms, o)
+		lock, err = l.acquireChecked(ctx, key, d, ms, o)
+	}
+	if errors.Is(err, errNotReplicated) {
+		return nil, f.reply, nil // the handle ended in acquireChecked; f.reply says how
 	}
 	if err == nil && lock == nil && op == "Acquire" {
 		err = ErrNotAcquired
@@ -87,6 +90,57 @@ func acquireFenced(ctx context.Context, l *Locks, op, key, counterKey string, tt
 		return nil, leasebridge.Reply{}, opError(op, key, err)
 	}
 	return lock, f.reply, nil
+}
+
+// errNotReplicated is acquireChecked's answer to a fenced acquisition that
+// took the lease but whose WAIT did not confirm it: the handle was ended
+// and is not returned (acquireFenced turns it into the Reply's
+// NotReplicated; nobody outside this package sees it).
+var errNotReplicated = errors.New("lease: fencing counter increment not acknowledged by enough replicas")
+
+// unreturnedReleaseTimeout bounds the release of a handle that is never
+// returned (endUnreturned).
+const unreturnedReleaseTimeout = 5 * time.Second
+
+// acquireChecked is acquireValid that, for a fenced acquisition whose WAIT
+// did not confirm WithReplicas, ends the acquired handle instead of
+// returning it (rule UnreturnedHandleEnds) and fails with errNotReplicated.
+func (l *Locks) acquireChecked(ctx context.Context, key string, d time.Duration, ms int64,
+	o acquireOptions) (*Lock, error) {
+	lock, err := l.acquireValid(ctx, key, d, ms, o)
+	if lock == nil || o.fenced == nil || !o.fenced.reply.Unconfirmed() {
+		return lock, err
+	}
+	o.fenced.reply.NotReplicated = true
+	o.fenced.reply.Released = lock.endUnreturned(ctx)
+	return nil, errNotReplicated
+}
+
+// endUnreturned ends a handle that its caller never receives (rule
+// UnreturnedHandleEnds): like Close, it stops the keep-alive (an owned one,
+// WithKeepAlive, included) and then releases the lease, bounded by
+// unreturnedReleaseTimeout and whatever ctx's state. Whatever the release's
+// outcome — released, refused (NOREPLICAS, NOPERM…), not sent, unknown
+// (fenced) — nothing renews the lease afterwards, and a handle still
+// counting itself held watches its deadline, so that it ends (and leaves
+// the push hub) when its lease estimate runs out instead of staying
+// registered for ever. It reports whether the release deleted the lease.
+// It blocks for the release.
+func (l *Lock) endUnreturned(ctx context.Context) (released bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unreturnedReleaseTimeout)
+	defer cancel()
+	res, err := l.request(ctx, sm.Input{Kind: sm.InputClose})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.m().clock.Now()
+	if l.h.KeepAliveActive() { // the bound ended before Close could stop it
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: now}, 0)
+	}
+	if l.ending == nil {
+		l.step(sm.Input{Kind: sm.InputWatch, Now: now}, 0)
+		l.observeLocked()
+	}
+	return err == nil && res.Err == nil && res.Release == sm.ReleaseReleased
 }
 
 // send runs one try of the fenced acquisition: the script on the lease
@@ -107,8 +161,11 @@ func (f *fencedRequest) send(ctx context.Context, m *managed, wireKey, token str
 	if err := m.core.closedErr(); err != nil {
 		return conn.Result{}, err
 	}
-	res, err := conn.AcquireFencedReplicated(ctx, m.core.client, wireKey, f.counterKey, token, ms,
+	res, err := conn.AcquireFencedReplicated(ctx, m.core.client, m.core.stop, wireKey, f.counterKey, token, ms,
 		int64(f.reply.Replicas), f.reply.Timeout.Milliseconds())
+	if err != nil && conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrWaitStopped) {
+		err = m.core.closedErr() // Locks.Close began before the pipeline left: ErrClosed
+	}
 	f.reply.FencingToken, f.reply.Acknowledged, f.reply.WaitErr = res.FencingToken, res.Acknowledged, res.WaitErr
 	return conn.Result{Owned: res.Acquired, FencingToken: res.FencingToken}, err
 }

@@ -20,12 +20,16 @@ import (
 // the lease ends for any reason. Methods are safe for concurrent use.
 // Create it with Lock.KeepAlive.
 type KeepAlive struct {
-	lock      *Lock
-	mu        sync.Mutex
-	values    context.Context // the starting ctx: Context keeps its values, not its cancellation; nil: none
-	cause     error           // why it ended; nil while it runs
-	watch     *leaseWatch     // Context and its cancel, created on first call (most are never asked for)
-	stopWatch func() bool     // unregisters the watch on the starting ctx
+	lock   *Lock
+	mu     sync.Mutex
+	values context.Context // the starting ctx: Context keeps its values, not its cancellation; nil: none
+	cause  error           // why it ended; nil while it runs
+	watch  *leaseWatch     // Context and its cancel, created on first call (most are never asked for)
+	// stopWatch unregisters the watch on the starting ctx (context.AfterFunc's
+	// stop); nil before it is registered and once undone. Whatever ends the
+	// keep-alive undoes it (cancel), so a long-lived ctx never keeps an ended
+	// keep-alive, or its Lock, reachable.
+	stopWatch func() bool
 }
 
 // ownedKeepAlive stands for every keep-alive WithKeepAlive starts. Nobody
@@ -56,6 +60,23 @@ func (k *KeepAlive) cancel(err error) {
 	if k.watch != nil {
 		k.watch.cancel(err)
 	}
+	if k.stopWatch != nil {
+		k.stopWatch() // does not block: an AfterFunc already started just finds the keep-alive ended
+		k.stopWatch = nil
+	}
+}
+
+// watchStart makes the end of ctx, the ctx given to Lock.KeepAlive, stop
+// the keep-alive; if it ended meanwhile, nothing is registered.
+func (k *KeepAlive) watchStart(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() { k.lock.stopKeepAlive(k) })
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cause != nil {
+		stop() // ended before the registration: undo it at once
+		return
+	}
+	k.stopWatch = stop
 }
 
 // Context returns the context protected work must honour: it is cancelled
@@ -97,9 +118,6 @@ func (k *KeepAlive) Err() error {
 // until Release, Close or expiry. Context is then cancelled with
 // ErrKeepAliveStopped unless it had ended already.
 func (k *KeepAlive) Stop() {
-	if k.stopWatch != nil {
-		k.stopWatch()
-	}
 	k.lock.stopKeepAlive(k)
 }
 
@@ -124,7 +142,10 @@ func (l *Lock) stopKeepAlive(k *KeepAlive) {
 // permission, and nothing is renewed (unless the Locks was created
 // WithUnfencedRenewal; the raw-token ResetExpiry always works). It blocks
 // only for that check. When ctx ends later, the
-// keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept.
+// keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept. The
+// keep-alive's hold on ctx (a context.AfterFunc) ends with the keep-alive,
+// whatever ends it — Stop, Release, Close, a loss, Locks.Close — so a
+// long-lived ctx does not keep ended locks reachable.
 func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 	if ctx.Err() != nil {
 		return nil, opError("KeepAlive", l.Key(), context.Cause(ctx))
@@ -160,7 +181,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 		k.cancel(err)
 		return nil, opError("KeepAlive", l.Key(), err)
 	}
-	k.stopWatch = context.AfterFunc(ctx, func() { l.stopKeepAlive(k) })
+	k.watchStart(ctx)
 	if l.m().push != nil {
 		l.m().push.watchHeld(l)
 	}

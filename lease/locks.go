@@ -138,6 +138,12 @@ type core struct {
 	closed     bool                        // guarded by mu
 	closing    atomic.Bool                 // Close began: read on every managed command, without mu
 	closeHooks []func(sessionsClosed bool) // run by Close before and after the sessions close
+	closeDone  chan struct{}               // closed when the shutdown Close began has finished
+	// stop ends when Close begins: it cuts off what closing the sessions
+	// does not reach (a WithReplicas acquisition's WAIT on its dedicated
+	// connection, see fenced.go).
+	stop     context.Context
+	stopWork context.CancelFunc
 
 	managedOnce sync.Once
 	managed     *managed // the managed handles' runtime, created on first use
@@ -186,7 +192,8 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 	}
 	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
 		drift: o.drift, unfencedRenewal: o.unfenced, keysInLogs: o.keysInLogs, obs: obs,
-		withoutPush: o.withoutPush}
+		withoutPush: o.withoutPush, closeDone: make(chan struct{})}
+	c.stop, c.stopWork = context.WithCancel(context.Background())
 	if o.idleCheckSet {
 		c.pool.SetIdleCheck(o.idleCheck)
 	}
@@ -206,25 +213,95 @@ func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 // KeyPrefix returns this view's full key prefix.
 func (l *Locks) KeyPrefix() string { return l.prefix }
 
-// Close closes the pinned sessions of this Locks and all its views; later
-// calls fail with an error matching ErrClosed (and ErrNotSubmitted). First it waits for
-// the background work of managed locks (clean-ups of abandoned
-// acquisitions, fences); then it retires the sessions, which makes commands
-// still in flight on them uncertain (a socket closed locally may still have
-// delivered them), and waits for the fences and clean-ups that starts, so
-// that once Close returns nothing this Locks sent can still run on the
-// server. Fences and clean-ups are bounded (a clean-up by 5s, a fence by the
-// client's own timeouts, see conn.Pool.Fence). It does not close the rueidis
-// client — close the client after Locks — and is idempotent. Locks held on
-// the server are not released: they expire; a running keep-alive ends at its
-// next renewal.
+// Close closes this Locks and all its views; calls made afterwards fail
+// with an error matching ErrClosed (and ErrNotSubmitted). It settles what
+// this Locks has running, so that once it returns nothing it sent can
+// still run on the server, in three steps:
+//
+//  1. It refuses new lock commands, and closes the dedicated connection of
+//     every WithReplicas acquisition (package coordination) still waiting
+//     for its WAIT: that acquisition fails at once, its outcome unknown,
+//     and the lease its script may have taken is cleaned up (step 3).
+//     Then it waits, for at most CloseGrace, for the background work
+//     already running: clean-up deletes of abandoned acquisitions (each
+//     bounded by 5s) and fences (each bounded by FenceTimeout).
+//  2. It retires the sessions, closing their sockets (rueidis drains a
+//     socket for at most about 1s), which ends the commands still in
+//     flight on them — renewals, releases, acquisitions — as uncertain
+//     (a socket closed locally may still have delivered them).
+//  3. It waits for those commands and for the fences and clean-ups they
+//     start (each bounded as in step 1), then closes the pool.
+//
+// So Close returns within about CloseGrace + 1s + FenceTimeout (about 11s)
+// of its call even on a stalled server, and at once when nothing runs. Two
+// waits are bounded only by the caller: an acquisition blocked in rueidis'
+// Dedicate (its dedicated pool exhausted, ClientOption.BlockingPoolSize)
+// and a command started concurrently with Close on a session opened after
+// step 2, which end with their own ctx (or WithCommandTimeout). Close does
+// not close the rueidis client — close the client after Locks — and does
+// not release the locks still held: they expire (a running keep-alive ends
+// at its next renewal, which is not sent). It is idempotent and safe for
+// concurrent use: a second call waits for the first one's shutdown.
 func (l *Locks) Close() {
-	c := l.core
+	<-l.core.shutdown()
+}
+
+// CloseGrace bounds how long Locks.Close waits for the background work
+// (clean-ups, fences) begun before it, while the sessions they may use are
+// still open; after it the sessions are closed under that work, which
+// then goes on (fencing what it must) within its own bound.
+const CloseGrace = 5 * time.Second
+
+// CloseContext is Close that stops waiting when ctx ends: it returns nil
+// once the shutdown has finished, or, when ctx ends first, an error
+// matching ctx's cause (errors.Is(err, context.DeadlineExceeded) for a
+// deadline) at once. The shutdown itself is not cut short — cutting it
+// short could leave an unfenced command free to run later —: it goes on in
+// the background and ends within Close's bound of its start (see Close),
+// sending nothing but what it needs to settle the commands that were in
+// flight (their fences, the clean-ups of abandoned acquisitions). Every
+// call made after it began fails with ErrClosed. A later Close or
+// CloseContext waits for the same shutdown; until one returns nil, work of
+// this Locks may still run.
+func (l *Locks) CloseContext(ctx context.Context) error {
+	if ctx.Done() == nil {
+		l.Close()
+		return nil
+	}
+	l.core.mu.Lock()
+	started := l.core.closed
+	l.core.mu.Unlock()
+	done := l.core.closeDone
+	if !started {
+		go func() { <-l.core.shutdown() }()
+	}
+	select {
+	case <-done:
+		return nil // also with ctx ended: the shutdown is over
+	default:
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return opError("CloseContext", "", fmt.Errorf("%w (the shutdown goes on in the background; Close waits for it)",
+			context.Cause(ctx)))
+	}
+}
+
+// shutdown runs the shutdown of Close (once, on the first caller's
+// goroutine) and returns the channel closed when it has finished.
+func (c *core) shutdown() <-chan struct{} {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.closeDone
+	}
 	hooks := c.closeHooks
 	c.closeHooks, c.closed = nil, true
 	c.closing.Store(true)
 	c.mu.Unlock()
+	c.stopWork()
 	for _, fn := range hooks {
 		fn(false)
 	}
@@ -233,6 +310,8 @@ func (l *Locks) Close() {
 		fn(true)
 	}
 	c.pool.Close()
+	close(c.closeDone)
+	return c.closeDone
 }
 
 // closedErr returns the error of a managed command started after Close

@@ -64,7 +64,8 @@ func (l *Locks) managed() *managed {
 
 // closing waits for the background work of this Locks (clean-up deletes of
 // abandoned acquisitions, fences; each bounded). Locks.Close runs it before
-// the sessions are retired and again after; the second time it first waits
+// the sessions are retired (waiting CloseGrace at most: the work then goes
+// on under retired sessions) and again after; the second time it first waits
 // for the lock commands that were in flight on them (their sockets are
 // closed now, so they end within rueidis' one-second drain, or at their
 // ctx), so that the fences their uncertain outcomes start are waited for
@@ -73,9 +74,13 @@ func (m *managed) closing(sessionsRetired bool) {
 	if m.push != nil {
 		m.push.close()
 	}
-	if sessionsRetired {
-		m.inflight.Wait()
+	if !sessionsRetired {
+		grace, cancel := context.WithTimeout(context.Background(), CloseGrace) // wall-clock, as Close's bound
+		defer cancel()
+		m.background.WaitUntil(grace.Done())
+		return
 	}
+	m.inflight.Wait()
 	m.background.Wait()
 }
 

@@ -190,11 +190,11 @@ func (o *observer) renewalSent(l *Lock, due, now time.Duration) {
 func (o *observer) acquire(ctx context.Context, l *Locks, key string, d time.Duration, ms int64,
 	opts acquireOptions) (*Lock, error) {
 	if o.metrics == nil && o.tracer == nil && !o.log.enabled(slog.LevelDebug) {
-		return l.acquireValid(ctx, key, d, ms, opts)
+		return l.acquireChecked(ctx, key, d, ms, opts)
 	}
 	start := time.Now()
 	inner, span := o.startAcquire(ctx, l, opts.keepAlive)
-	lock, err := l.acquireValid(inner, key, d, ms, opts)
+	lock, err := l.acquireChecked(inner, key, d, ms, opts)
 	waited := time.Since(start)
 	result := acquireResult(ctx, lock, err)
 	if o.metrics != nil {

@@ -24,7 +24,10 @@ type Fenced[Locks, Lock, Option any] struct {
 	// get the view's key prefix) on key's session, or, with the option
 	// Replicas makes, the script followed by WAIT on a dedicated connection.
 	// A cross-slot pair is refused before anything is sent. A nil Lock with
-	// a nil error is a contended TryAcquire. Errors are *lease.OpError.
+	// a nil error is a contended TryAcquire, or, when the Reply says
+	// NotReplicated, an acquisition whose WAIT did not confirm the Replicas
+	// option: its handle was ended inside lease and is never returned.
+	// Errors are *lease.OpError.
 	Acquire func(ctx context.Context, locks Locks, op, key, counterKey string, ttl time.Duration,
 		opts []Option) (Lock, Reply, error)
 	// Replicas returns the acquisition option that asks for WAIT n timeout
@@ -48,6 +51,20 @@ type Reply struct {
 	Acknowledged int64
 	// WaitErr is why WAIT gave no count (a conn *Error), or nil.
 	WaitErr error
+	// NotReplicated: the script took the lease but WAIT did not confirm it
+	// (Unconfirmed), so Acquire returned no Lock: the handle was ended
+	// there — its keep-alive stopped, then the lease released — and
+	// nothing renews the lease any more.
+	NotReplicated bool
+	// Released, with NotReplicated: that release deleted the lease. When
+	// false a lease still on the server expires with its TTL.
+	Released bool
+}
+
+// Unconfirmed reports whether WAIT was asked for and did not confirm the
+// script's write: it failed, or counted fewer than Replicas replicas.
+func (r Reply) Unconfirmed() bool {
+	return r.Replicas > 0 && (r.WaitErr != nil || r.Acknowledged < int64(r.Replicas))
 }
 
 var registered any

@@ -36,20 +36,29 @@ func (t *Tracker) Done() {
 
 // Wait blocks until no work runs. Work added while it waits is waited for
 // too; it returns at the first moment nothing runs.
-func (t *Tracker) Wait() {
+func (t *Tracker) Wait() { _ = t.WaitUntil(nil) }
+
+// WaitUntil is Wait that gives up when stop is closed (a nil stop never
+// is), reporting whether nothing ran any more when it returned. Work still
+// running then goes on; a later Wait or WaitUntil waits for it.
+func (t *Tracker) WaitUntil(stop <-chan struct{}) bool {
 	t.waiting.Add(1)
 	defer t.waiting.Add(-1)
 	for {
 		t.mu.Lock()
 		if t.running.Load() == 0 {
 			t.mu.Unlock()
-			return
+			return true
 		}
 		if t.idle == nil {
 			t.idle = make(chan struct{})
 		}
 		idle := t.idle
 		t.mu.Unlock()
-		<-idle
+		select {
+		case <-idle:
+		case <-stop:
+			return false
+		}
 	}
 }

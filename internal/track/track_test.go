@@ -58,3 +58,22 @@ func TestConcurrentAddDoneWaitRace(t *testing.T) {
 	wg.Wait()
 	tr.Wait()
 }
+
+func TestBoundedLocksClose_WaitUntilGivesUpWhenStoppedAndALaterWaitStillWaits(t *testing.T) {
+	var tr Tracker
+	if !tr.WaitUntil(nil) {
+		t.Fatal("WaitUntil with nothing running = false")
+	}
+	tr.Add()
+	stop := make(chan struct{})
+	close(stop)
+	if tr.WaitUntil(stop) {
+		t.Fatal("WaitUntil with work running and stop closed = true")
+	}
+	waited := make(chan bool)
+	go func() { waited <- tr.WaitUntil(make(chan struct{})) }()
+	tr.Done()
+	if !<-waited {
+		t.Fatal("a WaitUntil after one that gave up did not see the work end")
+	}
+}

@@ -1,0 +1,91 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
+)
+
+// TestUnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal is
+// the audit of the other way a handle is made and not returned: a caller
+// that gives up after the SET was sent, WithKeepAlive. The handle is
+// abandoned (cleaned up) and its keep-alive never starts: no timer is
+// armed, and past the renewal time nothing renews the key. (The keep-alive
+// of coordination's not-replicated handle is covered in coordination.)
+func TestUnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84, WithoutPush())
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "SET", Gate: gate})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	result := make(chan error, 1)
+	go func() {
+		attempt, err := locks.TryAcquire(ctx, "k", 10*time.Second, WithKeepAlive())
+		if attempt.Acquired() {
+			t.Error("a handle was returned after the caller gave up")
+		}
+		result <- err
+	}()
+	waitLog(t, srv, isAcquire)
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryAcquire = %v; want context.Canceled", err)
+	}
+	close(gate)
+	locks.managed().inflight.Wait()
+	locks.managed().background.Wait() // the clean-up has its answer
+	if n := locks.managed().timers.armed(); n != 0 {
+		t.Fatalf("%d timers armed after the abandoned acquisition; want none (nothing may renew it)", n)
+	}
+	clock.Advance(time.Minute)
+	for _, e := range srv.Log() {
+		if isRenewal("k")(e) {
+			t.Fatalf("renewal %q sent for a handle nobody received", e.Args)
+		}
+	}
+}
+
+// TestUnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtItsDeadline:
+// a fenced acquisition WithKeepAlive whose WAIT counts too few replicas
+// (coordination's not-replicated lock), and whose release is refused with
+// NOREPLICAS: no Lock is returned, the keep-alive is stopped (only the
+// deadline watch stays armed, no renewal), and when the lease estimate runs
+// out the handle ends and leaves the push hub: nothing keeps it.
+func TestUnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtItsDeadline(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	srv.Inject(sim.Fault{Kind: sim.ReplaceReply, Command: "WAIT", Reply: ":0\r\n"})
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Times: 1000,
+		Error: "NOREPLICAS Not enough good replicas to write."})
+	opts := []AcquireOption{WithKeepAlive(), withReplicas(1, 10*time.Millisecond)}
+	lock, reply, err := acquireFenced(ctxT(t), locks, "TryAcquire", "k", "counter", 10*time.Second, opts)
+	if lock != nil || err != nil || !reply.NotReplicated || reply.Released {
+		t.Fatalf("acquireFenced = %v, %+v, %v; want no lock, not replicated, not released", lock, reply, err)
+	}
+	m := locks.managed()
+	m.inflight.Wait()
+	if n := m.timers.armed(); n != 1 {
+		t.Fatalf("%d timers armed; want 1 (the deadline watch, no renewal)", n)
+	}
+	holders := func() bool {
+		m.push.mu.Lock()
+		defer m.push.mu.Unlock()
+		return m.push.held.get("k") != nil
+	}
+	if !holders() {
+		t.Fatal("the handle is not among the push hub's holders: the check below would prove nothing")
+	}
+	clock.Advance(estimateOf(10 * time.Second))
+	eventually(t, "the handle ended at its deadline", func() bool { return m.timers.armed() == 0 && !holders() })
+	for _, e := range srv.Log() {
+		if isRenewal("k")(e) {
+			t.Fatalf("renewal %q sent for a handle nobody received", e.Args)
+		}
+	}
+}
