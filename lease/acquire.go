@@ -39,8 +39,8 @@ func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 // a fresh token per try, a try as soon as the key is deleted, expires or
 // changes (push, see WithoutPush) and at the latest every RetryEvery, the
 // last sleep cut to the remaining budget and one more try after it.
-// Default 0: one try. Negative wait is rejected with ErrInvalidOption
-// before anything is sent.
+// Default 0: one try. A negative wait, or one longer than MaxTTL, is
+// rejected with ErrInvalidOption before anything is sent.
 func WithWait(wait time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.wait = wait }
 }
@@ -59,8 +59,8 @@ func WithWaitUntilDone() AcquireOption {
 // as soon as the key changes, so the interval is only the safety net for a
 // lost push: without WithRetryEvery a waiter whose key is tracked sleeps 20
 // times the default (about a second) between tries; with it, every.
-// Zero or negative is rejected with ErrInvalidOption before anything is
-// sent.
+// Zero, negative or longer than MaxTTL is rejected with ErrInvalidOption
+// before anything is sent (rule DurationOptionsBounded).
 func WithRetryEvery(every time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.retryEvery, o.retryEverySet = every, true }
 }
@@ -238,11 +238,12 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 	if err != nil {
 		return 0, 0, opError(op, key, err)
 	}
-	if o.wait < 0 {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: negative wait %v", ErrInvalidOption, o.wait))
+	if o.wait < 0 || o.wait > MaxTTL {
+		return 0, 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
 	}
-	if o.retryEverySet && o.retryEvery <= 0 {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be positive", ErrInvalidOption, o.retryEvery))
+	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
+		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
+			ErrInvalidOption, o.retryEvery, MaxTTL))
 	}
 	if err := o.replicas.validate(o.fenced != nil); err != nil {
 		return 0, 0, opError(op, key, err)
