@@ -62,7 +62,8 @@ func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 // WRONGTYPE, OOM, …), a *PermissionError (WithKeepAlive), the Locks or
 // its rueidis client closed. When the budget is spent the call returns
 // what the last try gave: not acquired, or that try's error (an unknown
-// outcome only when its settling was cut off by the budget's end).
+// outcome only when that try could not be settled, or its settling was cut
+// off by the budget's end).
 // Fencing-token locks (package coordination) are not settled: their
 // uncertain try is abandoned and cleaned up, and the wait goes on.
 func WithWait(wait time.Duration) AcquireOption {

@@ -153,7 +153,9 @@ func (m *managed) settleSet(ctx context.Context, setOn *conn.Session, wireKey, t
 			fctx, done := m.fenceBound(sctx)
 			err = m.core.pool.Fence(fctx, setOn)
 			done()
-			fenced = err == nil
+			if fenced = err == nil; fenced {
+				continue // read at once
+			}
 		} else {
 			rctx, done := m.fenceBound(sctx) // a read bounded as a fence is
 			var res conn.Result
@@ -163,7 +165,7 @@ func (m *managed) settleSet(ctx context.Context, setOn *conn.Session, wireKey, t
 				return res.Owned && res.Token == token, true
 			}
 		}
-		if err != nil && !settleRetries(err) {
+		if !settleRetries(err) {
 			return false, false
 		}
 		if sleepContext(sctx, m.clock, cleanupRetry) != nil {

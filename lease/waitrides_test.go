@@ -207,6 +207,39 @@ func TestWaitRidesOutTransportErrors_TheLeaseCountsFromTheFirstSend(t *testing.T
 	}
 }
 
+// TestWaitRidesOutTransportErrors_ASettlingSlowerThanTheLeaseIsNotHandedOut:
+// the settling read finds the SET's token only after that SET's lease
+// could have expired (its fence's reply held longer than the lease): that
+// lock is never handed out (acquired too late, cleaned up), and the wait
+// goes on to acquire with a fresh token.
+func TestWaitRidesOutTransportErrors_ASettlingSlowerThanTheLeaseIsNotHandedOut(t *testing.T) {
+	srv, locks := managedSim(t, sim.Redis84)
+	ctx := ctxT(t)
+	prime, err := locks.Acquire(ctx, "prime", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prime.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetLog()
+	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "SET"})
+	const ttl = 300 * time.Millisecond
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "CLIENT", Delay: 2 * ttl, Match: func(args []string) bool {
+		return isKill(sim.Entry{Args: args})
+	}})
+	lock, err := locks.Acquire(ctx, "k", ttl, WithWait(5*time.Second), WithRetryEvery(20*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Acquire = %v; want the too-late settled try cleaned up and the wait to acquire", err)
+	}
+	defer lock.Close()
+	tokens := acquireTokens(srv.Log())
+	if len(tokens) < 2 || tokens[0] == lock.Token().wire() {
+		t.Fatalf("%d SETs, the lock's token the first's: %v; want the first try (settled too late) never handed out",
+			len(tokens), len(tokens) > 0 && tokens[0] == lock.Token().wire())
+	}
+}
+
 // TestWaitRidesOutTransportErrors_ADidNotRunReplyIsTriedAgain: LOADING (a
 // restarted server reading its data) proves the SET did not run; the wait
 // goes on and acquires.
