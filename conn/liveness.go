@@ -38,7 +38,8 @@ func (s *Session) touch() {
 }
 
 // checkIdle is called right before a lock command is handed to rueidis. A
-// session without a reply for longer than the idle threshold may have been
+// session without a reply for longer than the idle threshold, or suspected
+// since another connection to its node broke (suspectNode), may have been
 // closed by the server while idle (timeout, CLIENT KILL, failover); writing
 // into it would make the command Uncertain, and an uncertain renewal or
 // release loses the lock. So such a session first answers a PING on its own
@@ -54,7 +55,7 @@ func (s *Session) touch() {
 // conservative, never unsafe. Busy sessions skip the PING and keep rueidis'
 // synchronous path. It blocks for the PING's round trip, until ctx ends.
 func (s *Session) checkIdle(ctx context.Context) error {
-	if monoNow()-s.lastReply.Load() <= s.pool.idleCheck.Load() {
+	if monoNow()-s.lastReply.Load() <= s.pool.idleCheck.Load() && !s.suspect.Load() {
 		return nil
 	}
 	sendCtx, sent := s.sendContext(ctx)
@@ -67,8 +68,27 @@ func (s *Session) checkIdle(ctx context.Context) error {
 		s.pool.retire(s)
 		return errors.Join(ErrSessionRetired, err)
 	}
+	s.suspect.Store(false)
 	s.touch()
 	return nil
+}
+
+// suspectNode makes the next lock command on node's current session check
+// its socket first, with the idle check's PING whatever its idle time: the
+// pool's watcher connection to node broke, which a restart, a failover or
+// CLIENT KILL TYPE normal does to every connection of ours at once. A
+// session in rueidis' synchronous mode reads nothing between its commands,
+// so neither rueidis nor the idle check (within its threshold) knows that
+// its socket was closed too; the next command would be written into it and
+// be uncertain. After the PING it is either known alive or retired with
+// the command not submitted, and the command goes to a fresh session (rule
+// KnownClosedSessionIsSkipped). A busy session in background mode needs no
+// PING (its own close watch retires it) but gets one all the same: one
+// round trip, after an event that is rare. It sends nothing itself.
+func (p *Pool) suspectNode(node string) {
+	if s := p.currentSession(node); s != nil {
+		s.suspect.Store(true)
+	}
 }
 
 // sendContext returns the ctx to hand to rueidis for one command and a

@@ -42,6 +42,7 @@ type Session struct {
 	identityErr error // why there is no identity (server reply), when !hasIdentity
 
 	retired   atomic.Bool
+	suspect   atomic.Bool // another connection to its node broke: PING before the next command (see Pool.suspectNode)
 	demoted   atomic.Bool // its node stopped being the primary (Sentinel): see checkPrimary
 	closeOnce sync.Once
 

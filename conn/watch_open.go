@@ -113,6 +113,7 @@ func (p *Pool) invalidated(w *watcher, msgs []rueidis.RedisMessage) {
 	var keys []string
 	if msgs == nil {
 		p.dropWatcher(w)
+		p.suspectNode(w.node) // what closed the watcher may have closed the session too
 	} else {
 		keys = make([]string, 0, len(msgs))
 		for _, m := range msgs {
@@ -151,6 +152,7 @@ func (p *Pool) lostWatcher(w *watcher) {
 		return
 	}
 	p.dropWatcher(w)
+	p.suspectNode(w.node)
 	p.slotMoved(w.node)
 }
 

@@ -39,15 +39,44 @@ func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 // a fresh token per try, a try as soon as the key is deleted, expires or
 // changes (push, see WithoutPush) and at the latest every RetryEvery, the
 // last sleep cut to the remaining budget and one more try after it.
-// Default 0: one try. Negative wait is rejected with ErrInvalidOption
-// before anything is sent.
+// Default 0: one try. A negative wait, or one longer than MaxTTL, is
+// rejected with ErrInvalidOption before anything is sent.
+//
+// The wait rides out what a restart, a reset connection or a failover does
+// to a try (rule WaitRidesOutTransportErrors): a try that was not sent (a
+// dial refused, a session found dead first) or that the server answered
+// without running it (LOADING, READONLY, CLUSTERDOWN, MASTERDOWN, TRYAGAIN,
+// BUSY, NOREPLICAS) is followed by the next try, as a refused one is. A
+// try whose outcome is unknown (a reset or closed connection, a timeout
+// after the send) is settled before the next: the connection that carried
+// its SET is fenced (CLIENT KILL), then the key is read on a fresh
+// connection; holding the try's token, the lock is acquired, its lease
+// counted from the moment before that SET was first sent; otherwise the
+// wait goes on (nothing of that SET can run any more). A try that cannot
+// be settled (its connection cannot be fenced: no CLIENT ID, or CLIENT
+// KILL denied) is abandoned as any uncertain acquisition — its token is
+// deleted in the background if it took the key — and the wait goes on. A
+// SET reply that came after its lease could have expired is cleaned up
+// and the wait goes on. A refusal that every later try would meet ends
+// the wait at once with that error: any other server error reply (NOPERM,
+// WRONGTYPE, OOM, …), a *PermissionError (WithKeepAlive), the Locks or
+// its rueidis client closed. When the budget is spent the call returns
+// what the last try gave: not acquired, or that try's error (an unknown
+// outcome only when that try could not be settled, or its settling was cut
+// off by the budget's end).
+// Fencing-token locks (package coordination) are not settled: their
+// uncertain try is abandoned and cleaned up, and the wait goes on.
 func WithWait(wait time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.wait = wait }
 }
 
 // WithWaitUntilDone keeps trying while another owner holds the lock until
 // the call's ctx is done, as semaphore.Acquire does: the ctx is the whole
-// budget, and the error is then ctx's cause. It overrides WithWait.
+// budget, and the error is then ctx's cause. It overrides WithWait. Failed
+// tries are handled as under WithWait (rule WaitRidesOutTransportErrors):
+// what did not run, or whose outcome is unknown, is retried (after
+// settling it) for as long as ctx lasts, and a refusal every later try
+// would meet ends the wait at once with that error.
 func WithWaitUntilDone() AcquireOption {
 	return func(o *acquireOptions) { o.untilDone = true }
 }
@@ -59,8 +88,8 @@ func WithWaitUntilDone() AcquireOption {
 // as soon as the key changes, so the interval is only the safety net for a
 // lost push: without WithRetryEvery a waiter whose key is tracked sleeps 20
 // times the default (about a second) between tries; with it, every.
-// Zero or negative is rejected with ErrInvalidOption before anything is
-// sent.
+// Zero, negative or longer than MaxTTL is rejected with ErrInvalidOption
+// before anything is sent (rule DurationOptionsBounded).
 func WithRetryEvery(every time.Duration) AcquireOption {
 	return func(o *acquireOptions) { o.retryEvery, o.retryEverySet = every, true }
 }
@@ -137,35 +166,28 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 		return nil, context.Cause(ctx)
 	}
 	m := l.managed()
-	var node string
-	if o.keepAlive {
-		s, err := m.renewalSession(ctx, l.key(key))
-		if err != nil {
-			return nil, err
-		}
-		node = s.Node()
-	} else {
+	t := tries{l: l, m: m, key: key, wireKey: l.key(key), ttl: d, ms: ms, o: o}
+	if !o.keepAlive {
 		// Open the key's session before the lease estimate starts: the dial
 		// and handshake of a cold pool must not count against the lease (the
 		// estimate still starts before the SET is written). An error here is
-		// met again, and reported, by the acquisition itself.
-		_, _ = m.sessionFor(ctx, l.key(key))
+		// met again, and reported, by the acquisition itself. (With
+		// WithKeepAlive, the renewal permission check of the first try opens
+		// it: see tries.one.)
+		_, _ = m.sessionFor(ctx, t.wireKey)
 	}
-	poll := sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
+	t.poll = sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
 	for {
-		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
-		if lock != nil && o.keepAlive && m.push != nil {
-			m.push.watchHeld(lock)
-		}
-		if lock != nil || err != nil {
+		lock, err := t.one(ctx)
+		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
 			return lock, err
 		}
-		sleep, again := poll.Next(m.clock.Now(), m.jitter())
+		sleep, again := t.poll.Next(m.clock.Now(), m.jitter())
 		if !again {
-			return nil, nil
+			return nil, err // the last try's answer: not acquired, or its error
 		}
 		if m.push != nil {
-			return l.acquirePushed(ctx, m, key, d, ms, o, node, poll, sleep)
+			return t.pushed(ctx, sleep)
 		}
 		if err := sleepContext(ctx, m.clock, sleep); err != nil {
 			return nil, err
@@ -173,28 +195,24 @@ func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, m
 	}
 }
 
-// acquirePushed goes on with a waiting acquisition that found the key
-// held, with push (push.go): between tries it waits for the key's
+// pushed goes on with a waiting acquisition after a try that did not
+// acquire, with push (push.go): between tries it waits for the key's
 // invalidation, or for the retry interval as a safety net.
-func (l *Locks) acquirePushed(ctx context.Context, m *managed, key string, d time.Duration, ms int64,
-	o acquireOptions, node string, poll sm.Poll, sleep time.Duration) (*Lock, error) {
-	wireKey := l.key(key)
+func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
+	m := t.m
 	var waiter *pushWaiter
-	defer func() { m.push.leave(wireKey, waiter) }()
+	defer func() { m.push.leave(t.wireKey, waiter) }()
 	for {
-		if err := m.push.wait(ctx, wireKey, sleep, o.pushedSleep(poll, m.clock.Now(), sleep), &waiter); err != nil {
+		if err := m.push.wait(ctx, t.wireKey, sleep, t.o.pushedSleep(t.poll, m.clock.Now(), sleep), &waiter); err != nil {
 			return nil, err
 		}
-		lock, err := l.tryOnce(ctx, m, key, d, ms, o.keepAlive, node, o.fenced)
-		if lock != nil && o.keepAlive {
-			m.push.watchHeld(lock)
-		}
-		if lock != nil || err != nil {
+		lock, err := t.one(ctx)
+		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
 			return lock, err
 		}
 		var again bool
-		if sleep, again = poll.Next(m.clock.Now(), m.jitter()); !again {
-			return nil, nil
+		if sleep, again = t.poll.Next(m.clock.Now(), m.jitter()); !again {
+			return nil, err
 		}
 	}
 }
@@ -238,11 +256,12 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 	if err != nil {
 		return 0, 0, opError(op, key, err)
 	}
-	if o.wait < 0 {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: negative wait %v", ErrInvalidOption, o.wait))
+	if o.wait < 0 || o.wait > MaxTTL {
+		return 0, 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
 	}
-	if o.retryEverySet && o.retryEvery <= 0 {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be positive", ErrInvalidOption, o.retryEvery))
+	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
+		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
+			ErrInvalidOption, o.retryEvery, MaxTTL))
 	}
 	if err := o.replicas.validate(o.fenced != nil); err != nil {
 		return 0, 0, opError(op, key, err)
@@ -275,8 +294,16 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 // (statemachine.TestContentionIsNotAnError_ARefusalNeedsNoHandle), which
 // is what returning nil says. Under contention most tries are refusals,
 // and their cost is client CPU, that is throughput.
+//
+// A waiting acquisition passes settle: a SET whose outcome is unknown is
+// then settled before any Lock is made (settleSet: its socket fenced, the
+// key read on a fresh session). Found holding our token, the SET applied:
+// the core is told so, with the lease counted from the timestamp taken
+// before that SET was sent, as for any SET that replied OK. Found without
+// it, the SET cannot have left anything (the fence answered first), so the
+// try is a refusal. Not settled, it is abandoned as without settle.
 func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
-	node string, fenced *fencedRequest) (*Lock, error) {
+	node string, fenced *fencedRequest, settle settleBudget) (*Lock, error) {
 	wireKey, token := l.key(key), NewToken()
 	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
 	defer m.inflight.Done()
@@ -293,6 +320,14 @@ func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Du
 	}
 	cancel()
 	outcome := acquireOutcome(sent.Owned, err)
+	if outcome == sm.OutcomeUncertain && settle.on && fenced == nil && ctx.Err() == nil {
+		switch ours, settled := m.settleSet(ctx, route.Session(), wireKey, token.wire(), settle); {
+		case settled && ours:
+			outcome, err = sm.OutcomeOK, nil
+		case settled:
+			return nil, nil
+		}
+	}
 	if outcome == sm.OutcomeMismatch {
 		return nil, nil
 	}

@@ -5,7 +5,11 @@ import "time"
 // MaxTTL is the longest lease duration accepted anywhere (about 100 years):
 // a longer one is refused with ErrInvalidTTL before anything is sent, so
 // that no arithmetic on a lease — deadlines, renewal times, milliseconds
-// on the wire — can overflow time.Duration.
+// on the wire — can overflow time.Duration. It bounds every other duration
+// an option takes too (WithWait, WithRetryEvery, WithCommandTimeout,
+// WithIdleCheck, WithDriftMargin's floor; a longer one is refused with
+// ErrInvalidOption), so that jittered sleeps, margins and budgets computed
+// from them cannot overflow either (rule DurationOptionsBounded).
 const MaxTTL = 100 * 365 * 24 * time.Hour
 
 // ttlMillis converts a lease duration to the whole milliseconds sent with

@@ -201,16 +201,7 @@ func (m *managed) commandContext(ctx context.Context) (context.Context, context.
 // closes that connection, under the application's other commands, when a
 // deadline expires on it (a cancellation only ends the wait).
 func (m *managed) fenceContext() (context.Context, context.CancelFunc) {
-	d := FenceTimeout
-	if t := m.core.commandTimeout; t > 0 && t < d {
-		d = t
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	timer := time.AfterFunc(d, cancel)
-	return ctx, func() {
-		timer.Stop()
-		cancel()
-	}
+	return m.fenceBound(context.Background())
 }
 
 // goBackground runs f on a goroutine that Locks.Close waits for.

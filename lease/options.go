@@ -82,11 +82,12 @@ func WithKeyPrefixAttribute() Option {
 // WithCommandTimeout bounds each raw-token call (all its commands, fallback
 // steps and redirects included) by d. Default 0: no timeout beyond the
 // caller's ctx. A timeout after a command was sent gives an error matching
-// ErrOutcomeUnknown. Negative d is rejected with ErrInvalidOption.
+// ErrOutcomeUnknown. Negative d, or d longer than MaxTTL, is rejected with
+// ErrInvalidOption.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 0 {
-			return fmt.Errorf("%w: negative command timeout %v", ErrInvalidOption, d)
+		if d < 0 || d > MaxTTL {
+			return fmt.Errorf("%w: command timeout %v must be in [0, MaxTTL = %v]", ErrInvalidOption, d, MaxTTL)
 		}
 		o.commandTimeout = d
 		return nil
@@ -103,14 +104,14 @@ func WithCommandTimeout(d time.Duration) Option {
 // as Redlock's drift factor (DefaultDriftFraction, DefaultDriftFloor). A
 // managed lease must be longer than its margin, or the acquisition and
 // ResetExpiry refuse it with ErrInvalidTTL. fraction must be in [0, 0.5] and
-// floor ≥ 0, else ErrInvalidOption. Zero for both gives the margin up: only
-// for tests that need exact arithmetic. The raw-token API has no estimate
-// and is not affected.
+// floor in [0, MaxTTL], else ErrInvalidOption. Zero for both gives the
+// margin up: only for tests that need exact arithmetic. The raw-token API
+// has no estimate and is not affected.
 func WithDriftMargin(fraction float64, floor time.Duration) Option {
 	return func(o *options) error {
-		if !(fraction >= 0 && fraction <= 0.5) || floor < 0 {
-			return fmt.Errorf("%w: drift margin %v + %v×lease (want a fraction in [0, 0.5] and floor ≥ 0)",
-				ErrInvalidOption, floor, fraction)
+		if !(fraction >= 0 && fraction <= 0.5) || floor < 0 || floor > MaxTTL {
+			return fmt.Errorf("%w: drift margin %v + %v×lease (want a fraction in [0, 0.5] and floor in [0, MaxTTL = %v])",
+				ErrInvalidOption, floor, fraction, MaxTTL)
 		}
 		o.drift, o.driftSet = sm.Drift{PPM: int64(fraction * 1e6), Floor: floor}, true
 		return nil
@@ -129,12 +130,12 @@ const (
 // idle (a timeout, CLIENT KILL, a failover) before anything of the lock is
 // written to it; the command then goes to a fresh session. Default 1s
 // (DefaultIdleCheck). Zero pings before every command on a session that is
-// not busy; negative is rejected with ErrInvalidOption. Busy sessions never
-// ping.
+// not busy; negative, or longer than MaxTTL, is rejected with
+// ErrInvalidOption. Busy sessions never ping.
 func WithIdleCheck(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 0 {
-			return fmt.Errorf("%w: negative idle check %v", ErrInvalidOption, d)
+		if d < 0 || d > MaxTTL {
+			return fmt.Errorf("%w: idle check %v must be in [0, MaxTTL = %v]", ErrInvalidOption, d, MaxTTL)
 		}
 		o.idleCheck, o.idleCheckSet = d, true
 		return nil

@@ -1,6 +1,9 @@
 package statemachine
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DefaultRetryEvery is the polling interval of a waiting acquisition when none is given (rule WaitBudget).
 const DefaultRetryEvery = 50 * time.Millisecond
@@ -28,7 +31,7 @@ func (p Poll) Next(now time.Duration, r float64) (sleep time.Duration, again boo
 	if every <= 0 {
 		every = DefaultRetryEvery
 	}
-	sleep = every/2 + time.Duration(float64(every)*min(max(r, 0), 1))
+	sleep = jittered(every, r)
 	if p.UntilDone {
 		return sleep, true
 	}
@@ -37,4 +40,24 @@ func (p Poll) Next(now time.Duration, r float64) (sleep time.Duration, again boo
 		return 0, false
 	}
 	return min(remaining, sleep), true
+}
+
+// jittered is every/2 + r·every with r clamped to [0, 1] (NaN counts as 0), saturated at
+// the longest time.Duration: for an interval above about 194 years the sum no longer fits,
+// and a wrapped, negative sleep would turn the wait into a tight loop (rule
+// DurationOptionsBounded). It is pure.
+func jittered(every time.Duration, r float64) time.Duration {
+	if !(r > 0) {
+		r = 0
+	}
+	r = min(r, 1)
+	extra := every
+	if f := float64(every) * r; f < float64(every) { // float64(every) may round up: convert only what fits
+		extra = min(time.Duration(f), every)
+	}
+	half := every / 2
+	if extra > math.MaxInt64-half {
+		return math.MaxInt64
+	}
+	return half + extra
 }

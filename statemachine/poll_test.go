@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -88,5 +89,25 @@ func TestPollJitter_TheLastSleepIsCappedByTheRemainingBudget(t *testing.T) {
 	until := Poll{Start: 10 * time.Millisecond, Wait: 100 * time.Millisecond, RetryEvery: every, UntilDone: true}
 	if sleep, again := until.Next(time.Hour, 0.9999); !again || sleep < every {
 		t.Fatalf("UntilDone Next(1h) = %v, %v; want a full jittered sleep", sleep, again)
+	}
+}
+
+// TestDurationOptionsBounded_PollSleepsNeverOverflow: however long the
+// retry interval (up to the longest time.Duration) and whatever the random
+// input, a polling sleep is positive, at least half the interval, never
+// more than the longest Duration: above about 194 years every/2 + r·every
+// no longer fits, and a wrapped, negative sleep would make a tight SET NX
+// loop. Out-of-range r (negative, above 1, NaN) counts as its nearest end.
+func TestDurationOptionsBounded_PollSleepsNeverOverflow(t *testing.T) {
+	const longest = time.Duration(math.MaxInt64)
+	for _, every := range []time.Duration{100 * 365 * 24 * time.Hour, 195 * 365 * 24 * time.Hour, longest / 3 * 2, longest - 1, longest} {
+		for _, r := range []float64{0, 0.5, 0.99, 0.9999999999, 1, -1, 2, math.NaN()} {
+			for _, p := range []Poll{{RetryEvery: every, UntilDone: true}, {RetryEvery: every, Wait: longest}} {
+				sleep, again := p.Next(0, r)
+				if !again || sleep <= 0 || sleep < every/2 {
+					t.Fatalf("%+v: Next(0, %v) = %v, %v; want a sleep in [every/2, longest], positive", p, r, sleep, again)
+				}
+			}
+		}
 	}
 }
