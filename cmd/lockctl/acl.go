@@ -18,9 +18,11 @@ var aclRules = map[string]string{
 // managedPermissions are what managed locks add (identity and the fence).
 const managedPermissions = "+client|id +client|info +client|kill"
 
-// cmdACL is `lockctl acl`.
-func cmdACL(args []string, _ *connFlags, e *env) error {
+// cmdACL is `lockctl acl`. It takes the connection options like every
+// command (so that -h is never help) and connects to nothing.
+func cmdACL(args []string, g *connFlags, e *env) error {
 	fs := newFlagSet("lockctl acl")
+	g.register(fs)
 	server := fs.String("server", "", "")
 	managed := fs.Bool("managed", false, "")
 	rest, err := parseFlags(fs, args, true)

@@ -33,7 +33,7 @@ var fencedScriptCommands = []string{"evalsha", "eval", "exists", "get", "pttl", 
 // TestRunAsLeastPrivilegeUser: on every server version, a user with just
 // the rule of `lockctl acl --server V --managed` can `lockctl run` (no
 // CLIENT TRACKING needed), and with the commands run --help lists for
-// --fenced, run --fenced; with the raw-token rule only, run fails with 69
+// --fenced, run --fenced; with the raw-token rule only, run fails with 77 (EX_NOPERM)
 // and names the fix, and --unfenced-renewal makes it work.
 func TestRunAsLeastPrivilegeUser(t *testing.T) {
 	t.Parallel()
@@ -66,8 +66,8 @@ func TestRunAsLeastPrivilegeUser(t *testing.T) {
 
 			srv.SetUser("locker", "lockerpw", aclCommands(t, "--server", string(profile))...)
 			code, _, stderr := runCLI(t, nil, append(conn, "run", "--key", "k", "--", "true")...)
-			if code != exitUnavailable || !strings.Contains(stderr, "--unfenced-renewal") {
-				t.Fatalf("raw rule: exit %d, %q; want 69 naming --unfenced-renewal", code, stderr)
+			if code != exitNoPerm || !strings.Contains(stderr, "--unfenced-renewal") {
+				t.Fatalf("raw rule: exit %d, %q; want 77 naming --unfenced-renewal", code, stderr)
 			}
 			if code, _, stderr := runCLI(t, nil, append(conn, "run", "--unfenced-renewal", "--key", "k", "--", "true")...); code != 0 {
 				t.Fatalf("raw rule with --unfenced-renewal: exit %d, %q", code, stderr)

@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,19 +30,37 @@ const dialTimeout = 5 * time.Second
 // its name.
 type connFlags struct {
 	url, addr, user, password, cacert, sim string
+	host                                   string // -h, as redis-cli
+	port                                   int    // -p, as redis-cli; -1: not given
+	db                                     int    // -n, as redis-cli; -1: not given
 	tls, cluster                           bool
+	noRetry                                bool // set by watch: a failed read fails, it is not retried
 }
 
-// register adds the connection options to fs. The current values are the
-// defaults, so that options given before COMMAND survive COMMAND's flags.
+// newConnFlags returns the connection options before any is parsed.
+func newConnFlags() *connFlags { return &connFlags{port: -1, db: -1} }
+
+// register adds the connection options to fs, with redis-cli's short forms
+// (-h host, -p port, -a password, -n db, -u url, -c). The current values
+// are the defaults, so that options given before COMMAND survive COMMAND's
+// flags. -h is the host, never help: help is --help.
 func (f *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "url", f.url, "server URL")
+	for _, name := range []string{"url", "u"} {
+		fs.StringVar(&f.url, name, f.url, "server URL")
+	}
 	fs.StringVar(&f.addr, "addr", f.addr, "server address(es)")
+	fs.StringVar(&f.host, "h", f.host, "server host")
+	fs.IntVar(&f.port, "p", f.port, "server port")
+	fs.IntVar(&f.db, "n", f.db, "database number")
 	fs.StringVar(&f.user, "user", f.user, "ACL user name")
-	fs.StringVar(&f.password, "password", f.password, "password")
+	for _, name := range []string{"password", "a"} {
+		fs.StringVar(&f.password, name, f.password, "password")
+	}
 	fs.BoolVar(&f.tls, "tls", f.tls, "use TLS")
 	fs.StringVar(&f.cacert, "cacert", f.cacert, "CA certificate file (PEM)")
-	fs.BoolVar(&f.cluster, "cluster", f.cluster, "Redis Cluster")
+	for _, name := range []string{"cluster", "c"} {
+		fs.BoolVar(&f.cluster, name, f.cluster, "Redis Cluster")
+	}
 	fs.StringVar(&f.sim, "sim", f.sim, "embedded simulator profile")
 }
 
@@ -61,9 +80,9 @@ func (b *backend) close() {
 	}
 }
 
-// open connects as the flags say. Every failure to reach or authenticate
-// to the server is a usage error: the invocation names a server that does
-// not work.
+// open connects as the flags say. A server that cannot be reached is exit
+// 69, one that refuses the credentials exit 77, a database it does not
+// have (-n) a usage error (see connectError).
 func (f *connFlags) open(getenv func(string) string) (*backend, error) {
 	b := &backend{}
 	opt, err := f.clientOption(getenv)
@@ -73,7 +92,7 @@ func (f *connFlags) open(getenv func(string) string) (*backend, error) {
 	if f.sim != "" {
 		srv, err := sim.Start(context.Background(), sim.Config{Profile: sim.Profile(f.sim), Password: opt.Password})
 		if err != nil {
-			return nil, usagef("--sim: %v", err)
+			return nil, failf(exitUnavailable, "--sim: %v", err)
 		}
 		b.server = srv
 		opt.InitAddress = []string{srv.Addr()}
@@ -84,7 +103,7 @@ func (f *connFlags) open(getenv func(string) string) (*backend, error) {
 		if b.server != nil {
 			_ = b.server.Close()
 		}
-		return nil, usagef("cannot connect to %s: %v", b.where, err)
+		return nil, connectError(b.where, err)
 	}
 	b.client = client
 	if f.cluster && client.Mode() != rueidis.ClientModeCluster {
@@ -95,28 +114,25 @@ func (f *connFlags) open(getenv func(string) string) (*backend, error) {
 }
 
 // clientOption builds the rueidis options: --sim, or --url/REDIS_URL, or
-// --addr (default 127.0.0.1:6379); --user and --password override the
-// URL's, REDIS_PASSWORD applies when neither gives one. Client-side caching
-// is off (no CLIENT TRACKING, so least-privilege users work); without
-// --cluster the client is standalone, as redis-cli without -c.
+// --addr, or -h/-p (default 127.0.0.1:6379); --user, --password and -n
+// override the URL's, REDIS_PASSWORD applies when neither gives one.
+// Client-side caching is off (no CLIENT TRACKING, so least-privilege users
+// work); without --cluster the client is standalone, as redis-cli without
+// -c.
 func (f *connFlags) clientOption(getenv func(string) string) (rueidis.ClientOption, error) {
 	var opt rueidis.ClientOption
+	if err := f.check(); err != nil {
+		return opt, err
+	}
 	url := f.url
-	switch {
-	case f.sim != "" && (f.url != "" || f.addr != "" || f.tls || f.cacert != "" || f.cluster):
-		return opt, usagef("--sim cannot be combined with --url, --addr, --tls, --cacert or --cluster")
-	case f.sim != "":
-		if !slices.Contains(sim.Profiles, sim.Profile(f.sim)) {
-			return opt, usagef("--sim: unknown profile %q (want %s)", f.sim, profileList())
-		}
-	case f.url != "" && f.addr != "":
-		return opt, usagef("--url and --addr are mutually exclusive")
-	case url == "" && f.addr == "":
+	if url == "" && f.addr == "" && f.host == "" && f.port < 0 && f.sim == "" {
 		url = getenv("REDIS_URL")
 	}
 	var err error
 	switch {
 	case f.sim != "":
+	case f.host != "" || f.port >= 0:
+		opt.InitAddress = []string{hostPort(f.host, f.port)}
 	case url != "":
 		if opt, err = rueidis.ParseURL(url); err != nil {
 			// the URL may hold a password: say what is wrong, not the URL
@@ -134,6 +150,9 @@ func (f *connFlags) clientOption(getenv func(string) string) (rueidis.ClientOpti
 	if f.user != "" {
 		opt.Username = f.user
 	}
+	if f.db >= 0 {
+		opt.SelectDB = f.db
+	}
 	if f.password != "" {
 		opt.Password = f.password
 	} else if opt.Password == "" {
@@ -143,11 +162,46 @@ func (f *connFlags) clientOption(getenv func(string) string) (rueidis.ClientOpti
 		return opt, err
 	}
 	opt.ForceSingleClient = !f.cluster
+	opt.DisableRetry = f.noRetry
 	opt.DisableCache = true
 	if opt.Dialer.Timeout == 0 {
 		opt.Dialer.Timeout = dialTimeout
 	}
 	return opt, nil
+}
+
+// check refuses contradictory or out-of-range connection options.
+func (f *connFlags) check() error {
+	hostPortGiven := f.host != "" || f.port >= 0
+	switch {
+	case f.sim != "" && (f.url != "" || f.addr != "" || hostPortGiven || f.tls || f.cacert != "" || f.cluster):
+		return usagef("--sim cannot be combined with --url, --addr, -h, -p, --tls, --cacert or --cluster")
+	case f.sim != "" && !slices.Contains(sim.Profiles, sim.Profile(f.sim)):
+		return usagef("--sim: unknown profile %q (want %s)", f.sim, profileList())
+	case f.url != "" && f.addr != "":
+		return usagef("--url and --addr are mutually exclusive")
+	case hostPortGiven && (f.url != "" || f.addr != ""):
+		return usagef("-h/-p and --url/--addr are mutually exclusive (give the server one way)")
+	case f.port == 0 || f.port < -1 || f.port > 65535:
+		return usagef("-p: port %d out of range (1-65535)", f.port)
+	case f.db < -1:
+		return usagef("-n: database %d is negative", f.db)
+	case f.db > 0 && f.cluster:
+		return usagef("-n: a Redis Cluster has only database 0")
+	}
+	return nil
+}
+
+// hostPort is the address of -h and -p, with redis-cli's defaults
+// (127.0.0.1, 6379).
+func hostPort(host string, port int) string {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if port < 0 {
+		port = 6379
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
 }
 
 // parseAddrs splits a comma-separated --addr list, adding the default port

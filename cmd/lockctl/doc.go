@@ -2,36 +2,73 @@
 // the shell, like flock(1) and `etcdctl lock` do for files and etcd:
 //
 //	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER] -- CMD ARGS...
-//	lockctl status [--fenced COUNTER] [--show-token] KEY...
+//	lockctl status [-q] [--fenced COUNTER] [--show-token] KEY...
 //	lockctl release KEY --token HEX
 //	lockctl watch [--interval 100ms] KEY...
 //	lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed]
 //
-// run takes KEY (waiting up to --wait), keeps it alive while CMD runs in its
-// own process group, passes RESPIRE_LOCK_KEY (and, with --fenced,
+// run takes KEY (waiting up to --wait), keeps it alive while CMD runs in a
+// process group apart from lockctl's (the guard's, below), passes RESPIRE_LOCK_KEY (and, with --fenced,
 // RESPIRE_FENCING_TOKEN) in CMD's environment, forwards SIGINT, SIGTERM,
 // SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to that group, and releases the lock
-// once CMD has exited. If ownership is lost while CMD runs, CMD's group gets
-// SIGTERM, then SIGKILL after --grace, and lockctl exits with status 76.
+// once CMD has exited. CMD never outlives its lock:
 //
-// status prints, per key, whether an owner is present and its remaining
-// time to live (PTTL), never the owner token unless --show-token is given;
-// release deletes a key only if it holds the given token (the raw-token
-// release of package lease); watch polls GET and PTTL and prints
-// acquisitions, releases and expiries as timestamped lines; acl prints the
-// least-privilege ACL rule of docs/compatibility.md.
+//   - If ownership is lost while CMD runs, CMD's group gets SIGTERM, then
+//     SIGKILL after --grace, and lockctl exits with status 76. CMD is
+//     signalled before anything is written, and no write can end or stop
+//     lockctl (SIGPIPE is caught, so a broken pipe is a failed write;
+//     SIGTTOU is ignored once CMD runs).
+//   - If lockctl dies (kill -9), CMD's group is killed at once with SIGKILL:
+//     on Linux CMD's parent-death signal is SIGKILL (set from an OS thread
+//     locked for CMD's life, as Linux ties the signal to the thread), and on
+//     every system a guard — lockctl started again, leading CMD's process
+//     group and ignoring the terminal's and the shell's signals — kills the
+//     group when its pipe from lockctl ends without a goodbye. No grace
+//     period: nobody is left to renew the lease or to time one.
+//   - Job control: when CMD stops by SIGTSTP, SIGTTIN or SIGTTOU (Ctrl-Z in
+//     the terminal CMD's group holds, or SIGTSTP sent to lockctl, which
+//     passes it on), lockctl takes the terminal back and stops its whole
+//     process group, the shell's job, with SIGSTOP, so that the shell shows
+//     the job stopped. Stopped, it renews nothing. Continued (fg, bg,
+//     SIGCONT), it checks the lease first: still held, CMD's group is
+//     continued (and given the terminal again when lockctl's group is the
+//     foreground group, after fg); lost, it is a loss as above. With no
+//     job-control shell to continue it (its process group is orphaned: a
+//     session leader under script(1) or docker -t, a service) lockctl never
+//     stops: it continues CMD at once, as the kernel discards such stops.
+//     CMD stopped by SIGSTOP is a pause: lockctl keeps renewing.
 //
-// Connections follow the Redis tools' conventions: --url or REDIS_URL
-// (redis://user:pass@host:port/db, rediss:// for TLS), --addr, --user,
-// --password or REDIS_PASSWORD, --tls with --cacert, --cluster; --sim
-// PROFILE starts the embedded simulator (package sim) instead, so nothing
-// needs installing.
+// status prints, per key, whether an owner is present, the owner's
+// fingerprint (the same as watch shows) and its remaining time to live
+// (PTTL), never the owner token unless --show-token is given, and exits 1
+// when a key has no owner (-q prints nothing, for `lockctl status -q KEY &&
+// ...`). Tokens have one written form: the upper-case hexadecimal of the
+// key's exact bytes (lease.Token.Hex), which status --show-token prints and
+// release --token reads. release deletes a key only if it holds the given
+// token (the raw-token release of package lease); watch polls GET and PTTL
+// and prints acquisitions, releases and expiries as timestamped lines, and
+// says when its connection is lost and back; acl prints the least-privilege
+// ACL rule of docs/compatibility.md.
+//
+// Connections follow the Redis tools' conventions: --url/-u or REDIS_URL
+// (redis://user:pass@host:port/db, rediss:// for TLS), --addr, redis-cli's
+// -h HOST -p PORT -a PASSWORD -n DB and --user, --password or
+// REDIS_PASSWORD, --tls with --cacert, --cluster/-c; --sim PROFILE starts
+// the embedded simulator (package sim) instead, so nothing needs
+// installing. -h is the host, never help: help is --help.
+//
+// Durations (--ttl, --wait, --grace, --interval) are Go durations or a
+// number of seconds, from 0 to lease.MaxTTL (876000h, about 100 years);
+// NaN, infinities and longer values are refused as usage errors naming the
+// limit, checked before any conversion, so every architecture agrees.
 //
 // Exit status: 0 or CMD's own status (128+N when CMD was killed by signal
-// N); 1 release found the key not held by the token; 64 usage error (bad
-// flags or arguments, a server that cannot be reached or refuses the
-// credentials); 69 the server failed a command; 75 the lock was not
-// acquired (held by another owner for the whole --wait); 76 ownership was
-// lost while CMD ran; 126/127 CMD could not be run / was not found.
-// `lockctl --help` and `lockctl COMMAND --help` print the details.
+// N); 1 release found the key not held by the token, or status found a key
+// without owner; 64 usage error (EX_USAGE); 69 the server cannot be
+// reached or failed a command (EX_UNAVAILABLE); 70 an internal error
+// (EX_SOFTWARE); 75 the lock was not acquired, held by another owner for
+// the whole --wait (EX_TEMPFAIL); 76 ownership was lost while CMD ran; 77
+// the server refused the credentials or a permission (EX_NOPERM); 126/127
+// CMD could not be run / was not found. `lockctl --help` and `lockctl
+// COMMAND --help` print the details.
 package main

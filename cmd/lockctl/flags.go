@@ -5,9 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/respire-go/respire/lease"
 )
 
 // newFlagSet returns a flag set that reports errors to its caller and
@@ -41,8 +45,9 @@ func parseFlags(fs *flag.FlagSet, args []string, interleave bool) ([]string, err
 }
 
 // flagError turns a parse error of cmd's flags into the command's result:
-// --help prints usage to stdout and succeeds; anything else is one usage
-// line on stderr.
+// --help (or -help) prints usage to stdout and succeeds; anything else is
+// one usage line on stderr. -h is never help: it is the server host, as in
+// redis-cli, and a -h without a host says so.
 func flagError(cmd, usage string, err error, e *env) error {
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(e.stdout, usage)
@@ -50,19 +55,36 @@ func flagError(cmd, usage string, err error, e *env) error {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-		name = strings.TrimLeft(name, "-")
-		dashes := "--"
-		if len(name) == 1 {
-			dashes = "-"
-		}
-		msg = "unknown flag " + dashes + name
+		msg = "unknown flag " + name
 	}
-	msg = strings.NewReplacer("for flag -", "for flag --", "argument: -", "argument: --").Replace(msg)
+	msg = flagName.ReplaceAllStringFunc(msg, func(m string) string {
+		i := strings.LastIndex(m, " -") + 1
+		name := strings.TrimLeft(m[i:], "-")
+		if len(name) == 1 {
+			return m[:i] + "-" + name
+		}
+		return m[:i] + "--" + name
+	})
+	if msg == "flag needs an argument: -h" {
+		msg += " (-h is the server host, as in redis-cli; help is --help)"
+	}
 	return usagef("%s; see '%s --help'", msg, cmd)
 }
 
+// flagName matches a flag's name in the flag package's messages.
+var flagName = regexp.MustCompile(`(unknown flag|argument:|for flag|for) -+[^\s:]+`)
+
+// maxDuration bounds every duration flag: lease.MaxTTL (about 100 years),
+// the longest lease the library accepts. A bound checked before any
+// conversion means no float or integer overflow, and the same result on
+// every architecture (a float64 → int64 conversion out of range is
+// undefined in Go: it saturates on some, wraps on others).
+const maxDuration = lease.MaxTTL
+
 // durationFlag is a flag.Value for a duration: Go syntax ("30s", "1m30s",
 // "250ms") or a plain number of seconds ("30", "0.5"), as flock -w takes.
+// It refuses NaN, infinities, negative values and values above
+// maxDuration, naming the limit; a value rounds down to whole nanoseconds.
 type durationFlag struct{ d *time.Duration }
 
 // newDuration registers a duration flag on fs.
@@ -79,17 +101,53 @@ func (f durationFlag) String() string {
 	return f.d.String()
 }
 
+// goDuration is the grammar of time.ParseDuration without a sign: a value
+// it matches that ParseDuration refuses overflowed int64 nanoseconds.
+var goDuration = regexp.MustCompile(`^([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+
 func (f durationFlag) Set(s string) error {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		*f.d = time.Duration(n * float64(time.Second))
-		return nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(strings.TrimSpace(s))
 	if err != nil {
-		return fmt.Errorf("not a duration (want e.g. 30s, 1m, 250ms or a number of seconds)")
+		return err
 	}
 	*f.d = d
 	return nil
+}
+
+// parseDuration reads a duration flag's value (see durationFlag).
+func parseDuration(s string) (time.Duration, error) {
+	want := fmt.Sprintf("want a duration from 0 to %v (lease.MaxTTL, about 100 years)", maxDuration)
+	tooLong := errors.New("longer than the limit; " + want)
+	negative := errors.New("negative; " + want)
+	if n, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case math.IsNaN(n):
+			return 0, errors.New("not a number; " + want)
+		case n < 0:
+			return 0, negative
+		case n > maxDuration.Seconds(): // also +Inf and out-of-range literals
+			return 0, tooLong
+		}
+		if d := time.Duration(n * float64(time.Second)); d <= maxDuration {
+			return d, nil
+		}
+		return 0, tooLong // rounded up past the limit
+	}
+	unsigned := strings.TrimPrefix(strings.TrimPrefix(s, "+"), "-")
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil && goDuration.MatchString(unsigned) && strings.HasPrefix(s, "-"):
+		return 0, negative
+	case err != nil && goDuration.MatchString(unsigned):
+		return 0, tooLong
+	case err != nil:
+		return 0, errors.New("not a duration (want e.g. 30s, 1m, 250ms or a number of seconds)")
+	case d < 0:
+		return 0, negative
+	case d > maxDuration:
+		return 0, tooLong
+	}
+	return d, nil
 }
 
 // stringsFlag is a repeatable string flag.

@@ -13,6 +13,8 @@ import (
 type heldLock interface {
 	Context() context.Context
 	Release(ctx context.Context) (lease.ReleaseOutcome, error)
+	// State is the lease's state by its local estimate, read now.
+	State() lease.State
 	// FencingToken is the lock's fencing token, 0 for a plain lock.
 	FencingToken() int64
 }

@@ -9,15 +9,18 @@ import (
 )
 
 // Exit statuses (see doc.go and usage). The sysexits.h names are given
-// where one applies.
+// where one applies; each kind of failure has its own status, so that a
+// script can tell contention from a loss, a usage error, an unreachable
+// server and refused credentials.
 const (
 	exitOK          = 0
-	exitNotOwned    = 1   // release: the key was not held by that token
-	exitUsage       = 64  // EX_USAGE: bad invocation, unreachable server, bad credentials
-	exitUnavailable = 69  // EX_UNAVAILABLE: the server failed a command
+	exitNotHeld     = 1   // release: the key was not held by that token; status: a KEY has no owner
+	exitUsage       = 64  // EX_USAGE: bad invocation (flags, arguments)
+	exitUnavailable = 69  // EX_UNAVAILABLE: the server cannot be reached, or failed a command
 	exitSoftware    = 70  // EX_SOFTWARE: a bug in lockctl
 	exitNotAcquired = 75  // EX_TEMPFAIL: another owner held the lock for the whole wait
 	exitLost        = 76  // ownership was lost while CMD ran
+	exitNoPerm      = 77  // EX_NOPERM: the server refused the credentials or a permission
 	exitCannotExec  = 126 // CMD exists but could not be started
 	exitNotFound    = 127 // CMD not found
 	exitSignalBase  = 128 // + N: CMD (or lockctl while waiting) ended by signal N
@@ -51,6 +54,9 @@ type env struct {
 }
 
 func main() {
+	if os.Getenv(guardEnv) == "1" {
+		os.Exit(runGuard())
+	}
 	os.Exit(lockctl(os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
 }
 
@@ -70,7 +76,7 @@ func lockctl(args []string, e *env) (code int) {
 	}
 	var st *exitStatus
 	if !errors.As(err, &st) {
-		st = &exitStatus{code: exitUnavailable, msg: err.Error()}
+		st = &exitStatus{code: serverStatus(err), msg: err.Error()}
 	}
 	if st.msg != "" {
 		fmt.Fprintf(e.stderr, "lockctl: %s\n", oneLine(st.msg))
@@ -89,7 +95,7 @@ var commands = map[string]func(args []string, g *connFlags, e *env) error{
 
 // dispatch parses the global options and runs the subcommand.
 func dispatch(args []string, e *env) error {
-	g := &connFlags{}
+	g := newConnFlags()
 	fs := newFlagSet("lockctl")
 	g.register(fs)
 	rest, err := parseFlags(fs, args, false)

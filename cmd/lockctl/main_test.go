@@ -164,12 +164,22 @@ type proc struct {
 // start starts lockctl with args and env (nil: cleanEnv()).
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, env, nil, args...)
+}
+
+// startWith is start with setup applied to the command before it starts
+// (its process attributes, its streams).
+func startWith(t *testing.T, env []string, setup func(*exec.Cmd), args ...string) *proc {
+	t.Helper()
 	if env == nil {
 		env = cleanEnv()
 	}
 	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if setup != nil {
+		setup(p.cmd)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start lockctl: %v", err)
 	}
@@ -236,6 +246,39 @@ func processGone(pid int) bool {
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err != nil || !liveMember(string(stat), pidGroup(pid))
+}
+
+// procState is pid's state letter from /proc/PID/stat ('R', 'S', 'T' for
+// stopped, 'Z', ...), or 0 when it cannot be read.
+func procState(pid int) byte {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+// stoppedState reports whether pid is stopped (by a signal or a tracer).
+func stoppedState(pid int) func() bool {
+	return func() bool { s := procState(pid); return s == 'T' || s == 't' }
+}
+
+// runningState reports whether pid is alive and not stopped.
+func runningState(pid int) func() bool {
+	return func() bool { s := procState(pid); return s != 0 && s != 'T' && s != 't' && s != 'Z' && s != 'X' }
+}
+
+// killIfRunning sends SIGKILL to pid if it still runs the program named
+// prog (so that a pid reused by another program is left alone).
+func killIfRunning(pid int, prog string) {
+	cmdline, err := os.ReadFile("/proc/" + fmt.Sprint(pid) + "/cmdline")
+	if err == nil && strings.HasPrefix(string(cmdline), prog) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // pidGroup is pid's process group, or -1.

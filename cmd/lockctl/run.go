@@ -50,10 +50,6 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 		return nil, usagef("run: missing the command to run (lockctl run --key KEY -- CMD [ARGS...])")
 	case r.req.ttl <= 0:
 		return nil, usagef("run: --ttl must be positive (got %v)", r.req.ttl)
-	case r.req.wait < 0:
-		return nil, usagef("run: --wait must not be negative (got %v)", r.req.wait)
-	case r.grace < 0:
-		return nil, usagef("run: --grace must not be negative (got %v)", r.grace)
 	case r.req.counter == r.req.key:
 		return nil, usagef("run: --fenced must name a counter key other than --key")
 	}
@@ -73,6 +69,14 @@ func cmdRun(args []string, g *connFlags, e *env) error {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
+	// A write to a broken stdout or stderr pipe must not kill the
+	// supervisor (Go dies of SIGPIPE on fds 1 and 2 unless it is notified):
+	// with the signal caught, the write fails with EPIPE, and lockctl
+	// ignores its write errors. Caught, not ignored: an ignored signal
+	// would be inherited by CMD.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 
 	b, err := g.open(e.getenv)
 	if err != nil {
@@ -137,23 +141,32 @@ func acquireError(req acquireRequest, err error) error {
 	case errors.Is(err, lease.ErrCrossSlot):
 		return usagef("run: --key and --fenced hash to different cluster slots; give them one hash tag ({job}:lock, {job}:fence)")
 	case errors.Is(err, lease.ErrFencingNotPermitted):
-		return failf(exitUnavailable, "%v (grant the rule of 'lockctl acl --managed', or use --unfenced-renewal)", err)
+		return failf(exitNoPerm, "%v (grant the rule of 'lockctl acl --managed', or use --unfenced-renewal)", err)
 	}
-	return failf(exitUnavailable, "acquiring %s: %v", req.key, err)
+	return failf(serverStatus(err), "acquiring %s: %v", req.key, err)
 }
 
 // hold runs CMD while lock is held and returns how lockctl ends.
 func hold(lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
+	if !stillHeld(lock) { // lockctl was stopped or slow between the acquisition and now
+		_ = release(lock, r.req.key, e)
+		return failf(exitLost, "lost %s before %s could start", r.req.key, r.name)
+	}
 	extra := []string{"RESPIRE_LOCK_KEY=" + r.req.key}
 	if r.req.counter != "" {
 		extra = append(extra, "RESPIRE_FENCING_TOKEN="+strconv.FormatInt(lock.FencingToken(), 10))
 	}
-	c, err := startChild(r.name, r.path, r.args, extra)
+	job := make(chan os.Signal, 4)
+	signal.Notify(job, syscall.SIGTSTP, syscall.SIGCONT)
+	defer signal.Stop(job)
+	c, g, err := startGuarded(r, extra, e)
+	defer g.dismiss()
 	if err != nil {
 		_ = release(lock, r.req.key, e) // CMD never ran: a loss changes nothing
 		return err
 	}
-	lost := supervise(c, lock, r, sigs, e)
+	s := &supervisor{c: c, g: g, lock: lock, r: r, e: e, sigs: sigs, job: job}
+	lost := s.run()
 	if lost == nil {
 		if lost = release(lock, r.req.key, e); lost != nil {
 			fmt.Fprintf(e.stderr, "lockctl: %s was no longer held when %s exited: %s\n", r.req.key, r.name, reason(lost))
@@ -165,50 +178,24 @@ func hold(lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
 	return exitWith(c.status())
 }
 
-// supervise forwards signals to CMD's group until CMD exits. When the lease
-// ends first, CMD's group gets SIGTERM, then SIGKILL after the grace period,
-// and the cause is returned.
-func supervise(c *child, lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
-	ended := lock.Context().Done()
-	var (
-		cause    error
-		kill     *time.Timer
-		killC    <-chan time.Time
-		deadline time.Time
-	)
-	defer func() {
-		if kill != nil {
-			kill.Stop()
+// startGuarded starts the guard, then CMD in the guard's process group. If
+// either cannot be done, CMD starts in a group of its own, unguarded, and
+// lockctl says so (the parent-death signal still ends CMD itself); g is
+// then nil.
+func startGuarded(r *runArgs, extra []string, e *env) (c *child, g *guard, err error) {
+	g, gerr := startGuard()
+	if gerr == nil {
+		if c, err = startChild(r.name, r.path, r.args, extra, g.group()); err == nil {
+			return c, g, nil
 		}
-	}()
-	for {
-		select {
-		case sig := <-sigs:
-			c.terminate(sig.(syscall.Signal))
-		case <-ended:
-			ended = nil
-			cause = context.Cause(lock.Context())
-			fmt.Fprintf(e.stderr, "lockctl: lost %s: %s; terminating %s\n", r.req.key, reason(cause), r.name)
-			c.terminate(syscall.SIGTERM)
-			deadline = time.Now().Add(r.grace)
-			kill = time.NewTimer(r.grace)
-			killC = kill.C
-		case <-killC:
-			killC = nil
-			c.signal(syscall.SIGKILL)
-		case <-c.done:
-			if cause != nil {
-				c.reapGroup(deadline)
-				return cause
-			}
-			if ctx := lock.Context(); ctx.Err() != nil { // ended as CMD exited
-				cause = context.Cause(ctx)
-				fmt.Fprintf(e.stderr, "lockctl: lost %s as %s exited: %s\n", r.req.key, r.name, reason(cause))
-				return cause
-			}
-			return nil
-		}
+		g.dismiss()
+		g, gerr = nil, fmt.Errorf("cannot join the guard's process group: %w", err)
 	}
+	if c, err = startChild(r.name, r.path, r.args, extra, 0); err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(e.stderr, "lockctl: %v: if lockctl dies, only %s itself is killed, not what it started\n", gerr, r.name)
+	return c, nil, nil
 }
 
 // release releases lock once CMD has exited. It returns an error when the

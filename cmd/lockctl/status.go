@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,13 +44,16 @@ func readKey(ctx context.Context, client rueidis.Client, key string) (keyState, 
 	return keyState{present: true, value: value, pttl: pttl}, nil
 }
 
-// cmdStatus is `lockctl status`.
+// cmdStatus is `lockctl status`. It exits 1 when a KEY has no owner (the
+// counters do not count), so that `lockctl status -q KEY && ...` reads as
+// "if KEY is held".
 func cmdStatus(args []string, g *connFlags, e *env) error {
 	fs := newFlagSet("lockctl status")
 	g.register(fs)
 	var counters []string
 	fs.Var(stringsFlag{&counters}, "fenced", "")
 	showToken := fs.Bool("show-token", false, "")
+	quiet := fs.Bool("q", false, "")
 	keys, err := parseFlags(fs, args, true)
 	if err != nil {
 		return flagError("lockctl status", statusUsage, err, e)
@@ -69,39 +71,58 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 	defer b.close()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
+	free := false
 	for _, key := range keys {
 		st, err := readKey(ctx, b.client, key)
 		if err != nil {
-			return failf(exitUnavailable, "status %s: %v", showKey(key), err)
+			return failf(serverStatus(err), "status %s: %v", showKey(key), err)
 		}
-		fmt.Fprintln(e.stdout, lockLine(key, st, *showToken))
+		free = free || !st.present
+		switch {
+		case !*quiet:
+			fmt.Fprintln(e.stdout, lockLine(key, st, *showToken))
+		case *showToken && st.present:
+			fmt.Fprintln(e.stdout, tokenText(st.value))
+		}
 	}
 	for _, counter := range counters {
 		st, err := readKey(ctx, b.client, counter)
 		if err != nil {
-			return failf(exitUnavailable, "status %s: %v", showKey(counter), err)
+			return failf(serverStatus(err), "status %s: %v", showKey(counter), err)
 		}
-		fmt.Fprintln(e.stdout, counterLine(counter, st))
+		if !*quiet {
+			fmt.Fprintln(e.stdout, counterLine(counter, st))
+		}
+	}
+	if free {
+		return exitWith(exitNotHeld)
 	}
 	return nil
 }
 
-// lockLine describes a lock key; the token only with showToken.
+// lockLine describes a lock key: its owner's fingerprint (as watch shows
+// it), its PTTL, and the token only with showToken.
 func lockLine(key string, st keyState, showToken bool) string {
 	if !st.present {
 		return showKey(key) + ": no owner"
 	}
-	line := showKey(key) + ": owner present, "
+	line := showKey(key) + ": owner present (owner=" + fingerprint(st.value) + "), "
 	if st.pttl < 0 {
 		line += "PTTL -1 (no expiry: not a lease)"
 	} else {
 		line += fmt.Sprintf("PTTL %d ms", st.pttl)
 	}
 	if showToken {
-		line += ", token " + lease.TokenFromBytes([]byte(st.value)).Hex()
+		line += ", token " + tokenText(st.value)
 	}
 	return line
 }
+
+// tokenText is the one way lockctl writes an owner token: lease.Token.Hex
+// of the key's exact bytes, which release --token reads back
+// (lease.TokenFromHex). It is not the value as redis-cli GET shows it: a
+// managed token's 32 hex characters are themselves hex-encoded.
+func tokenText(value string) string { return lease.TokenFromBytes([]byte(value)).Hex() }
 
 // counterLine describes a fencing counter key.
 func counterLine(key string, st keyState) string {
@@ -156,9 +177,9 @@ func cmdRelease(args []string, g *connFlags, e *env) error {
 	case *tokenHex == "":
 		return usagef("release: missing --token HEX")
 	}
-	raw, err := hex.DecodeString(strings.TrimSpace(*tokenHex))
-	if err != nil || len(raw) == 0 {
-		return usagef("release: --token is not a hexadecimal token")
+	token, err := lease.TokenFromHex(strings.TrimSpace(*tokenHex))
+	if err != nil || token.IsZero() {
+		return usagef("release: --token is not a token as 'lockctl status --show-token' prints it (hexadecimal)")
 	}
 	b, err := g.open(e.getenv)
 	if err != nil {
@@ -172,13 +193,18 @@ func cmdRelease(args []string, g *connFlags, e *env) error {
 	defer locks.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
-	released, err := locks.Release(ctx, keys[0], lease.TokenFromBytes(raw))
+	released, err := locks.Release(ctx, keys[0], token)
 	switch {
 	case err != nil:
-		return failf(exitUnavailable, "release %s: %s", showKey(keys[0]), reason(err))
+		return failf(serverStatus(err), "release %s: %s", showKey(keys[0]), reason(err))
 	case !released:
 		fmt.Fprintln(e.stdout, "not owned")
-		return exitWith(exitNotOwned)
+		stored, err := b.client.Do(ctx, b.client.B().Get().Key(keys[0]).Build()).ToString()
+		if err == nil && strings.EqualFold(stored, strings.TrimSpace(*tokenHex)) {
+			fmt.Fprintln(e.stderr, "lockctl: release: --token is the key's stored value, not its token; "+
+				"pass what 'lockctl status --show-token' prints (nothing was deleted)")
+		}
+		return exitWith(exitNotHeld)
 	}
 	fmt.Fprintln(e.stdout, "released")
 	return nil

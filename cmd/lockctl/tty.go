@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/signal"
 	"syscall"
 	"unsafe"
 )
@@ -32,11 +31,9 @@ func foregroundTerminal() *terminal {
 }
 
 // setForeground makes pgrp the terminal's foreground process group. A
-// background process doing so gets SIGTTOU unless it ignores it, so it is
-// ignored for the call.
+// background process doing so gets SIGTTOU unless it ignores it: startChild
+// ignores it before the first call.
 func (t *terminal) setForeground(pgrp int) bool {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
 	p := int32(pgrp)
 	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(t.fd), syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&p)))
 	return errno == 0

@@ -3,29 +3,41 @@ package main
 // The --help texts. They are written for people who know flock(1),
 // redis-cli and `etcdctl lock`.
 
-const connUsage = `Connection options (before or after COMMAND):
-      --url URL          redis://[user:password@]host[:port][/db]; rediss:// for TLS
+const connUsage = `Connection options (before or after COMMAND; redis-cli's short forms work):
+  -u, --url URL          redis://[user:password@]host[:port][/db]; rediss:// for TLS
                          (default: $REDIS_URL, else 127.0.0.1:6379)
       --addr HOST:PORT   server address; a comma-separated list of seeds with --cluster
+  -h HOST                server host (default 127.0.0.1), as redis-cli -h: -h is never help
+  -p PORT                server port (default 6379)
+  -n DB                  database number (overrides the URL's)
       --user NAME        ACL user name
-      --password PASS    password (default: $REDIS_PASSWORD); prefer the environment,
+  -a, --password PASS    password (default: $REDIS_PASSWORD); prefer the environment,
                          the command line is visible to other users of the machine
       --tls              connect with TLS
       --cacert FILE      CA certificate(s) to verify the server with (implies --tls)
-      --cluster          the server is a Redis Cluster (follow MOVED/ASK), like redis-cli -c
+  -c, --cluster          the server is a Redis Cluster (follow MOVED/ASK), as redis-cli -c
       --sim PROFILE      start the embedded simulator (redis-7.0, redis-8.4, valkey-8.1,
                          valkey-9.0) in this process and use it: nothing to install
+Give the server one way: --url, --addr or -h/-p. Help is --help (or -help).
 `
 
 const exitUsageText = `Exit status:
     0        success; for run: CMD's own exit status (128+N if CMD was killed by signal N)
-    1        release: the key was not held by that token (nothing deleted)
-   64        usage error: bad flags or arguments, a server that cannot be reached,
-             or credentials it refuses
-   69        the server failed a command (e.g. NOPERM, connection lost)
-   75        run: not acquired, another owner held the lock for the whole --wait
+    1        release: the key was not held by that token (nothing deleted);
+             status: a KEY has no owner
+   64        usage error: bad flags or arguments (EX_USAGE)
+   69        the server cannot be reached, or failed a command (connection lost,
+             LOADING, READONLY, ...) (EX_UNAVAILABLE)
+   70        an internal error of lockctl (EX_SOFTWARE)
+   75        run: not acquired, another owner held the lock for the whole --wait (EX_TEMPFAIL)
    76        run: ownership was lost while CMD ran (CMD got SIGTERM, then SIGKILL)
+   77        the server refused the credentials (WRONGPASS, NOAUTH) or a permission
+             (NOPERM; for run, e.g. CLIENT KILL: see --unfenced-renewal) (EX_NOPERM)
   126, 127   run: CMD could not be executed / was not found (nothing acquired)
+`
+
+const durationsText = `Durations are Go durations (30s, 1m30s, 250ms) or a number of seconds, from 0 to
+876000h (lease.MaxTTL, about 100 years); NaN, infinities and longer values are refused.
 `
 
 const mainUsage = `Usage: lockctl [connection options] COMMAND [options] [ARGS...]
@@ -42,8 +54,10 @@ Commands:
 
 Examples:
   lockctl run --key locks:backup --ttl 30s --wait 10s -- ./backup.sh
+  lockctl -h redis.internal -p 6380 -n 2 run --key locks:backup -- ./backup.sh
   lockctl --sim redis-8.4 run --key demo -- sh -c 'echo "holding $RESPIRE_LOCK_KEY"'
   REDIS_URL=rediss://locker:secret@redis.internal:6380 lockctl status locks:backup
+  lockctl status -q locks:backup && echo "a backup is running"
 
 ` + connUsage + `
 ` + exitUsageText + `
@@ -54,16 +68,40 @@ const runUsage = `Usage: lockctl run --key KEY [--ttl 30s] [--wait DURATION] [--
 
 Acquire KEY, run CMD while keeping the lease alive, release KEY when CMD exits.
 
-CMD runs in its own process group with RESPIRE_LOCK_KEY=KEY (and, with --fenced,
-RESPIRE_FENCING_TOKEN=N) added to its environment; stdin, stdout and stderr are
-passed through. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to
-lockctl are forwarded to CMD's process group; lockctl waits for CMD to exit,
-releases the lock and exits with CMD's status. If ownership is lost while CMD
-runs (a renewal finds another owner, or cannot be confirmed before the lease
-could expire), CMD's group gets SIGTERM, then SIGKILL after --grace, and lockctl
-exits with 76. lockctl waits for CMD itself, not for processes CMD leaves running
-in the background. In the foreground of a terminal, CMD's group gets the terminal
-while it runs, as a shell's job does: CMD can read it, and Ctrl-C reaches CMD.
+CMD runs in a process group apart from lockctl's (led by the guard, below) with
+RESPIRE_LOCK_KEY=KEY (and, with --fenced, RESPIRE_FENCING_TOKEN=N) added to its
+environment; stdin, stdout and stderr are passed through. SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to lockctl are forwarded to CMD's process group;
+lockctl waits for CMD to exit, releases the lock and exits with CMD's status.
+lockctl waits for CMD itself, not for processes CMD leaves running in the
+background. In the foreground of a terminal, CMD's group gets the terminal while
+it runs, as a shell's job does: CMD can read it, and Ctrl-C reaches CMD.
+
+CMD never outlives its lock:
+  - Loss. If ownership is lost while CMD runs (a renewal finds another owner, or
+    cannot be confirmed before the lease could expire), CMD's group gets SIGTERM
+    at once, then SIGKILL after --grace, and lockctl exits with 76. CMD is
+    signalled before lockctl writes anything, and no write can stop lockctl: a
+    broken stdout or stderr pipe (SIGPIPE) or a terminal it may not write to
+    (SIGTTOU) is ignored.
+  - lockctl dies (kill -9, a crash). Nobody renews the lease any more, so CMD's
+    group is killed (SIGKILL, no grace) at once: on Linux CMD has SIGKILL as its
+    parent-death signal, and on every system a guard process (lockctl itself,
+    leading CMD's process group) kills the group when lockctl is gone. Only what
+    CMD moved out of its process group (setsid, a daemon) escapes.
+  - Ctrl-Z. When CMD stops by job control (Ctrl-Z, or SIGTSTP sent to lockctl,
+    which passes it to CMD's group; SIGTTIN, SIGTTOU), lockctl takes the
+    terminal back and stops too (SIGSTOP to its process group, the job), so the
+    shell shows the job stopped and Ctrl-C at the prompt works as usual. Stopped,
+    lockctl renews nothing: a job stopped longer than its lease loses the lock.
+    fg, bg or SIGCONT to lockctl resume it: if the lease is still held, CMD's
+    group is continued (and given the terminal again after fg); if not, CMD does
+    not run on: it is a loss, as above (SIGTERM, SIGKILL after --grace, exit 76).
+    Resume the job, not CMD alone: a CMD continued behind lockctl's back runs
+    without renewals. With no job-control shell to resume it (lockctl's process
+    group is orphaned: a session leader under script(1), docker -t, a service),
+    lockctl never stops: it continues CMD at once, as the kernel discards such
+    stops. CMD stopped by SIGSTOP (a debugger) is a pause: lockctl keeps renewing.
 
 Options:
       --key KEY          the lock key (required)
@@ -76,27 +114,35 @@ Options:
       --grace DURATION   time between SIGTERM and SIGKILL on loss (default 10s)
       --unfenced-renewal renew without CLIENT ID/KILL permission (see 'lockctl acl'):
                          a renewal with an unknown outcome then ends the lock at once
-  -h, --help             show this help
+      --help             show this help
 
-Durations are Go durations (30s, 1m30s, 250ms) or a number of seconds.
+` + durationsText + `
 The user needs the ACL of 'lockctl acl --server VERSION --managed'; --fenced also
 runs a script, which needs +evalsha +eval +exists +get +pttl +incr +set.
 
 ` + connUsage + `
 ` + exitUsageText
 
-const statusUsage = `Usage: lockctl status [--fenced COUNTER]... [--show-token] KEY...
+const statusUsage = `Usage: lockctl status [-q] [--fenced COUNTER]... [--show-token] KEY...
 
-For each KEY, print whether an owner is present and the lease's remaining time
-to live (PTTL); for each --fenced COUNTER, the fencing counter's value. Sends
-only GET and PTTL (the user needs +get +pttl).
+For each KEY, print whether an owner is present — with its fingerprint
+(owner=XXXXXXXX, the same as watch prints) — and the lease's remaining time to
+live (PTTL); for each --fenced COUNTER, the fencing counter's value. Exits 0
+when every KEY is held and 1 when one has no owner (counters do not count), so
+'lockctl status -q KEY && ...' runs only while KEY is held. Sends only GET and
+PTTL (the user needs +get +pttl).
 
 Options:
+  -q                     quiet: print nothing, only the exit status (with
+                         --show-token: each held KEY's token alone, one per line)
       --fenced COUNTER   also print this fencing counter (repeatable)
-      --show-token       also print the owner token in hex, for 'lockctl release'.
-                         The token is a secret: whoever has it can release the lock
-                         from under its holder. Do not paste it into logs or tickets.
-  -h, --help             show this help
+      --show-token       also print the owner token, in the one form lockctl uses: the
+                         upper-case hexadecimal of the key's exact bytes (lease.Token.Hex),
+                         exactly what 'lockctl release --token' takes. It is not the
+                         value redis-cli GET shows. The token is a secret: whoever has it
+                         can release the lock from under its holder. Do not paste it
+                         into logs or tickets.
+      --help             show this help
 
 ` + connUsage + `
 ` + exitUsageText
@@ -106,12 +152,15 @@ const releaseUsage = `Usage: lockctl release KEY --token HEX
 Delete KEY if, and only if, it holds the owner token HEX (the raw-token release:
 DELEX, DELIFEQ or a Lua compare-and-delete, as the server supports). Prints
 "released" (exit 0) or "not owned" (exit 1: KEY is free or held by another token;
-nothing was deleted). HEX is the token's hexadecimal form (lease.Token.Hex, or
-'lockctl status --show-token'), in upper or lower case.
+nothing was deleted). HEX is the token as 'lockctl status --show-token' prints
+it (lease.Token.Hex; either case): the hexadecimal of the key's bytes, not the
+value redis-cli GET shows — given that value, release deletes nothing and says so.
+
+  lockctl release KEY --token "$(lockctl status -q --show-token KEY)"
 
 Options:
-      --token HEX        the owner token, hex-encoded (required)
-  -h, --help             show this help
+      --token HEX        the owner token, as status --show-token prints it (required)
+      --help             show this help
 
 ` + connUsage + `
 ` + exitUsageText
@@ -124,12 +173,19 @@ before its PTTL ran out) or expires (it disappears at its PTTL), until
 interrupted (exit 0). It polls GET and PTTL every --interval: changes shorter
 than the interval can be missed, and an end within one interval of the PTTL
 counts as an expiry. Owners are shown as a fingerprint (the first bytes of the
-token's SHA-256), never as the token.
+token's SHA-256, as status shows it), never as the token.
+
+When its reads fail for want of a connection, watch prints one timestamped
+"disconnected from ADDR: REASON (retrying)" line and keeps polling; once they
+work again, one "reconnected to ADDR after DURATION" line (changes in that time
+may have been missed, and a key gone meanwhile counts as released or expired by
+its last PTTL). A server that cannot be reached when watch starts is exit 69.
 
 Options:
       --interval DURATION  polling interval (default 100ms)
-  -h, --help               show this help
+      --help               show this help
 
+` + durationsText + `
 ` + connUsage
 
 const aclUsage = `Usage: lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed]
@@ -138,12 +194,13 @@ Print the least-privilege ACL SETUSER rule for a lock user on that server versio
 (docs/compatibility.md). The rule covers the raw-token API (status's GET, release);
 --managed adds the CLIENT permissions managed locks need to fence uncertain
 commands, which 'lockctl run' uses. 'lockctl status' and 'watch' also need +pttl.
-Replace the user name and >pw with your own.
+Replace the user name and >pw with your own. acl connects to nothing: connection
+options are accepted (so -h is never help) and ignored.
 
 Options:
       --server VERSION   the server version
       --managed          add +client|id +client|info +client|kill
-  -h, --help             show this help
+      --help             show this help
 `
 
 // usages maps each command to its help text ('lockctl help COMMAND').

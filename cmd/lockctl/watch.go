@@ -29,6 +29,17 @@ type watched struct {
 	failing bool // the last poll failed (reported once)
 }
 
+// pollTimeout bounds one poll of watch: a server that does not answer
+// within it counts as unreachable.
+const pollTimeout = 5 * time.Second
+
+// link is what watch knows about its connection: it says on stdout, as a
+// timestamped line, when its reads start failing and when they work again.
+type link struct {
+	where string    // the server address(es)
+	down  time.Time // when the reads started failing; zero while they work
+}
+
 // cmdWatch is `lockctl watch`.
 func cmdWatch(args []string, g *connFlags, e *env) error {
 	fs := newFlagSet("lockctl watch")
@@ -49,6 +60,7 @@ func cmdWatch(args []string, g *connFlags, e *env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	g.noRetry = true
 	b, err := g.open(e.getenv)
 	if err != nil {
 		return err
@@ -58,11 +70,14 @@ func cmdWatch(args []string, g *connFlags, e *env) error {
 	for i, k := range keys {
 		state[i].key = k
 	}
+	conn := &link{where: b.where}
 	ticker := time.NewTicker(*interval)
 	defer ticker.Stop()
 	for {
 		for i := range state {
-			state[i].poll(ctx, b.client, e)
+			if !state[i].poll(ctx, b.client, conn, e) {
+				break // the connection is down: the other keys wait for the next tick
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -72,31 +87,31 @@ func cmdWatch(args []string, g *connFlags, e *env) error {
 	}
 }
 
-// poll reads the key once and prints what changed since the last poll.
-func (w *watched) poll(ctx context.Context, client rueidis.Client, e *env) {
+// poll reads the key once and prints what changed since the last poll. It
+// returns false when the read failed for want of a connection.
+func (w *watched) poll(ctx context.Context, client rueidis.Client, conn *link, e *env) bool {
 	sent := time.Now()
-	cmdCtx, cancel := context.WithTimeout(ctx, commandTimeout)
+	cmdCtx, cancel := context.WithTimeout(ctx, pollTimeout)
 	st, err := readKey(cmdCtx, client, w.key)
 	cancel()
 	now := time.Now()
-	if err != nil {
-		if ctx.Err() == nil && !w.failing {
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil && serverCode(err) == "":
+		conn.failed(e.stdout, now, err)
+		return false
+	case err != nil:
+		if !w.failing {
 			fmt.Fprintf(e.stderr, "lockctl: watch %s: %s (retrying)\n", showKey(w.key), oneLine(err.Error()))
 		}
 		w.failing = true
-		return
+		conn.works(e.stdout, now)
+		return true
 	}
+	conn.works(e.stdout, now)
 	w.failing = false
-	if !w.known {
-		w.known = true
-		if st.present {
-			w.printf(e.stdout, now, "held", st.value, ttlText(st.pttl))
-		} else {
-			w.printf(e.stdout, now, "free", "", "")
-		}
-	} else if st.value != w.owner || !st.present {
-		w.transition(e.stdout, now, st)
-	}
+	w.report(e.stdout, now, st)
 	w.owner = ""
 	if st.present {
 		w.owner = st.value
@@ -105,6 +120,42 @@ func (w *watched) poll(ctx context.Context, client rueidis.Client, e *env) {
 	if st.present && st.pttl >= 0 {
 		w.expires = sent.Add(time.Duration(st.pttl) * time.Millisecond)
 	}
+	return true
+}
+
+// report prints the key's first state, or what changed since the last
+// poll.
+func (w *watched) report(out io.Writer, now time.Time, st keyState) {
+	switch {
+	case !w.known && st.present:
+		w.printf(out, now, "held", st.value, ttlText(st.pttl))
+	case !w.known:
+		w.printf(out, now, "free", "", "")
+	case st.value != w.owner || !st.present:
+		w.transition(out, now, st)
+	}
+	w.known = true
+}
+
+// failed notes a read that failed for want of a connection; the first
+// failure after working reads is printed.
+func (l *link) failed(out io.Writer, now time.Time, err error) {
+	if !l.down.IsZero() {
+		return
+	}
+	l.down = now
+	fmt.Fprintf(out, "%s disconnected from %s: %s (retrying)\n", now.Format(timeLayout), l.where, oneLine(err.Error()))
+}
+
+// works notes a read that reached the server; the first after failures is
+// printed, with how long the connection was down.
+func (l *link) works(out io.Writer, now time.Time) {
+	if l.down.IsZero() {
+		return
+	}
+	fmt.Fprintf(out, "%s reconnected to %s after %v (changes in that time may have been missed)\n",
+		now.Format(timeLayout), l.where, now.Sub(l.down).Round(time.Millisecond))
+	l.down = time.Time{}
 }
 
 // transition prints the end of the previous owner's lease, if there was
