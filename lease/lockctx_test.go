@@ -165,8 +165,8 @@ func TestLockContext_EndsWithLossDeadlineWhenNoRenewalIsConfirmedByTheDeadline(t
 		break
 	}
 	loss := lossOf(t, causeOf(t, ctx))
-	if loss.Reason != LossDeadline || loss.Err != nil {
-		t.Fatalf("loss reason %v, error %v; want LossDeadline", loss.Reason, loss.Err)
+	if loss.Reason != LossDeadline || !errors.Is(loss, ErrDidNotRun) {
+		t.Fatalf("loss reason %v, error %v; want LossDeadline carrying the last renewal's LOADING (rule DeadlineLossSaysWhy)", loss.Reason, loss.Err)
 	}
 	if errors.Is(loss, ErrExpired) {
 		t.Fatal("a lease with a running keep-alive did not simply expire: want a loss, not ErrExpired")

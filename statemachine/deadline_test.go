@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+//lint:ignore ST1005 the text of a server reply
 var errReadOnly = errors.New("READONLY You can't write against a read only replica.")
 
 // Found from outside (issue 19): REPLICAOF mid-run makes every renewal answer READONLY; each is
