@@ -33,12 +33,12 @@ const (
 // primitiveCall is one primitive operation, immutable once built and
 // shared by the copies of its Op.
 type primitiveCall struct {
-	name         string // the Op field of its errors
-	kind         primitiveKind
-	script, sha  string
-	keys, args   []string
-	limit        int   // semaphore acquisitions: the requested limit
-	invalid      error // bad input found when it was built: nothing is sent
+	name        string // the Op field of its errors
+	kind        primitiveKind
+	script, sha string
+	keys, args  []string
+	limit       int   // semaphore acquisitions: the requested limit
+	invalid     error // bad input found when it was built: nothing is sent
 }
 
 // ScriptCall is one run of a semaphore or read/write-lock script as a pure
