@@ -77,3 +77,26 @@ func deniedSomewhere(t *testing.T, p *Pool) string {
 	}
 	return ""
 }
+
+// Goal: the compatibility page shows the scripts' current digests and the
+// ACL line the test above proves.
+func TestScriptsAreFixed_CompatibilityPageShowsThePrimitiveScripts(t *testing.T) {
+	doc, err := os.ReadFile("../docs/compatibility.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Join(strings.Fields(string(doc)), " ")
+	for _, sha := range []string{SemaphoreAcquireScriptSHA, HolderRenewScriptSHA, HolderReleaseScriptSHA,
+		HolderLeaseScriptSHA, HolderCountScriptSHA, ReadAcquireScriptSHA, WriteAcquireScriptSHA} {
+		if !strings.Contains(page, "`"+sha+"`") {
+			t.Errorf("docs/compatibility.md does not show the digest %s", sha)
+		}
+	}
+	line := "ACL SETUSER locker on >pw ~*"
+	for _, c := range primitiveACL {
+		line += " +" + c
+	}
+	if !strings.Contains(page, line) {
+		t.Errorf("docs/compatibility.md does not show the ACL line %q", line)
+	}
+}

@@ -72,7 +72,7 @@ func TestEvalOnlyAfterNoScript_PrimitiveOpsOverTheWire(t *testing.T) {
 	}
 }
 
-func TestPrimitiveScriptRepliesAreReadStrictly(t *testing.T) {
+func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
 	sem := Semaphore{HoldersKey: "{j}:sem", LimitKey: "{j}:sem:limit", Limit: 4}
 	l := RWLock{WriterKey: "{c}:w", ReadersKey: "{c}:r"}
 	int64Reply := func(n int64) Reply { return Reply{Kind: ReplyInt, Int: n} }
