@@ -109,6 +109,11 @@ type Result struct {
 	Token        string   // Owner only: the owner token bytes when Owned
 	FencingToken int64    // FencedAcquireOp only: the fencing token when Owned
 	Session      *Session // session of the last attempt; nil when nothing was sent
+
+	// Semaphore and read/write-lock Ops only (primitive_keys.go):
+	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers
+	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
+	Holders         int64 // HoldersOp, ReadersOp: the live holders
 }
 
 // Do runs op on the session of the key's primary, following MOVED (re-send
@@ -126,6 +131,9 @@ func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 		if err := p.CheckFencedKeys(op.key, op.counter); err != nil {
 			return Result{}, err
 		}
+	}
+	if err := op.invalid(); err != nil {
+		return Result{}, err
 	}
 	node, err := p.route(ctx, op.name(), op.key)
 	if err != nil {

@@ -11,18 +11,20 @@ const (
 	opRelease
 	opOwner
 	opFenced
+	opPrimitive // a semaphore or read/write-lock script (primitive_keys.go)
 )
 
 // Op is one lock operation to run with Session.Do or Pool.Do: build it with
-// AcquireOp, FencedAcquireOp, ExtendOp, ReleaseOp or OwnerOp. Keys are wire
-// keys (any prefix already applied). It is a small value; copies are
-// independent.
+// AcquireOp, FencedAcquireOp, ExtendOp, ReleaseOp or OwnerOp, or with the
+// methods of Semaphore and RWLock. Keys are wire keys (any prefix already
+// applied). It is a small value; copies are independent.
 type Op struct {
 	kind      opKind
 	key       string
 	counter   string // FencedAcquireOp only: the fencing counter key
 	token     string
 	ttlMillis int64
+	prim      *primitiveCall // opPrimitive only (immutable, shared by copies)
 }
 
 // AcquireOp is SET key token NX PX ttlMillis (Result.Owned = acquired).
@@ -46,6 +48,9 @@ func OwnerOp(key string) Op { return Op{kind: opOwner, key: key} }
 
 // name is the Op field of the *Error values this operation returns.
 func (o Op) name() string {
+	if o.kind == opPrimitive {
+		return o.prim.name
+	}
 	return [...]string{"", "acquire", "extend", "release", "owner", fencedOp}[o.kind]
 }
 
@@ -77,8 +82,11 @@ func (s *Session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 
 // run drives op on this session (after ASKING when asking).
 func (s *Session) run(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
-	if op.kind == opFenced {
+	switch op.kind {
+	case opFenced:
 		return s.driveFenced(ctx, op, asking, route)
+	case opPrimitive:
+		return s.drivePrimitive(ctx, op, asking, route)
 	}
 	o := op.operation(s)
 	return s.drive(ctx, op.name(), &o, asking, route)

@@ -32,9 +32,16 @@
 // connection's own invalidations follow its reply; those caused by others
 // are written by a Server between replies, never inside one.
 //
+// Sorted sets and TIME exist for the semaphore and read/write-lock scripts:
+// ZADD (NX, XX, GT, LT, CH, INCR), ZREM, ZREMRANGEBYSCORE, ZCARD, ZSCORE (a
+// RESP3 double) and ZCOUNT, with WRONGTYPE against strings and lists,
+// expiry and tracking invalidations like every other key.
+//
 // Known gaps: keyspace notifications, pattern and shard pub/sub, ACL
-// channel rules, the tracking table size limit; BLPOP and other commands
-// the lock does not use are unknown commands.
+// channel rules, the tracking table size limit; non-integer sorted-set
+// scores are printed as Redis 7.0 prints them (%.17g) on every profile;
+// BLPOP, ZRANGE and other commands the lock does not use are unknown
+// commands.
 //
 // CONTRACT FILE: the exported names below are relied on by conn/, lease/ and
 // their tests. Implementations live in other files of this package.

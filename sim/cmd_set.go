@@ -91,7 +91,7 @@ func (e *Engine) setCommand(c *client, args []string) reply {
 	}
 	key := args[1]
 	cur := e.lookup(c, key)
-	if cur != nil && cur.isList && (o.get || o.cond != "") {
+	if cur != nil && cur.notString() && (o.get || o.cond != "") {
 		return wrongType
 	}
 	if !setConditionHolds(o, cur) {

@@ -33,7 +33,7 @@ func stringCommands() map[string]*command {
 // stringValue returns the string at key; wrong is true for other types.
 func (e *Engine) stringValue(c *client, key string) (v *value, wrong bool) {
 	v = e.lookup(c, key)
-	return v, v != nil && v.isList
+	return v, v != nil && v.notString()
 }
 
 func (e *Engine) getCommand(c *client, args []string) reply {
@@ -221,7 +221,7 @@ func (e *Engine) delexCommand(c *client, args []string) reply {
 		e.keyModified(key, e.modifier(c))
 		return integer(1)
 	}
-	if v.isList {
+	if v.notString() {
 		return errReply("ERR Key should be of string type if conditions are specified")
 	}
 	cond := strings.ToLower(args[2])

@@ -144,6 +144,12 @@ func normalize(args []string, r string) string {
 
 // runDifferential runs the script against addr and returns the replies.
 func runDifferential(t *testing.T, addr, password string, proto int) []string {
+	return runSteps(t, addr, password, proto, differentialScript, normalize)
+}
+
+// runSteps runs steps against addr (after FLUSHALL, SCRIPT FLUSH and
+// deleting the test users) and returns the replies, normalized by norm.
+func runSteps(t *testing.T, addr, password string, proto int, steps []diffStep, norm func([]string, string) string) []string {
 	conns := map[string]*wire{}
 	get := func(name string) *wire {
 		if w := conns[name]; w != nil {
@@ -166,9 +172,9 @@ func runDifferential(t *testing.T, addr, password string, proto int) []string {
 	get("a").do("FLUSHALL")
 	get("a").do("SCRIPT", "FLUSH")
 	get("a").do("ACL", "DELUSER", "locker", "lockernodel", "tmpu")
-	out := make([]string, len(differentialScript))
-	for i, st := range differentialScript {
-		out[i] = normalize(st.args, get(st.conn).do(st.args...))
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = norm(st.args, get(st.conn).do(st.args...))
 	}
 	return out
 }

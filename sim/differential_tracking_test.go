@@ -213,11 +213,17 @@ func (tr *trackingRun) normalize(out string) string {
 
 // playTracking runs the whole script against addr.
 func playTracking(t *testing.T, addr, password string) []string {
+	return playTrackingSteps(t, addr, password, trackingScript)
+}
+
+// playTrackingSteps runs steps against addr and returns what each step's
+// connection received.
+func playTrackingSteps(t *testing.T, addr, password string, steps []tstep) []string {
 	tr := &trackingRun{t: t, addr: addr, password: password, conns: map[string]*wire{}, ids: map[string]string{}}
 	tr.conn("b").do("FLUSHALL")
 	tr.conn("b").do("ACL", "DELUSER", "nt")
-	out := make([]string, len(trackingScript))
-	for i, st := range trackingScript {
+	out := make([]string, len(steps))
+	for i, st := range steps {
 		tr.getredir = len(st.args) == 2 && strings.EqualFold(st.args[1], "getredir")
 		out[i] = tr.normalize(tr.run(st))
 	}

@@ -34,6 +34,9 @@ func init() {
 	for name, cmd := range pubsubCommands() {
 		commands[name] = cmd
 	}
+	for name, cmd := range sortedSetCommands() {
+		commands[name] = cmd
+	}
 	commands["acl"] = &command{arity: -2, run: (*Engine).aclCommand, sub: true, noScript: true}
 	commands["cluster"] = &command{arity: -2, run: (*Engine).clusterCommand, sub: true, noScript: true}
 	commands["asking"] = &command{arity: 1, run: (*Engine).askingCommand}

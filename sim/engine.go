@@ -77,13 +77,18 @@ type client struct {
 	channels []string // SUBSCRIBEd channels, in subscription order
 }
 
-// value is one key's content.
+// value is one key's content: a string, a list (isList) or a sorted set
+// (zset not nil).
 type value struct {
 	str      string
 	list     []string
 	isList   bool
-	expireAt int64 // unix milliseconds; 0 means no TTL
+	zset     map[string]float64 // sorted set: member -> score; never empty
+	expireAt int64              // unix milliseconds; 0 means no TTL
 }
+
+// notString reports whether the value is of another type than string.
+func (v *value) notString() bool { return v.isList || v.zset != nil }
 
 // NewEngine returns an engine for cfg's profile (default Redis70) and
 // clock (default real time). It panics on an unknown profile (Start

@@ -268,7 +268,7 @@ func replyToLua(L *lua.LState, r reply) lua.LValue {
 	switch r.kind {
 	case kindInt:
 		return lua.LNumber(r.num)
-	case kindBulk, kindVerbatim:
+	case kindBulk, kindVerbatim, kindDouble:
 		return lua.LString(r.str)
 	case kindStatus:
 		t := L.NewTable()

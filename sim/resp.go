@@ -25,6 +25,7 @@ const (
 	kindRaw      replyKind = 'r' // prebuilt bytes: str for RESP2, alt for RESP3
 	kindPush     replyKind = '>' // array in RESP2, push in RESP3 (pub/sub replies)
 	kindSeq      replyKind = 's' // several replies to one command, written back to back
+	kindDouble   replyKind = ',' // str is the printed value: bulk in RESP2, double in RESP3
 )
 
 // reply is a protocol-independent reply tree; encode renders it for a
@@ -71,6 +72,13 @@ func (r reply) encode(b []byte, proto int) []byte {
 		b = strconv.AppendInt(b, r.num, 10)
 		return append(b, '\r', '\n')
 	case kindBulk:
+		return appendBulk(b, '$', r.str)
+	case kindDouble:
+		if proto == 3 {
+			b = append(b, ',')
+			b = append(b, r.str...)
+			return append(b, '\r', '\n')
+		}
 		return appendBulk(b, '$', r.str)
 	case kindVerbatim:
 		if proto == 3 {
