@@ -91,14 +91,20 @@ type watcher struct {
 	node    string
 	client  rueidis.DedicatedClient
 	dead    atomic.Bool // the socket broke or was closed: open a fresh one
-	closing atomic.Bool // closed by us: its last nil push means nothing
+	closing atomic.Bool // retired (retireWatcher): its last nil push means nothing
+	served  bool        // it was made its node's watcher, so reads may have tracked keys on it; under watch.mu
 }
 
-// SetInvalidationHandler sets fn to receive, on the watcher's reader
-// goroutine, the keys whose tracking ended on node: a change or expiry of
-// keys, or everything tracked there (keys nil) after a FLUSHALL or when the
-// watcher's connection broke (nothing is tracked any more; read again).
-// fn must not block. Set it before the first WatchRead.
+// SetInvalidationHandler sets fn to receive the keys whose tracking ended
+// on node: a change or expiry of keys (on the watcher's reader goroutine),
+// or everything tracked there (keys nil: nothing is tracked any more, read
+// again) whenever a watcher that served reads ends, for whatever reason —
+// a FLUSHALL, its connection broke or failed under a read, an error reply
+// to CLIENT CACHING (a refusal, or BUSY, LOADING, MASTERDOWN…), a Sentinel
+// failover — and when a slot of node moved away. A nil call made because
+// a read ended the watcher comes on that read's goroutine before the read
+// returns. Only Pool.Close ends watchers silently. fn must not block, and
+// may be called concurrently. Set it before the first WatchRead.
 func (p *Pool) SetInvalidationHandler(fn func(node string, keys []string)) {
 	p.watch.mu.Lock()
 	p.watch.handler = fn

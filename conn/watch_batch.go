@@ -161,7 +161,7 @@ func (p *Pool) settleWatchRead(ctx context.Context, w *watcher, caching, get rue
 	for _, res := range [2]rueidis.RedisResult{caching, get} {
 		if e := res.NonRedisError(); e != nil {
 			if !cancelledByCaller(ctx, e) {
-				p.lostWatcher(w) // the socket failed: what it tracked is forgotten (once: w is closing)
+				p.retireWatcher(w) // the socket failed: what it tracked is forgotten (told once)
 			}
 			r.Err = &Error{Class: NotSubmitted, Op: "watch", Addr: w.node, Err: e}
 			return r, false

@@ -38,7 +38,7 @@ func (p *Pool) openWatcher(ctx context.Context, node string) (*watcher, error) {
 		buildCommand(b, ClientInfoCommand()))
 	for _, r := range results {
 		if err := r.NonRedisError(); err != nil {
-			p.closeWatcher(w)
+			p.retireWatcher(w)
 			return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: err}
 		}
 	}
@@ -58,25 +58,28 @@ func (p *Pool) openWatcher(ctx context.Context, node string) (*watcher, error) {
 	p.watch.mu.Lock()
 	defer p.watch.mu.Unlock()
 	if p.watch.closed {
-		p.closeWatcher(w)
+		w.closing.Store(true)
+		p.closeSocket(w)
 		return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: ErrPoolClosed}
 	}
 	if p.watch.watchers == nil {
 		p.watch.watchers = map[string]*watcher{}
 	}
 	p.watch.watchers[node] = w
+	w.served = true
 	return w, nil
 }
 
 // refuse remembers that node refused tracking (why: the server's reply)
-// for as long as the node's current session lasts (see refusal),
-// closes w and returns the error matching ErrTrackingRefused. A reply that
-// only says the node cannot serve now (LOADING, BUSY, MASTERDOWN…) is no
-// refusal: w is dropped and the error matches ErrDidNotRun, so the next
-// read tries a fresh watcher.
+// for as long as the node's current session lasts (see refusal), retires
+// w and returns the error matching ErrTrackingRefused. A reply that only
+// says the node cannot serve now (LOADING, BUSY, MASTERDOWN…) is no
+// refusal: w is retired all the same and the error matches ErrDidNotRun,
+// so the next read tries a fresh watcher. Either way the keys w tracked
+// are tracked no more: retireWatcher tells the handler.
 func (p *Pool) refuse(w *watcher, why string) error {
 	if IsDidNotRunReply(why) {
-		p.dropWatcher(w)
+		p.retireWatcher(w)
 		return &Error{Class: Definite, Op: "watch", Addr: w.node, Err: fmt.Errorf("%w: %s", ErrDidNotRun, why)}
 	}
 	err := fmt.Errorf("%w: %s", ErrTrackingRefused, why)
@@ -86,11 +89,8 @@ func (p *Pool) refuse(w *watcher, why string) error {
 		p.watch.refused = map[string]refusal{}
 	}
 	p.watch.refused[w.node] = refusal{err: err, session: cur}
-	if p.watch.watchers[w.node] == w {
-		delete(p.watch.watchers, w.node)
-	}
 	p.watch.mu.Unlock()
-	p.closeWatcher(w)
+	p.retireWatcher(w)
 	return &Error{Class: Definite, Op: "watch", Addr: w.node, Err: err}
 }
 
@@ -105,21 +105,20 @@ func (p *Pool) TrackingRefused(node string) bool {
 
 // invalidated is w's push hook, on its reader goroutine: keys nil means
 // everything w tracked is forgotten (FLUSHALL, or the connection ended), so
-// w is dropped and the next WatchRead opens a fresh one.
+// w is retired (which tells the handler) and the next WatchRead opens a
+// fresh one.
 func (p *Pool) invalidated(w *watcher, msgs []rueidis.RedisMessage) {
 	if w.closing.Load() {
 		return
 	}
-	var keys []string
 	if msgs == nil {
-		p.dropWatcher(w)
-		p.suspectNode(w.node) // what closed the watcher may have closed the session too
-	} else {
-		keys = make([]string, 0, len(msgs))
-		for _, m := range msgs {
-			if k, err := m.ToString(); err == nil {
-				keys = append(keys, k)
-			}
+		p.retireWatcher(w)
+		return
+	}
+	keys := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if k, err := m.ToString(); err == nil {
+			keys = append(keys, k)
 		}
 	}
 	p.watch.mu.Lock()
@@ -133,8 +132,7 @@ func (p *Pool) invalidated(w *watcher, msgs []rueidis.RedisMessage) {
 // slotMoved tells the handler that everything tracked on node counts as
 // changed (keys nil), as after a reconnect: a slot of node moved away (a
 // MOVED answer named another owner), so the keys tracked there may live
-// elsewhere and their changes reach no watcher until they are read again;
-// or node's watcher was lost.
+// elsewhere and their changes reach no watcher until they are read again.
 func (p *Pool) slotMoved(node string) {
 	p.watch.mu.Lock()
 	fn := p.watch.handler
@@ -144,19 +142,7 @@ func (p *Pool) slotMoved(node string) {
 	}
 }
 
-// lostWatcher drops w after its socket failed under a read and tells the
-// handler that everything it tracked is forgotten (keys nil), as its own
-// hook would have, had it not been closed first.
-func (p *Pool) lostWatcher(w *watcher) {
-	if w.closing.Load() {
-		return
-	}
-	p.dropWatcher(w)
-	p.suspectNode(w.node)
-	p.slotMoved(w.node)
-}
-
-// dropStaleWatchers drops, in Sentinel mode, the watchers of nodes other
+// dropStaleWatchers retires, in Sentinel mode, the watchers of nodes other
 // than primary (a failover moved the primary): the keys they tracked are
 // read again, and so tracked, on the new primary.
 func (p *Pool) dropStaleWatchers(primary string) {
@@ -169,26 +155,41 @@ func (p *Pool) dropStaleWatchers(primary string) {
 	}
 	p.watch.mu.Unlock()
 	for _, w := range stale {
-		p.lostWatcher(w)
+		p.retireWatcher(w)
 	}
 }
 
-// dropWatcher forgets w as its node's watcher and closes it.
-func (p *Pool) dropWatcher(w *watcher) {
+// retireWatcher is the one way a watcher ends, whatever the reason (its
+// socket failed under a read, its connection ended or the server flushed,
+// an error reply to CLIENT CACHING, a Sentinel failover, a failed setup):
+// once per watcher, w stops being its node's watcher, its socket is closed
+// in the background (Pool.Close waits), and, if w was ever handed to a
+// read (so it may have tracked keys), the handler is told, before
+// retireWatcher returns, that everything tracked on w's node is forgotten
+// (keys nil): nothing tracks those keys any more, so their holders and
+// waiters must read again. Only Pool.Close (closeWatchers) ends watchers
+// without telling: nothing can read after it.
+func (p *Pool) retireWatcher(w *watcher) {
+	if w.closing.Swap(true) {
+		return
+	}
 	w.dead.Store(true)
 	p.watch.mu.Lock()
 	if p.watch.watchers[w.node] == w {
 		delete(p.watch.watchers, w.node)
 	}
+	fn, tell := p.watch.handler, w.served && !p.watch.closed
 	p.watch.mu.Unlock()
-	p.closeWatcher(w)
+	p.closeSocket(w)
+	p.suspectNode(w.node) // what ended the watcher may have closed the node's session too
+	if tell && fn != nil {
+		fn(w.node, nil)
+	}
 }
 
-// closeWatcher closes w's socket in the background (Pool.Close waits).
-func (p *Pool) closeWatcher(w *watcher) {
-	if w.closing.Swap(true) {
-		return
-	}
+// closeSocket closes w's socket in the background (Pool.Close waits); w
+// is closing already.
+func (p *Pool) closeSocket(w *watcher) {
 	w.dead.Store(true)
 	p.closing.Add()
 	go func() {
@@ -197,7 +198,8 @@ func (p *Pool) closeWatcher(w *watcher) {
 	}()
 }
 
-// closeWatchers closes every watcher for good (Pool.Close).
+// closeWatchers closes every watcher for good (Pool.Close), telling the
+// handler nothing.
 func (p *Pool) closeWatchers() {
 	p.watch.mu.Lock()
 	p.watch.closed = true
@@ -205,6 +207,8 @@ func (p *Pool) closeWatchers() {
 	p.watch.watchers = nil
 	p.watch.mu.Unlock()
 	for _, w := range watchers {
-		p.closeWatcher(w)
+		if !w.closing.Swap(true) {
+			p.closeSocket(w)
+		}
 	}
 }

@@ -151,17 +151,22 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		// A holder here: most likely its own renewal. Its read decides;
 		// waiters are woken only if it finds the key free.
 		h.startCheckLocked(key)
-	case e == nil:
-	case e.baton != nil:
-		e.missed = true
-	default:
+	case e != nil:
 		h.passBatonLocked(e)
 	}
 }
 
-// passBatonLocked wakes the first waiter to try SET NX; h.mu is held.
+// passBatonLocked wakes the first waiter to try SET NX, because the key
+// changed, was found free, or its state is unknown; h.mu is held. With
+// the baton out already, the waiter that has it is told to try once more
+// when it comes back (missed): its try may have been sent before the
+// change.
 func (h *pushHub) passBatonLocked(e *pushKey) {
-	if e.baton != nil || len(e.waiters) == 0 {
+	if e.baton != nil {
+		e.missed = true
+		return
+	}
+	if len(e.waiters) == 0 {
 		return
 	}
 	e.baton = e.waiters[0]
@@ -177,9 +182,11 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 // returns when this waiter is handed the baton (the key changed: try now),
 // when the key was found free while arming, when its sleep passed (the
 // safety net: parked on a tracked key; sleep while the key is not tracked
-// yet), or with ctx's cause. *pw registers the waiter
-// on first use; leave must follow the last wait. On a node that refused
-// tracking, or with a read error, it just sleeps.
+// yet), or with ctx's cause. *pw registers the waiter on first use; leave
+// must follow the last wait. On a node that refused tracking it waits
+// sleep for the baton; after a read that failed otherwise (the node busy,
+// loading, unreachable) at most pushCheckRetry, so that the key is tried
+// and read again soon.
 func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Duration, pw **pushWaiter) error {
 	h.mu.Lock()
 	e := h.entry(key)
@@ -209,7 +216,13 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 	if arm {
 		free, err := h.arm(ctx, key, gen)
 		if err != nil {
-			return sleepContext(ctx, h.m.clock, sleep)
+			// Not tracked: a hand-off still wakes it; a read that may work
+			// next time (not a refusal) is tried again soon, not after the
+			// whole retry interval.
+			if retriableRead(err) {
+				sleep = min(sleep, pushCheckRetry)
+			}
+			return h.park(ctx, w, sleep)
 		}
 		if free {
 			return nil
@@ -259,10 +272,12 @@ func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, e
 }
 
 // leave unregisters a waiter whose acquisition ended (acquired, gave up or
-// out of budget). A baton it held goes on: to the next waiter at once when
-// the key changed meanwhile, otherwise the key is tracked again for the
-// waiters left (in the background), and the next waiter is woken if the
-// key is found free.
+// out of budget). A baton it held goes on to the next waiter at once when
+// the key changed meanwhile. Otherwise, when waiters are left and the key
+// is not tracked (the baton's change untracked it, or this waiter gave up
+// its own read in flight, which may run too late to see the change), the
+// key is read again for them in the background, and the next waiter is
+// woken if it is found free.
 func (h *pushHub) leave(key string, w *pushWaiter) {
 	if w == nil {
 		return
@@ -283,25 +298,29 @@ func (h *pushHub) leave(key string, w *pushWaiter) {
 		e.baton = nil
 		if e.missed {
 			h.passBatonLocked(e)
-		} else if len(e.waiters) > 0 && !e.armed && !e.arming && !h.closed {
-			e.arming = true
-			gen := e.gen
-			h.m.goBackground(func() { h.rearm(key, gen) })
 		}
+	}
+	if len(e.waiters) > 0 && e.baton == nil && !e.armed && !e.arming && !h.closed {
+		e.arming = true
+		gen := e.gen
+		h.m.goBackground(func() { h.rearm(key, gen) })
 	}
 	h.forget(key, e)
 }
 
 // rearm tracks key again for the waiters left after the baton's holder
-// left, and wakes the next one if the key is free.
+// left, and wakes the next one if the key is free, or if the read failed:
+// the key is then tracked by nobody, and the woken waiter tries and reads
+// again itself (a parked waiter would otherwise sleep its whole safety
+// net). Locks.Close cancels it.
 func (h *pushHub) rearm(key string, gen uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), pushCheckTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, pushCheckTimeout)
 	defer cancel()
 	free, err := h.arm(ctx, key, gen)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.entry(key)
-	if err == nil && free {
+	if err != nil || free {
 		h.passBatonLocked(e)
 	}
 	h.forget(key, e)

@@ -348,21 +348,24 @@ func (h *pushHub) refutedLocked(refuted []*Lock, key string, judged []*Lock, tok
 }
 
 // settleReadLocked records read r's outcome (whether the key exists, or
-// the read's error): it wakes a waiter when the key is free or unknown,
-// marks the key tracked when no invalidation came during the read, and
-// reports whether to read again; when not, the read is over, retried
-// later if the node could not be reached. h.mu is held.
+// the read's error): it marks the key tracked when no invalidation came
+// during the read, and reports whether to read again. When not, the read
+// is over (retried later if the node could not be reached), and a waiter
+// is woken when the key is free or unknown, or when a change came during
+// the read (recheck) with nobody left to read again for: what it found
+// may be stale (its holder may have left since), so the change it missed
+// must reach a waiter. h.mu is held.
 func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again bool) {
 	e := r.e
 	h.stats.holderReads++
-	if err != nil || !found {
-		h.passBatonLocked(e) // free, or unknown: the next local waiter tries
-	}
 	if err == nil {
 		e.armed = e.armed || e.gen == r.gen
 	}
 	holders := h.held.get(r.key) != nil
 	again = e.recheck && err == nil && holders && !h.closed
+	if err != nil || !found || e.recheck && !again {
+		h.passBatonLocked(e) // free, unknown, or changed since: the next local waiter tries
+	}
 	if !again {
 		e.check = false
 		if err != nil && holders && retriableRead(err) {
@@ -407,9 +410,9 @@ func (l *Lock) pushRefuted() bool {
 	return held
 }
 
-// retriableRead reports whether a holder's failed read is worth another
-// try: not when the node refused tracking, the client was closed or the
-// pool is closing.
+// retriableRead reports whether a failed read (a holder's or a waiter's)
+// is worth another try soon: not when the node refused tracking, the
+// client was closed or the pool is closing.
 func retriableRead(err error) bool {
 	return !errors.Is(err, conn.ErrTrackingRefused) && !errors.Is(err, conn.ErrClientClosed) &&
 		!errors.Is(err, conn.ErrPoolClosed)

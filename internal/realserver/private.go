@@ -26,6 +26,7 @@ type Private struct {
 	port     int
 	args     []string
 	cmd      *exec.Cmd
+	exited   chan struct{} // closed once cmd exited (it is waited for by its own goroutine)
 }
 
 // StartPrivate starts redis-server with extra configuration args (for
@@ -39,33 +40,61 @@ func StartPrivate(t testing.TB, args ...string) *Private {
 	}
 	secret := make([]byte, 8)
 	_, _ = rand.Read(secret)
-	p := &Private{Password: "respire-" + hex.EncodeToString(secret), Dir: t.TempDir(), port: freePort(t), args: args}
-	p.Addr = "127.0.0.1:" + strconv.Itoa(p.port)
-	p.Start(t)
+	p := &Private{Password: "respire-" + hex.EncodeToString(secret), Dir: t.TempDir(), args: args}
 	t.Cleanup(func() { p.Stop(t) })
-	return p
+	var failures []string
+	for range 3 { // a free port may be taken again before the server binds it
+		p.port = freePort(t)
+		p.Addr = "127.0.0.1:" + strconv.Itoa(p.port)
+		why := p.start()
+		if why == "" {
+			return p
+		}
+		failures = append(failures, why)
+	}
+	t.Fatalf("redis-server did not start: %v", failures)
+	return nil
 }
 
 // Start (re)starts the server on its port with its configuration; it
 // blocks until the server answers PING.
 func (p *Private) Start(t testing.TB) {
 	t.Helper()
+	if why := p.start(); why != "" {
+		t.Fatal(why)
+	}
+}
+
+// start starts the server and waits until it answers, or returns why it
+// did not (the server is then stopped).
+func (p *Private) start() string {
 	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(p.port),
 		"--requirepass", p.Password, "--masterauth", p.Password, "--save", "", "--appendonly", "no",
 		"--dir", p.Dir, "--logfile", filepath.Join(p.Dir, "redis.log")}, p.args...)
 	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
+		return fmt.Sprintf("starting redis-server: %v", err)
 	}
 	p.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.exited = exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if reply, err := p.Exec("PING"); err == nil && reply == "+PONG" {
-			return
+			return ""
+		}
+		select {
+		case <-exited: // the port was taken, or a bad argument
+			log, _ := os.ReadFile(filepath.Join(p.Dir, "redis.log"))
+			p.cmd = nil
+			return fmt.Sprintf("redis-server on %s exited; its log:\n%s", p.Addr, log)
+		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(p.Dir, "redis.log"))
-			t.Fatalf("redis-server on %s did not answer PING in 10s; its log:\n%s", p.Addr, log)
+			p.stop()
+			return fmt.Sprintf("redis-server on %s did not answer PING in 10s; its log:\n%s", p.Addr, log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -74,11 +103,15 @@ func (p *Private) Start(t testing.TB) {
 // Stop kills the server (SIGKILL: nothing is saved) and waits for it.
 func (p *Private) Stop(t testing.TB) {
 	t.Helper()
+	p.stop()
+}
+
+func (p *Private) stop() {
 	if p.cmd == nil {
 		return
 	}
 	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+	<-p.exited
 	p.cmd = nil
 }
 
