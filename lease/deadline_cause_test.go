@@ -42,7 +42,7 @@ func TestDeadlineLossSaysWhy_ARealReplicaOfMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply, err := srv.Exec("REPLICAOF", "127.0.0.1", "1"); err != nil || reply != "+OK" {
+	if reply, err := srv.Exec("REPLICAOF", "127.0.0.1", "1"); err != nil || reply != "+OK\r\n" {
 		t.Fatalf("REPLICAOF = %q, %v", reply, err)
 	}
 	work := lock.Context()

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"github.com/respire-go/respire/internal/realserver"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,8 +56,8 @@ func TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection(t *test
 // keep-alive lock is held; a TryAcquire on the same Locks, whose session
 // nothing has read since, acquires on a fresh session.
 func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
-	r := startPrivateRedis(t)
-	locks := newLocks(t, newClient(t, []string{r.addr}, "", r.password, false), WithIdleCheck(time.Hour))
+	r := realserver.StartPrivate(t)
+	locks := newLocks(t, newClient(t, []string{r.Addr}, "", r.Password, false), WithIdleCheck(time.Hour))
 	ctx := context.Background()
 	holder, err := locks.Acquire(ctx, "held", time.Minute, WithKeepAlive())
 	if err != nil {
@@ -64,7 +65,8 @@ func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
 	}
 	defer holder.Close()
 	eventually(t, "the held key tracked on the watcher", func() bool { return commandCalls(t, r, "get") >= 1 })
-	r.restart(t)
+	r.Stop(t)
+	r.Start(t)
 	eventually(t, "the held key read again after the restart", func() bool { return commandCalls(t, r, "get") >= 1 })
 	a, err := locks.TryAcquire(ctx, "job", 2*time.Second)
 	if err != nil || !a.Acquired() {
@@ -77,9 +79,9 @@ func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
 
 // commandCalls returns how often the private server ran command (INFO
 // commandstats, lower-case name).
-func commandCalls(t *testing.T, r *privateRedis, command string) int {
+func commandCalls(t *testing.T, r *realserver.Private, command string) int {
 	t.Helper()
-	for _, line := range strings.Split(r.exec(t, "INFO", "commandstats"), "\r\n") {
+	for _, line := range strings.Split(r.MustExec(t, "INFO", "commandstats"), "\r\n") {
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
 			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
 			return n

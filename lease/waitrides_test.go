@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/respire-go/respire/internal/realserver"
 	"testing"
 	"time"
 
@@ -23,13 +24,13 @@ import (
 // The wait goes on and acquires, three restarts in a row, with push and
 // without, and leaves no key behind.
 func TestWaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait(t *testing.T) {
-	r := startPrivateRedis(t)
+	r := realserver.StartPrivate(t)
 	for _, mode := range []struct {
 		name string
 		opts []Option
 	}{{"push", nil}, {"without-push", []Option{WithoutPush()}}} {
 		t.Run(mode.name, func(t *testing.T) {
-			client := newClient(t, []string{r.addr}, "", r.password, false)
+			client := newClient(t, []string{r.Addr}, "", r.Password, false)
 			locks := newLocks(t, client, append(mode.opts, WithIdleCheck(time.Hour))...)
 			ctx := context.Background()
 			holder, err := locks.Acquire(ctx, "held", time.Minute, WithKeepAlive())
@@ -37,12 +38,13 @@ func TestWaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait(t *t
 				t.Fatal(err)
 			}
 			for round := range 3 {
-				r.restart(t)
+				r.Stop(t)
+				r.Start(t)
 				lock, err := locks.Acquire(ctx, "job", 2*time.Second, WithWait(3*time.Second))
 				if err != nil {
 					t.Fatalf("round %d: Acquire(WithWait(3s)) after a restart = %v; want the wait to ride it out", round, err)
 				}
-				if got := r.exec(t, "GET", "job"); got != bulk(lock.Token().wire()) {
+				if got := r.MustExec(t, "GET", "job"); got != bulk(lock.Token().wire()) {
 					t.Fatalf("round %d: the key holds %q, not the lock's token", round, got)
 				}
 				if out, err := lock.Release(ctx); out != Released || err != nil {
@@ -51,7 +53,7 @@ func TestWaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait(t *t
 			}
 			_ = holder.Close() // its key went with the first restart
 			locks.Close()      // waits for every clean-up
-			if n := r.exec(t, "DBSIZE"); n != ":0\r\n" {
+			if n := r.MustExec(t, "DBSIZE"); n != ":0\r\n" {
 				t.Fatalf("DBSIZE after Close = %q; want no key left", n)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -81,7 +82,7 @@ func (p *Private) start() string {
 	p.exited = exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if reply, err := p.Exec("PING"); err == nil && reply == "+PONG" {
+		if reply, err := p.Exec("PING"); err == nil && reply == "+PONG\r\n" {
 			return ""
 		}
 		select {
@@ -123,9 +124,9 @@ func (p *Private) Pid() int {
 	return p.cmd.Process.Pid
 }
 
-// Exec runs one command on a fresh authenticated connection and returns
-// its reply's first line without the CRLF ("+OK", ":1", "$5", "-ERR …"):
-// enough for admin commands and checks of simple replies.
+// Exec runs one command on a fresh authenticated RESP2 connection and
+// returns its whole reply as the server sent it ("+OK\r\n", ":1\r\n",
+// "$5\r\nhello\r\n", arrays included), or the connection's error.
 func (p *Private) Exec(args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", p.Addr, time.Second)
 	if err != nil {
@@ -137,14 +138,52 @@ func (p *Private) Exec(args ...string) (string, error) {
 	if _, err := fmt.Fprint(c, encode("AUTH", p.Password)); err != nil {
 		return "", err
 	}
-	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
-		return "", fmt.Errorf("AUTH: %q %v", line, err)
+	if reply, err := readReply(r); err != nil || reply != "+OK\r\n" {
+		return "", fmt.Errorf("AUTH: %q %v", reply, err)
 	}
 	if _, err := fmt.Fprint(c, encode(args...)); err != nil {
 		return "", err
 	}
+	return readReply(r)
+}
+
+// MustExec is Exec that fails the test on a connection error.
+func (p *Private) MustExec(t testing.TB, args ...string) string {
+	t.Helper()
+	reply, err := p.Exec(args...)
+	if err != nil {
+		t.Fatalf("%v on %s: %v", args, p.Addr, err)
+	}
+	return reply
+}
+
+// readReply reads one RESP2 reply, whole, as raw text.
+func readReply(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
+	if err != nil || len(line) < 3 {
+		return line, err
+	}
+	n, _ := strconv.Atoi(strings.TrimRight(line[1:], "\r\n"))
+	switch line[0] {
+	case '$':
+		if n < 0 {
+			return line, nil
+		}
+		body := make([]byte, n+2)
+		_, err := io.ReadFull(r, body)
+		return line + string(body), err
+	case '*':
+		out := line
+		for range max(n, 0) {
+			item, err := readReply(r)
+			out += item
+			if err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	}
+	return line, nil
 }
 
 // encode renders a command as a RESP array of bulk strings.
