@@ -43,7 +43,7 @@ type Server struct {
 	mu      sync.Mutex
 	closers []func() // what Client and Locks handed out, in creation order
 	closed  bool
-	close   sync.Once
+	once    sync.Once
 }
 
 // Start starts a simulated server for the test and registers its Close
@@ -199,7 +199,7 @@ func (s *Server) fail(err error) {
 // background work (see lease.Locks.Close). It is idempotent; Start calls it
 // at the end of the test.
 func (s *Server) Close() {
-	s.close.Do(func() {
+	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		closers := s.closers
