@@ -1,8 +1,9 @@
 // Command demo plays respire-go's main job on simulated Redis and Valkey
 // servers started in process (package sim), so nothing needs installing:
-// locks acquired, renewed, contended, lost and released, followed by the
-// wire commands each server version received and the metrics each run
-// recorded. `make demo` runs it.
+// locks acquired, renewed, contended, lost, released and fenced, and a
+// holder paused past its lease whose late write a fencing token refuses,
+// followed by the wire commands each server version received and the
+// metrics each run recorded. `make demo` runs it.
 //
 // The servers' expiry clocks are manual: the demo moves them forward to make
 // a lease expire, so the story and the commands it prints are the same on

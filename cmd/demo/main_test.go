@@ -65,18 +65,22 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"CLIENT KILL ID <id of worker-a session> ADDR <addr>",
 	}
 	metrics := []string{ // words separated by single spaces (the table pads them)
-		"respire.lock.acquisitions acquired 5, contended 1",
+		"respire.lock.acquisitions acquired 7, contended 1",
 		"respire.lock.held 0",
-		"respire.lock.releases released 2, unknown 1",
-		"respire.lock.losses read-refused 1, refused 1, release-outcome-unknown 1",
+		"respire.lock.releases not-owned 1, released 3, unknown 1",
+		"respire.lock.losses read-refused 1, refused 2, release-outcome-unknown 1",
 		"respire.fences ok 1",
-		"respire.sessions.opened 2",
+		"respire.sessions.opened 3",
 		"respire.sessions.retired fenced 1",
 	}
+	// The paused scene's releases each climb the release ladder on a
+	// connection that never released before, and its fenced acquisition
+	// loads the fencing-token script once per server (NOSCRIPT, then EVAL).
 	wantFallbacks := map[sim.Profile]string{
-		sim.Redis70:  "respire.fallbacks delex 1, delifeq 1, script-cache 2, set-ifeq 2",
-		sim.Valkey81: "respire.fallbacks delex 1, delifeq 1, script-cache 1",
-		sim.Valkey90: "respire.fallbacks delex 1",
+		sim.Redis70:  "respire.fallbacks delex 3, delifeq 3, script-cache 3, set-ifeq 2",
+		sim.Redis84:  "respire.fallbacks script-cache 1",
+		sim.Valkey81: "respire.fallbacks delex 3, delifeq 3, script-cache 2",
+		sim.Valkey90: "respire.fallbacks delex 3, script-cache 1",
 	}
 	for _, profile := range sim.Profiles {
 		part := section(t, out, profile)
@@ -133,5 +137,46 @@ func TestDemoStopsWhenItsContextEnds(t *testing.T) {
 	<-ctx.Done()
 	if err := run(ctx, &bytes.Buffer{}); err == nil {
 		t.Fatal("run succeeded with an expired context")
+	}
+}
+
+// TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused: on every
+// profile the paused scene tells the same story, line for line: a holder
+// paused past its lease (the server's clock moved instead) comes back after
+// another owner took the lock with the next fencing token, and the store
+// refuses its write; the wire log shows the fencing-token script, named.
+func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	var buf bytes.Buffer
+	if err := run(ctx, &buf); err != nil {
+		t.Fatalf("run: %v\n%s", err, buf.String())
+	}
+	story := []string{
+		`paused     worker-a Acquire("{invoice:42}:lease", "{invoice:42}:fence", 30s) → fencing token 1`,
+		`worker-a lock.Context().Err() = <nil>: it holds the lock and is about to write … when it is paused`,
+		`server clock +31s while worker-a is paused (GC, swap, SIGSTOP): its lease expired (PTTL: no key)`,
+		`worker-b Acquire(the same keys) → fencing token 2; store.WriteIfNewer(2, "total=120") → accepted`,
+		`worker-a resumes: store.WriteIfNewer(1, "total=100") → refused: token 1 < 2, the largest accepted`,
+		`the store keeps "total=120" (token 2); worker-a Release → NotOwned, worker-b Release → Released`,
+	}
+	wire := []string{
+		`worker-a session 2 EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
+		`worker-a session 2 EVAL <fenced acquire script> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
+		`worker-b session   EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
+	}
+	for _, profile := range sim.Profiles {
+		part := section(t, buf.String(), profile)
+		lines := map[string]bool{}
+		for _, line := range strings.Split(part, "\n") {
+			line = strings.TrimSpace(line)
+			lines[line] = true
+			lines[strings.TrimSpace(strings.TrimPrefix(line, "│"))] = true
+		}
+		for _, want := range append(story, wire...) {
+			if !lines[want] {
+				t.Errorf("%s section lacks the line %q:\n%s", profile, want, part)
+			}
+		}
 	}
 }

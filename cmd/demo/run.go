@@ -80,6 +80,7 @@ func (s *stage) play(ctx context.Context) error {
 		func() error { return s.lost(ctx, taken) },
 		func() error { return s.released(ctx) },
 		func() error { return s.fenced(ctx) },
+		func() error { return s.paused(ctx) },
 	}
 	for _, scene := range scenes {
 		mark := s.mark()

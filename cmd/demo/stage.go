@@ -171,9 +171,12 @@ func (s *stage) waitFor(ctx context.Context, mark int64, what string, match func
 	return nil
 }
 
-// pttl reads the key's remaining lease on the server's (manual) clock.
-func (s *stage) pttl() string {
-	reply := strings.TrimSpace(s.srv.Exec("PTTL", lockKey))
+// pttl reads lockKey's remaining lease on the server's (manual) clock.
+func (s *stage) pttl() string { return s.pttlOf(lockKey) }
+
+// pttlOf reads key's remaining lease on the server's (manual) clock.
+func (s *stage) pttlOf(key string) string {
+	reply := strings.TrimSpace(s.srv.Exec("PTTL", key))
 	switch reply = strings.TrimPrefix(reply, ":"); reply {
 	case "-2":
 		return "no key"

@@ -103,6 +103,10 @@ func redact(args []string, names map[int64]string) string {
 			out[i] = "<release sha1>"
 		case a == conn.ExtendScriptSHA:
 			out[i] = "<extend sha1>"
+		case a == conn.FencedAcquireScript:
+			out[i] = "<fenced acquire script>"
+		case a == conn.FencedAcquireScriptSHA:
+			out[i] = "<fenced acquire sha1>"
 		case i > 0 && strings.EqualFold(args[i-1], "ADDR"):
 			out[i] = "<addr>"
 		case i > 0 && strings.EqualFold(args[i-1], "ID") && strings.EqualFold(args[0], "CLIENT"):

@@ -1,0 +1,99 @@
+package leasetest_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
+	"github.com/respire-go/respire/sim"
+)
+
+// survivalLease is the lease of the survival tests: short, so that two
+// renewals after the fault come within a second.
+const survivalLease = 800 * time.Millisecond
+
+// TestKitConnectionFaultsAreSurvived_DropConnections: after every socket
+// is closed, a keep-alive holder renews twice on fresh connections, its
+// context never ends, and push loss detection works again (a Steal is
+// seen as LossReadRefused).
+func TestKitConnectionFaultsAreSurvived_DropConnections(t *testing.T) {
+	forEachProfile(t, func(t *testing.T, srv *leasetest.Server) {
+		ctx := boundedCtx(t)
+		lock := acquire(t, ctx, srv.Locks(), "report", survivalLease)
+		before := lastClientID(srv)
+		if n := srv.DropConnections(); n < 2 {
+			t.Fatalf("DropConnections() = %d, want at least the session and the watcher", n)
+		}
+		if err := waitRenewals(ctx, srv, "report", before, 2); err != nil {
+			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), lock.Context().Err())
+		}
+		if err := lock.Context().Err(); err != nil || lock.State() != lease.StateHeld {
+			t.Fatalf("after the drop: state %v, Context().Err() = %v; want Held, nil", lock.State(), err)
+		}
+		srv.Steal("report")
+		if loss := lossOf(t, ctx, lock); loss.Reason != lease.LossReadRefused {
+			t.Fatalf("Steal after the drop: loss reason %v, want %v (push tracks the key again)", loss.Reason, lease.LossReadRefused)
+		}
+	})
+}
+
+// TestKitConnectionFaultsAreSurvived_Failover: after a failover to the
+// next profile (each profile to another, the last to the first), the
+// server runs the new version with the key and its TTL kept, a keep-alive
+// holder renews twice on fresh connections, its context never ends, and
+// its release deletes its own key.
+func TestKitConnectionFaultsAreSurvived_Failover(t *testing.T) {
+	forEachProfile(t, func(t *testing.T, srv *leasetest.Server) {
+		ctx := boundedCtx(t)
+		lock := acquire(t, ctx, srv.Locks(), "report", survivalLease)
+		to := sim.Profiles[(indexOf(srv.Profile())+1)%len(sim.Profiles)]
+		before := lastClientID(srv)
+		if err := srv.Failover(to); err != nil {
+			t.Fatalf("Failover(%s) = %v", to, err)
+		}
+		if srv.Profile() != to {
+			t.Errorf("Profile() = %s after Failover(%s)", srv.Profile(), to)
+		}
+		if pttl, _ := strconv.Atoi(strings.TrimPrefix(reply(srv, "PTTL", "report"), ":")); pttl <= 0 {
+			t.Errorf("PTTL after the failover = %d, want the lease kept", pttl)
+		}
+		if err := waitRenewals(ctx, srv, "report", before, 2); err != nil {
+			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), lock.Context().Err())
+		}
+		if err := lock.Context().Err(); err != nil || lock.State() != lease.StateHeld {
+			t.Fatalf("after the failover: state %v, Context().Err() = %v; want Held, nil", lock.State(), err)
+		}
+		if out, err := lock.Release(ctx); out != lease.Released || err != nil {
+			t.Fatalf("Release = %v, %v; want Released", out, err)
+		}
+	})
+}
+
+// indexOf returns p's index in sim.Profiles.
+func indexOf(p sim.Profile) int {
+	for i, q := range sim.Profiles {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestKitConnectionFaultsAreSurvived_FailoverRefusesAnUnknownProfile: an
+// unknown profile is an error and changes nothing; "" keeps the profile.
+func TestKitConnectionFaultsAreSurvived_FailoverRefusesAnUnknownProfile(t *testing.T) {
+	srv := leasetest.Start(t, leasetest.WithProfile(sim.Valkey81))
+	srv.Sim().Exec("SET", "k", "v")
+	if err := srv.Failover("redis-6.2"); err == nil {
+		t.Fatal("Failover(redis-6.2) = nil, want an error")
+	}
+	if err := srv.Failover(""); err != nil || srv.Profile() != sim.Valkey81 {
+		t.Fatalf("Failover(\"\") = %v, profile %s; want nil, %s", err, srv.Profile(), sim.Valkey81)
+	}
+	if got := reply(srv, "GET", "k"); got != "$1\r\nv" {
+		t.Errorf("GET k after the failovers = %q, want the key kept", got)
+	}
+}
