@@ -21,7 +21,7 @@ func TestAcquireRidesTheSessionThatCarriesTheRelease(t *testing.T) {
 	if released.Session != acquired.Session {
 		t.Fatal("the release went on another session than the acquisition")
 	}
-	id, _ := acquired.Session.Identity()
+	id, _ := pin(acquired.Session).Identity()
 	for _, e := range srv.Log() {
 		if (e.Args[0] == "SET" || e.Args[0] == "DELEX") && e.ClientID != id.ID {
 			t.Fatalf("%s came from client %d; the session is %d", e.Args[0], e.ClientID, id.ID)
@@ -62,7 +62,7 @@ func TestACallersCancellationDoesNotRetireTheSession(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Acquire = %v; want an unknown outcome caused by the cancellation", err)
 	}
-	if first.Session.Retired() {
+	if pin(first.Session).Retired() {
 		t.Fatal("the caller's cancellation retired the shared session")
 	}
 	close(gate)
@@ -84,7 +84,7 @@ func TestAcquireFollowsMovedToTheNewOwnersSession(t *testing.T) {
 	mustRelease(t, p, key, "tok")
 	c.MoveSlot(sim.Slot(key), 1)
 	res, err := p.Acquire(ctxT(t), key, "tok2", 60000)
-	if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[1] {
+	if err != nil || !res.Owned || pin(res.Session).Node() != c.Addrs()[1] {
 		t.Fatalf("Acquire after the move = %+v, %v; want acquired on node 1", res, err)
 	}
 	if got := c.Node(1).Exec("GET", key); got != "$4\r\ntok2\r\n" {
@@ -113,7 +113,7 @@ func TestARedirectToANodeTheClientDoesNotKnowYetIsFollowed(t *testing.T) {
 	c.SetHidden(1, false) // the node joined; the client has not refreshed
 	c.MoveSlot(sim.Slot(key), 1)
 	res, err := p.Acquire(ctxT(t), key, "tok2", 60000)
-	if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[1] {
+	if err != nil || !res.Owned || pin(res.Session).Node() != c.Addrs()[1] {
 		t.Fatalf("Acquire after the move = %+v, %v; want acquired on the new node", res, err)
 	}
 	gets := 0

@@ -14,7 +14,7 @@ func TestConcurrentCallersShareOneSessionPerNode(t *testing.T) {
 	srv := startSim(t, sim.Valkey81)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	const callers = 40
-	sessions := make([]*Session, callers)
+	sessions := make([]*pinned, callers)
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -33,7 +33,7 @@ func TestConcurrentCallersShareOneSessionPerNode(t *testing.T) {
 				errs[i] = fmt.Errorf("Release(%s) = %+v, %v", key, res, err)
 				return
 			}
-			sessions[i] = res.Session
+			sessions[i] = pin(res.Session)
 		}()
 	}
 	wg.Wait()

@@ -88,7 +88,7 @@ type Error struct {
 	Op       string    // "acquire", "extend", "release", "owner", "fence", "open", "probe"
 	Addr     string    // node address the command was for
 	Code     string    // server error code for Definite ("NOPERM", "ERR", "WRONGTYPE", "MOVED")
-	Session  *Session  // the session that carried the last attempt; nil if none
+	Session  Session   // the session that carried the last attempt; nil if none
 	Redirect *Redirect // set for MOVED/ASK replies (Definite)
 	Err      error
 }

@@ -35,7 +35,11 @@ type fenceCall struct {
 // a NotSubmitted *Error); a server error reply (e.g. NOPERM) is a Definite
 // *Error. It blocks until the reply, at most until ctx ends. Safe for
 // concurrent use.
-func (p *Pool) Fence(ctx context.Context, s *Session) error {
+func (p *Pool) Fence(ctx context.Context, session Session) error {
+	s, err := pinnedOf(session)
+	if err != nil {
+		return err
+	}
 	if s.demoted.Load() || (p.sentinel && !p.IsPrimary(s.node)) {
 		// Nothing s still carries can reach the primary's data: its server is
 		// not the primary any more (and is not among the client's nodes to
@@ -70,7 +74,7 @@ func (p *Pool) Fence(ctx context.Context, s *Session) error {
 
 // Fenced reports whether a fence of s was answered: nothing s carried can
 // run any more. It does not block.
-func (s *Session) Fenced() bool {
+func (s *pinned) Fenced() bool {
 	s.fenceMu.Lock()
 	defer s.fenceMu.Unlock()
 	return s.fence != nil && s.fenceAnswered
@@ -78,7 +82,7 @@ func (s *Session) Fenced() bool {
 
 // joinFence returns the fence call to wait for, or a new one the caller must
 // send (leader).
-func (s *Session) joinFence() (call *fenceCall, leader bool) {
+func (s *pinned) joinFence() (call *fenceCall, leader bool) {
 	s.fenceMu.Lock()
 	defer s.fenceMu.Unlock()
 	if s.fence != nil {
@@ -95,7 +99,7 @@ func (s *Session) joinFence() (call *fenceCall, leader bool) {
 	return s.fence, true
 }
 
-func (s *Session) endFence(call *fenceCall) {
+func (s *pinned) endFence(call *fenceCall) {
 	s.fenceMu.Lock()
 	s.fenceAnswered = s.fenceAnswered || call.err == nil
 	s.fenceMu.Unlock()
@@ -104,7 +108,7 @@ func (s *Session) endFence(call *fenceCall) {
 
 // sendFence sends the kill, re-sending it on a transport failure while ctx
 // lasts, and closes s once the kill was answered or given up.
-func (p *Pool) sendFence(ctx context.Context, s *Session, id Identity) error {
+func (p *Pool) sendFence(ctx context.Context, s *pinned, id Identity) error {
 	s.retired.Store(true) // nothing new is handed to s from now on
 	defer p.retireFor(s, RetiredFenced)
 	var err error
@@ -136,7 +140,7 @@ func (p *Pool) sendFence(ctx context.Context, s *Session, id Identity) error {
 // CLIENT KILL ID <own id> SKIPME yes on the session itself (kills nothing,
 // answers :0). nil means permitted. Without an identity it returns
 // ErrNoIdentity (NotSubmitted) and sends nothing. It blocks until the reply.
-func (s *Session) ProbeKill(ctx context.Context) error {
+func (s *pinned) ProbeKill(ctx context.Context) error {
 	id, ok := s.Identity()
 	if !ok {
 		return &Error{Class: NotSubmitted, Op: "probe", Addr: s.node, Session: s, Err: ErrNoIdentity}

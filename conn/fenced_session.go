@@ -34,7 +34,7 @@ func (p *Pool) CheckFencedKeys(leaseKey, counterKey string) error {
 // driveFenced runs a FencedAcquireOp on this session: EVALSHA, then EVAL
 // after NOSCRIPT. A redirect, READONLY or a did-not-run reply is handled as
 // for the other operations (see finish).
-func (s *Session) driveFenced(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
+func (s *pinned) driveFenced(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
 	if err := s.pool.CheckFencedKeys(op.key, op.counter); err != nil {
 		return Result{}, err
 	}

@@ -40,6 +40,13 @@ type ReplicatedFencedResult struct {
 	WaitErr error
 }
 
+// AcquireReplicated implements Transport with AcquireFencedReplicated on
+// the pool's client.
+func (p *Pool) AcquireReplicated(ctx, stop context.Context, leaseKey, counterKey, token string, ttlMillis, replicas,
+	waitMillis int64) (ReplicatedFencedResult, error) {
+	return AcquireFencedReplicated(ctx, p.client, stop, leaseKey, counterKey, token, ttlMillis, replicas, waitMillis)
+}
+
 // AcquireFencedReplicated is AcquireFenced followed by WAIT replicas
 // waitMillis on the same connection: it takes a dedicated connection
 // (client.Dedicate(); in cluster mode it binds to the primary of the keys'

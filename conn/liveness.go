@@ -31,7 +31,7 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 const touchGrain = int64(time.Millisecond)
 
 // touch records that the socket just delivered a reply.
-func (s *Session) touch() {
+func (s *pinned) touch() {
 	if now := monoNow(); now-s.lastReply.Load() > touchGrain {
 		s.lastReply.Store(now)
 	}
@@ -54,7 +54,7 @@ func (s *Session) touch() {
 // a close just before the write either), and it is classified Uncertain:
 // conservative, never unsafe. Busy sessions skip the PING and keep rueidis'
 // synchronous path. It blocks for the PING's round trip, until ctx ends.
-func (s *Session) checkIdle(ctx context.Context) error {
+func (s *pinned) checkIdle(ctx context.Context) error {
 	if monoNow()-s.lastReply.Load() <= s.pool.idleCheck.Load() && !s.suspect.Load() {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (p *Pool) suspectNode(node string) {
 // socket's life: every later command is queued there and sees its ctx's
 // cancellation. A ctx that cannot be cancelled (context.Background()) keeps
 // the synchronous path while no cancellable ctx has been used.
-func (s *Session) sendContext(ctx context.Context) (context.Context, func()) {
+func (s *pinned) sendContext(ctx context.Context) (context.Context, func()) {
 	if ctx.Done() == nil || s.background.Load() {
 		return ctx, func() {}
 	}
@@ -119,7 +119,7 @@ func (s *Session) sendContext(ctx context.Context) (context.Context, func()) {
 
 // inBackground records that the socket now runs in rueidis' background mode
 // and starts watching it for death.
-func (s *Session) inBackground() {
+func (s *pinned) inBackground() {
 	s.background.Store(true)
 	s.watchDeath()
 }
@@ -131,7 +131,7 @@ func (s *Session) inBackground() {
 // the background reader, so it starts only once a cancellable ctx has put
 // the socket in that mode anyway; a session used only with uncancellable
 // contexts keeps rueidis' synchronous path and relies on the idle PING.
-func (s *Session) watchDeath() {
+func (s *pinned) watchDeath() {
 	s.watchOnce.Do(func() {
 		ch := s.client.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(rueidis.PubSubMessage) {}})
 		s.dead.Store(&ch)

@@ -8,7 +8,7 @@ import "context"
 // command, so that a later fence can name it. It blocks while routing
 // (CLUSTER SLOTS on first use in cluster mode) or opening; failures are
 // NotSubmitted *Error values.
-func (p *Pool) SessionForKey(ctx context.Context, key string) (*Session, error) {
+func (p *Pool) SessionForKey(ctx context.Context, key string) (Session, error) {
 	node, err := p.route(ctx, "open", key)
 	if err != nil {
 		return nil, err

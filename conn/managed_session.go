@@ -6,7 +6,7 @@ package conn
 // background mode (see watchDeath), otherwise by the PING that precedes the
 // next command after an idle period (see SetIdleCheck); that command is then
 // refused as not submitted and the session retired.
-func (s *Session) Dead() bool {
+func (s *pinned) Dead() bool {
 	if s.Retired() {
 		return true
 	}

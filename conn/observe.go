@@ -127,7 +127,7 @@ func fallbackOf(step Step) Fallback {
 
 // learn adds what a reply confirmed to the session's capabilities and
 // reports a fallback taken from step (when the operation is not done).
-func (s *Session) learn(step Step, out Outcome) {
+func (s *pinned) learn(step Step, out Outcome) {
 	added := s.caps.AddNew(out.Learned)
 	if out.Done {
 		return

@@ -29,8 +29,8 @@ type Pool struct {
 	clientClosed atomic.Bool  // the rueidis client was found closed
 
 	mu       sync.Mutex
-	sessions map[string]*Session   // current session per node address
-	open     map[*Session]struct{} // every session not yet retired
+	sessions map[string]*pinned   // current session per node address
+	open     map[*pinned]struct{} // every session not yet retired
 	slots    *slotMap              // cluster mode only
 	closed   bool
 	opening  singleflight.Group // one session open per node at a time
@@ -44,7 +44,7 @@ type Pool struct {
 
 // NewPool wraps client. It sends nothing; sessions open on first use.
 func NewPool(client rueidis.Client) *Pool {
-	p := &Pool{client: client, sessions: map[string]*Session{}, open: map[*Session]struct{}{}}
+	p := &Pool{client: client, sessions: map[string]*pinned{}, open: map[*pinned]struct{}{}}
 	p.idleCheck.Store(int64(DefaultIdleCheck))
 	switch client.Mode() {
 	case rueidis.ClientModeCluster:
@@ -65,8 +65,8 @@ func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
 	open := p.open
-	p.open = map[*Session]struct{}{}
-	p.sessions = map[string]*Session{}
+	p.open = map[*pinned]struct{}{}
+	p.sessions = map[string]*pinned{}
 	p.mu.Unlock()
 	for s := range open {
 		s.close(RetiredClosed)
@@ -82,8 +82,8 @@ func (p *Pool) Close() {
 func (p *Pool) RetireAll() {
 	p.mu.Lock()
 	open := p.open
-	p.open = map[*Session]struct{}{}
-	p.sessions = map[string]*Session{}
+	p.open = map[*pinned]struct{}{}
+	p.sessions = map[string]*pinned{}
 	p.mu.Unlock()
 	for s := range open {
 		s.close(RetiredClosed)
@@ -92,7 +92,7 @@ func (p *Pool) RetireAll() {
 }
 
 // track records a newly opened session; false when the pool is closed.
-func (p *Pool) track(s *Session) bool {
+func (p *Pool) track(s *pinned) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -108,7 +108,7 @@ type Result struct {
 	Owned        bool     // true: released/extended/found/acquired; false: not owner, expired, missing or contended
 	Token        string   // Owner only: the owner token bytes when Owned
 	FencingToken int64    // FencedAcquireOp only: the fencing token when Owned
-	Session      *Session // session of the last attempt; nil when nothing was sent
+	Session      Session // session of the last attempt; nil when nothing was sent
 
 	// Semaphore and read/write-lock Ops only (primitive_keys.go):
 	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers
@@ -141,11 +141,11 @@ func (p *Pool) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 	}
 	asking, learned := false, false
 	for hop := 0; ; hop++ {
-		s, err := p.SessionFor(ctx, node)
+		s, err := p.sessionFor(ctx, node)
 		if err != nil && errors.Is(err, errUnknownNode) && hop > 0 && !learned {
 			p.learnNode(ctx, op.key) // a redirect named a node rueidis does not know yet
 			learned = true
-			s, err = p.SessionFor(ctx, node)
+			s, err = p.sessionFor(ctx, node)
 		}
 		if err != nil {
 			return Result{}, err
@@ -207,7 +207,7 @@ func (p *Pool) Acquire(ctx context.Context, key, token string, ttlMillis int64) 
 }
 
 // drive runs one Operation on this session through its fallback steps.
-func (s *Session) drive(ctx context.Context, op string, o *Operation, asking bool, route *Route) (Result, error) {
+func (s *pinned) drive(ctx context.Context, op string, o *Operation, asking bool, route *Route) (Result, error) {
 	for {
 		reply, redisErr, err := s.exchangeStep(ctx, op, Command{}, o, asking, route)
 		if err == nil {
@@ -226,7 +226,7 @@ func (s *Session) drive(ctx context.Context, op string, o *Operation, asking boo
 	}
 }
 
-func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error) {
+func (s *pinned) finish(op string, out Outcome, redisErr error) (Result, error) {
 	if out.Redirect != nil {
 		s.pool.retireFor(s, RetiredRedirect)
 		e := definite(op, s.node, s, out.Err, redisErr)
@@ -253,7 +253,7 @@ func (s *Session) finish(op string, out Outcome, redisErr error) (Result, error)
 
 // definite builds a Definite *Error whose cause is the client library's
 // error when there is one (so errors.As to *rueidis.RedisError works).
-func definite(op, node string, s *Session, serverErr *ServerError, redisErr error) *Error {
+func definite(op, node string, s *pinned, serverErr *ServerError, redisErr error) *Error {
 	e := &Error{Class: Definite, Op: op, Addr: node, Session: s, Err: redisErr}
 	if serverErr != nil {
 		e.Code = serverErr.Code

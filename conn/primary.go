@@ -48,7 +48,7 @@ func (p *Pool) IsPrimary(node string) bool {
 // a reply from a node that stopped being the primary proves nothing, since
 // the new primary does not see that node's later writes. It retires and
 // demotes such a session and returns an Uncertain *Error.
-func (s *Session) checkPrimary(op string) error {
+func (s *pinned) checkPrimary(op string) error {
 	if !s.pool.sentinel || s.pool.IsPrimary(s.node) {
 		return nil
 	}
@@ -59,4 +59,4 @@ func (s *Session) checkPrimary(op string) error {
 
 // Demoted reports whether the session's node stopped being the primary
 // while the session lived. It does not block.
-func (s *Session) Demoted() bool { return s.demoted.Load() }
+func (s *pinned) Demoted() bool { return s.demoted.Load() }

@@ -131,7 +131,7 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnARealCluster(t *testing.T) {
 			t.Fatalf("EXISTS %q = %v; want one slot", keys, err)
 		}
 		res := mustDo(t, p, sem.HoldersOp())
-		nodes[res.Session.Node()] = true
+		nodes[pin(res.Session).Node()] = true
 		client.Do(ctxT(t), client.B().Del().Key(keys...).Build())
 	}
 	if len(nodes) < 2 {

@@ -15,7 +15,7 @@ func (o Op) invalid() error {
 // EVALSHA, then EVAL after NOSCRIPT. A redirect, READONLY or a did-not-run
 // reply is handled as for the other operations (see finish); a limit
 // mismatch is a Definite *Error whose cause is the *LimitMismatchError.
-func (s *Session) drivePrimitive(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
+func (s *pinned) drivePrimitive(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
 	if err := op.invalid(); err != nil {
 		return Result{}, err
 	}

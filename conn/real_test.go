@@ -29,7 +29,7 @@ func lockRealServer(t *testing.T, addr string) { realserver.Lock(t, addr) }
 func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	p := realRedis70Pool(t)
 	ctx := ctxT(t)
-	s, err := p.SessionFor(ctx, nodeOf(t, p))
+	s, err := p.sessionFor(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if err != nil || !res.Owned || res.Session == s {
 		t.Fatalf("Release after fence = %+v, %v; want owned on a new session", res, err)
 	}
-	if got := res.Session.Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
+	if got := pin(res.Session).Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
 		t.Fatalf("new session capabilities = %v; want fresh discovery", got)
 	}
 }
@@ -83,7 +83,7 @@ func TestRealRedis70PingDeniedByACLCountsAsAlive(t *testing.T) {
 	}
 	pingBeforeEveryCommand(t, p)
 	again, err := p.Release(ctx, "conn-real-noping", "tok")
-	if err != nil || again.Session != first.Session || first.Session.Dead() {
+	if err != nil || again.Session != first.Session || pin(first.Session).Dead() {
 		t.Fatalf("Release after a denied PING = %+v, %v; want the same live session", again, err)
 	}
 }

@@ -45,7 +45,16 @@ func (p *Pool) markSlotsStale() {
 // retired. Concurrent callers share one open (one socket, one CLIENT ID). It
 // blocks while the session opens, until ctx ends; a caller that gives up
 // leaves the shared open to the others. Open failures are NotSubmitted.
-func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
+func (p *Pool) SessionFor(ctx context.Context, node string) (Session, error) {
+	s, err := p.sessionFor(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sessionFor is SessionFor with this package's session type.
+func (p *Pool) sessionFor(ctx context.Context, node string) (*pinned, error) {
 	for {
 		if s, err := p.current(node); s != nil || err != nil {
 			return s, err
@@ -54,7 +63,7 @@ func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
 		select {
 		case r := <-opened:
 			if r.Err == nil {
-				return r.Val.(*Session), nil
+				return r.Val.(*pinned), nil
 			}
 			p.markSlotsStale() // the node may be gone: a failover moves its slots
 			if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
@@ -69,7 +78,7 @@ func (p *Pool) SessionFor(ctx context.Context, node string) (*Session, error) {
 
 // current returns node's current session, nil if there is none to share, or
 // an error when the pool is closed.
-func (p *Pool) current(node string) (*Session, error) {
+func (p *Pool) current(node string) (*pinned, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -83,11 +92,11 @@ func (p *Pool) current(node string) (*Session, error) {
 
 // openCurrent opens a session to node and makes it node's current one. Only
 // one runs per node at a time (SessionFor's singleflight).
-func (p *Pool) openCurrent(ctx context.Context, node string) (*Session, error) {
+func (p *Pool) openCurrent(ctx context.Context, node string) (*pinned, error) {
 	if s, err := p.current(node); s != nil || err != nil {
 		return s, err
 	}
-	s, err := p.OpenSession(ctx, node)
+	s, err := p.openSession(ctx, node)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +116,16 @@ func (p *Pool) openCurrent(ctx context.Context, node string) (*Session, error) {
 // hand out to other callers (Pool.Close still closes it). Use it for a second
 // physical connection; it discovers capabilities on its own. It blocks while
 // the socket opens; failures are NotSubmitted.
-func (p *Pool) OpenSession(ctx context.Context, node string) (*Session, error) {
+func (p *Pool) OpenSession(ctx context.Context, node string) (Session, error) {
+	s, err := p.openSession(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSession is OpenSession with this package's session type.
+func (p *Pool) openSession(ctx context.Context, node string) (*pinned, error) {
 	nodeClient, ok := p.client.Nodes()[node]
 	if !ok {
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node,
@@ -131,14 +149,14 @@ func (p *Pool) learnNode(ctx context.Context, key string) {
 }
 
 // Close retires the session and closes its socket. Idempotent.
-func (s *Session) Close() { s.pool.retireFor(s, RetiredClosed) }
+func (s *pinned) Close() { s.pool.retireFor(s, RetiredClosed) }
 
 // retire retires s because its socket was found closed (RetiredDead).
-func (p *Pool) retire(s *Session) { p.retireFor(s, RetiredDead) }
+func (p *Pool) retire(s *pinned) { p.retireFor(s, RetiredDead) }
 
 // retireFor closes s and forgets it as its node's current session; reason
 // is reported to the observer if s was not retired before.
-func (p *Pool) retireFor(s *Session, reason RetireReason) {
+func (p *Pool) retireFor(s *pinned, reason RetireReason) {
 	p.mu.Lock()
 	if p.sessions[s.node] == s {
 		delete(p.sessions, s.node)

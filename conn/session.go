@@ -26,7 +26,7 @@ type Identity struct {
 // non-server error, or after a fence; the Pool then opens a fresh one with
 // empty capabilities and a fresh identity. All methods are safe for
 // concurrent use. Sessions are created only by a Pool.
-type Session struct {
+type pinned struct {
 	pool   *Pool
 	node   string
 	client rueidis.DedicatedClient
@@ -55,31 +55,31 @@ type Session struct {
 }
 
 // Node returns the node address (host:port) the session is connected to.
-func (s *Session) Node() string { return s.node }
+func (s *pinned) Node() string { return s.node }
 
 // Capabilities returns the session's current capability snapshot.
-func (s *Session) Capabilities() capstore.Set { return s.caps.Load() }
+func (s *pinned) Capabilities() capstore.Set { return s.caps.Load() }
 
 // Identity returns the session's identity, or ok=false when CLIENT ID or
 // CLIENT INFO was refused (for example NOPERM); the session works without it
 // but cannot be fenced.
-func (s *Session) Identity() (id Identity, ok bool) { return s.identity, s.hasIdentity }
+func (s *pinned) Identity() (id Identity, ok bool) { return s.identity, s.hasIdentity }
 
 // IdentityError returns the server error that denied CLIENT ID/INFO, or nil.
-func (s *Session) IdentityError() error { return s.identityErr }
+func (s *pinned) IdentityError() error { return s.identityErr }
 
 // Retired reports whether the session was closed for good.
-func (s *Session) Retired() bool { return s.retired.Load() }
+func (s *pinned) Retired() bool { return s.retired.Load() }
 
 // openSession pins a dedicated socket on nodeClient and learns its identity
 // with one pipelined CLIENT ID + CLIENT INFO. It blocks until the replies
 // arrive or ctx is done; on failure nothing is left open.
-func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidis.Client) (*Session, error) {
+func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidis.Client) (*pinned, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
 	dedicated, _ := nodeClient.Dedicate()
-	s := &Session{pool: pool, node: node, client: dedicated}
+	s := &pinned{pool: pool, node: node, client: dedicated}
 	pool.reportCommand(ctx, "CLIENT ID")
 	pool.reportCommand(ctx, "CLIENT INFO")
 	sendCtx, sent := s.sendContext(ctx) // a cancellation before ctx's deadline is honoured
@@ -103,7 +103,7 @@ func openSession(ctx context.Context, pool *Pool, node string, nodeClient rueidi
 	return s, nil
 }
 
-func (s *Session) learnIdentity(idReply, infoReply rueidis.RedisResult) {
+func (s *pinned) learnIdentity(idReply, infoReply rueidis.RedisResult) {
 	id, err := idReply.AsInt64()
 	if err != nil {
 		s.identityErr = err
@@ -125,7 +125,7 @@ func (s *Session) learnIdentity(idReply, infoReply rueidis.RedisResult) {
 
 // build turns a Command into a rueidis command (not retryable: rueidis never
 // resends it on its own).
-func (s *Session) build(cmd Command) rueidis.Completed {
+func (s *pinned) build(cmd Command) rueidis.Completed {
 	return buildCommand(s.client.B(), cmd)
 }
 
@@ -144,13 +144,13 @@ func buildCommand(b rueidis.Builder, cmd Command) rueidis.Completed {
 // handed to the socket (or rueidis proves it was not written), otherwise
 // Uncertain. The session is retired on any transport failure, but not when
 // the caller's own ctx ended the wait (cancelledByCaller).
-func (s *Session) exchange(ctx context.Context, op string, cmd Command, asking bool, route *Route) (Reply, error, error) {
+func (s *pinned) exchange(ctx context.Context, op string, cmd Command, asking bool, route *Route) (Reply, error, error) {
 	return s.exchangeStep(ctx, op, cmd, nil, asking, route)
 }
 
 // exchangeStep is exchange of cmd, or of o's current step when o is not nil
 // (built by buildStep, without a Command on the heap).
-func (s *Session) exchangeStep(ctx context.Context, op string, cmd Command, o *Operation, asking bool, route *Route) (Reply, error, error) {
+func (s *pinned) exchangeStep(ctx context.Context, op string, cmd Command, o *Operation, asking bool, route *Route) (Reply, error, error) {
 	if err := s.notSendable(ctx); err != nil {
 		return Reply{}, nil, &Error{Class: NotSubmitted, Op: op, Addr: s.node, Session: s, Err: err}
 	}
@@ -197,7 +197,7 @@ func (s *Session) exchangeStep(ctx context.Context, op string, cmd Command, o *O
 // socket (ClassifyTransport) and retires the session unless the caller's own
 // ctx ended the wait. A command rueidis proves unwritten is joined with
 // ErrSessionRetired, so a fresh session may send it.
-func (s *Session) transportError(ctx context.Context, op string, err error) *Error {
+func (s *pinned) transportError(ctx context.Context, op string, err error) *Error {
 	class := ClassifyTransport(err)
 	if !cancelledByCaller(ctx, err) {
 		s.pool.retireFor(s, RetiredTransportError)
@@ -212,7 +212,7 @@ func (s *Session) transportError(ctx context.Context, op string, err error) *Err
 // notSendable is checked right before hand-off: a done ctx, a retired
 // session or a socket found dead by the idle check (checkIdle) prove nothing
 // will be written.
-func (s *Session) notSendable(ctx context.Context) error {
+func (s *pinned) notSendable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func toReply(result rueidis.RedisResult) (Reply, error) {
 // can take until a delayed reply arrives, and no caller should wait for that.
 // Pool.Close waits for every background close. The first close reports
 // reason to the observer.
-func (s *Session) close(reason RetireReason) {
+func (s *pinned) close(reason RetireReason) {
 	s.retired.Store(true)
 	s.closeOnce.Do(func() {
 		if o := s.pool.obs; o != nil && o.SessionRetired != nil {

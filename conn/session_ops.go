@@ -57,7 +57,7 @@ func (o Op) name() string {
 // operation builds the pure protocol state machine for o on a session with
 // s's capabilities. It returns a value, so that a caller that does not keep
 // it (drive) allocates nothing for it.
-func (o Op) operation(s *Session) Operation {
+func (o Op) operation(s *pinned) Operation {
 	switch o.kind {
 	case opAcquire:
 		return Operation{key: o.key, token: o.token, ttlMillis: o.ttlMillis, step: StepAcquire}
@@ -76,12 +76,12 @@ func (o Op) operation(s *Session) Operation {
 // Pool.Do to follow redirects. It blocks until a definite answer or an
 // error; after an Uncertain error the command may have run and is never
 // replayed.
-func (s *Session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+func (s *pinned) Do(ctx context.Context, op Op, route *Route) (Result, error) {
 	return s.run(ctx, op, false, route)
 }
 
 // run drives op on this session (after ASKING when asking).
-func (s *Session) run(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
+func (s *pinned) run(ctx context.Context, op Op, asking bool, route *Route) (Result, error) {
 	switch op.kind {
 	case opFenced:
 		return s.driveFenced(ctx, op, asking, route)
@@ -93,22 +93,22 @@ func (s *Session) run(ctx context.Context, op Op, asking bool, route *Route) (Re
 }
 
 // Release runs ReleaseOp on this session only (see Do).
-func (s *Session) Release(ctx context.Context, key, token string) (Result, error) {
+func (s *pinned) Release(ctx context.Context, key, token string) (Result, error) {
 	return s.Do(ctx, ReleaseOp(key, token), nil)
 }
 
 // Acquire runs AcquireOp on this session only (see Do).
-func (s *Session) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+func (s *pinned) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
 	return s.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
 }
 
 // Extend runs ExtendOp on this session only (see Do).
-func (s *Session) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+func (s *pinned) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
 	return s.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
 }
 
 // Owner runs OwnerOp on this session only (see Do).
-func (s *Session) Owner(ctx context.Context, key string) (Result, error) {
+func (s *pinned) Owner(ctx context.Context, key string) (Result, error) {
 	return s.Do(ctx, OwnerOp(key), nil)
 }
 
@@ -134,7 +134,7 @@ type ExtendResult struct {
 // session's node. It blocks until every key has an answer or an error; a
 // transport failure makes every request handed off Uncertain (NotSubmitted
 // only when rueidis proves nothing was written, see ClassifyTransport).
-func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []ExtendResult {
+func (s *pinned) ExtendMany(ctx context.Context, requests []ExtendRequest) []ExtendResult {
 	results := make([]ExtendResult, len(requests))
 	if len(requests) == 0 {
 		return results
@@ -181,7 +181,7 @@ func (s *Session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	return results
 }
 
-func (s *Session) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult, route *Route) ExtendResult {
+func (s *pinned) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult, route *Route) ExtendResult {
 	if err := raw.NonRedisError(); err != nil {
 		return ExtendResult{Result{Session: s}, s.transportError(ctx, "extend", err)}
 	}

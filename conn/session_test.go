@@ -16,7 +16,7 @@ func TestSessionLearnsIdentityOnce(t *testing.T) {
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
 	res := mustRelease(t, p, "k", "tok")
-	id, ok := res.Session.Identity()
+	id, ok := pin(res.Session).Identity()
 	if !ok || id.ID == 0 || id.Addr == "" {
 		t.Fatalf("Identity() = %+v, %v; want id and addr", id, ok)
 	}
@@ -44,17 +44,17 @@ func TestSessionWithoutClientPermissionHasNoIdentityAndStillWorks(t *testing.T) 
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	mustSet(t, srv, "k", "tok")
 	res := mustRelease(t, p, "k", "tok")
-	if _, ok := res.Session.Identity(); ok {
+	if _, ok := pin(res.Session).Identity(); ok {
 		t.Fatal("Identity() ok without CLIENT permission")
 	}
 	var redisErr *rueidis.RedisError
-	if !errors.As(res.Session.IdentityError(), &redisErr) {
-		t.Fatalf("IdentityError() = %v; want the NOPERM reply", res.Session.IdentityError())
+	if !errors.As(pin(res.Session).IdentityError(), &redisErr) {
+		t.Fatalf("IdentityError() = %v; want the NOPERM reply", pin(res.Session).IdentityError())
 	}
 	if err := p.Fence(ctxT(t), res.Session); !errors.Is(err, ErrNoIdentity) || !errors.Is(err, ErrNotSubmitted) {
 		t.Fatalf("Fence without identity = %v; want ErrNoIdentity, not submitted", err)
 	}
-	if err := res.Session.ProbeKill(ctxT(t)); !errors.Is(err, ErrNoIdentity) {
+	if err := pin(res.Session).ProbeKill(ctxT(t)); !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("ProbeKill without identity = %v; want ErrNoIdentity", err)
 	}
 }
@@ -63,16 +63,16 @@ func TestSecondSessionToSameNodeDiscoversAgain(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	first, err := p.SessionFor(ctx, nodeOf(t, p))
+	first, err := p.sessionFor(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := p.OpenSession(ctx, first.Node())
+	second, err := p.openSession(ctx, first.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	for _, s := range []*Session{first, first, second, second} {
+	for _, s := range []*pinned{first, first, second, second} {
 		mustSet(t, srv, "k", "tok")
 		if res, err := s.Release(ctx, "k", "tok"); err != nil || !res.Owned {
 			t.Fatalf("Release = %+v, %v", res, err)
@@ -107,7 +107,7 @@ func TestSessionRetiredAndReopenedEmptyAfterConnectionKill(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
-	old := mustRelease(t, p, "k", "tok").Session
+	old := pin(mustRelease(t, p, "k", "tok").Session)
 	if old.Capabilities() != capstore.DelexUnsupported {
 		t.Fatalf("capabilities = %v; want delex-unsupported", old.Capabilities())
 	}
@@ -118,7 +118,7 @@ func TestSessionRetiredAndReopenedEmptyAfterConnectionKill(t *testing.T) {
 	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
-	fresh := mustRelease(t, p, "k", "tok").Session
+	fresh := pin(mustRelease(t, p, "k", "tok").Session)
 	if fresh == old || !old.Retired() {
 		t.Fatal("the killed session was reused")
 	}
@@ -133,7 +133,7 @@ func TestSessionRetiredAndReopenedEmptyAfterFailover(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
-	old := mustRelease(t, p, "k", "tok").Session
+	old := pin(mustRelease(t, p, "k", "tok").Session)
 	if !old.Capabilities().Has(capstore.DelexUnsupported | capstore.DelifeqUnsupported) {
 		t.Fatalf("capabilities = %v; want DELEX and DELIFEQ unsupported", old.Capabilities())
 	}
@@ -143,7 +143,7 @@ func TestSessionRetiredAndReopenedEmptyAfterFailover(t *testing.T) {
 	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
-	fresh := mustRelease(t, p, "k", "tok").Session
+	fresh := pin(mustRelease(t, p, "k", "tok").Session)
 	if fresh == old || fresh.Capabilities() != 0 {
 		t.Fatalf("after failover: same session %v, capabilities %v", fresh == old, fresh.Capabilities())
 	}
@@ -156,7 +156,7 @@ func TestCommandOnKilledSessionIsNotSubmittedOrUncertainNeverReplayed(t *testing
 	srv := startSim(t, sim.Redis84)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	s, err := p.SessionFor(ctx, nodeOf(t, p))
+	s, err := p.sessionFor(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestDialFailureIsNotSubmitted(t *testing.T) {
 	}
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	node := nodeOf(t, p)
-	if _, err := p.SessionFor(ctxT(t), node); err != nil {
+	if _, err := p.sessionFor(ctxT(t), node); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
@@ -197,7 +197,7 @@ func TestReadOnlyReplyRetiresTheSession(t *testing.T) {
 	mustSet(t, srv, "k", "tok")
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Error: "READONLY You can't write against a read only replica."})
 	res, err := p.Release(ctxT(t), "k", "tok")
-	if !errors.Is(err, ErrServerReply) || res.Owned || res.Session == nil || !res.Session.Retired() {
+	if !errors.Is(err, ErrServerReply) || res.Owned || res.Session == nil || !pin(res.Session).Retired() {
 		t.Fatalf("Release = %+v, %v; want a definite READONLY error on a retired session", res, err)
 	}
 	again := mustRelease(t, p, "k", "tok")

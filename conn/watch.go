@@ -62,12 +62,12 @@ type watchState struct {
 // asks again.
 type refusal struct {
 	err     error
-	session *Session
+	session *pinned
 }
 
 // refusedNow returns node's refusal if it still holds: cur, the node's
 // current session, is the one it was learned with. p.watch.mu is held.
-func (p *Pool) refusedNow(node string, cur *Session) error {
+func (p *Pool) refusedNow(node string, cur *pinned) error {
 	r, ok := p.watch.refused[node]
 	if !ok {
 		return nil
@@ -80,7 +80,7 @@ func (p *Pool) refusedNow(node string, cur *Session) error {
 }
 
 // currentSession returns node's current session, or nil; it sends nothing.
-func (p *Pool) currentSession(node string) *Session {
+func (p *Pool) currentSession(node string) *pinned {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sessions[node]

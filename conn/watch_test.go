@@ -137,7 +137,7 @@ func TestPushFallsBackToPolling_ARefusalLastsAsLongAsTheSession(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	srv.SetUser("locker", "lockerpw", "set", "get", "client|info", "client|id")
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
-	s, err := p.SessionFor(ctxT(t), srv.Addr())
+	s, err := p.sessionFor(ctxT(t), srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ var errWaitOver = errors.New("the wait's budget is spent")
 // clean-up runs in the background). Failures that may pass (transport,
 // dial, did-not-run replies such as LOADING after a restart) are retried
 // every cleanupRetry. It blocks for the fence and the read.
-func (m *managed) settleSet(ctx context.Context, setOn *conn.Session, wireKey, token string, budget settleBudget) (ours, settled bool) {
+func (m *managed) settleSet(ctx context.Context, setOn conn.Session, wireKey, token string, budget settleBudget) (ours, settled bool) {
 	if setOn == nil || !budget.on || (!budget.unbounded && budget.left <= 0) {
 		return false, false
 	}

@@ -55,7 +55,7 @@ func (f *faulty) locks(t *testing.T, opts ...Option) *Locks {
 
 // connOf returns the proxied connection that carries session s: the server
 // reports the proxy's upstream address as the session's addr=.
-func (f *faulty) connOf(t *testing.T, s *conn.Session) *faultproxy.Conn {
+func (f *faulty) connOf(t *testing.T, s conn.Session) *faultproxy.Conn {
 	t.Helper()
 	id, ok := s.Identity()
 	if !ok {

@@ -29,8 +29,8 @@ type managed struct {
 	jitter  func() float64 // random in [0, 1) for polling sleeps (see sm.Poll)
 	cluster bool
 
-	standalone atomic.Pointer[conn.Session] // the current session, standalone mode only
-	fencing    sync.Map                     // *conn.Session → fenceVerdict
+	standalone sessionCache // the current session, standalone mode only
+	fencing    sync.Map                     // conn.Session → fenceVerdict
 
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
@@ -90,7 +90,7 @@ func (m *managed) closing(sessionsRetired bool) {
 // definitively refused (cached for the session's life), or another error
 // (not cached) when the probe could not be answered. It blocks only the
 // first time per session.
-func (m *managed) mayFence(ctx context.Context, s *conn.Session) error {
+func (m *managed) mayFence(ctx context.Context, s conn.Session) error {
 	if v, known := m.fencing.Load(s); known {
 		return v.(fenceVerdict).err
 	}
@@ -100,7 +100,7 @@ func (m *managed) mayFence(ctx context.Context, s *conn.Session) error {
 		return err
 	}
 	m.fencing.Range(func(old, _ any) bool {
-		if old.(*conn.Session).Retired() {
+		if old.(conn.Session).Retired() {
 			m.fencing.Delete(old)
 		}
 		return true
@@ -114,7 +114,7 @@ type fenceVerdict struct{ err error }
 
 // sessionFor returns the session for wireKey: in standalone mode the cached
 // current session while it is not retired, otherwise the pool's routing.
-func (m *managed) sessionFor(ctx context.Context, wireKey string) (*conn.Session, error) {
+func (m *managed) sessionFor(ctx context.Context, wireKey string) (conn.Session, error) {
 	if err := m.core.closedErr(); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (m *managed) sessionFor(ctx context.Context, wireKey string) (*conn.Session
 	return s, err
 }
 
-func (m *managed) probe(ctx context.Context, s *conn.Session) error {
+func (m *managed) probe(ctx context.Context, s conn.Session) error {
 	if _, ok := s.Identity(); !ok {
 		idErr := s.IdentityError()
 		if idErr == nil {
@@ -151,7 +151,7 @@ func (m *managed) probe(ctx context.Context, s *conn.Session) error {
 // renewalSession routes key to its session and checks that managed renewal
 // may run there (see renewalPermit). It blocks for the routing and, once per
 // session, the probe.
-func (m *managed) renewalSession(ctx context.Context, wireKey string) (*conn.Session, error) {
+func (m *managed) renewalSession(ctx context.Context, wireKey string) (conn.Session, error) {
 	s, err := m.sessionFor(ctx, wireKey)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (m *managed) renewalSession(ctx context.Context, wireKey string) (*conn.Ses
 // renewalPermit reports whether renewals may run on s: fenced when the user
 // may run CLIENT ID and CLIENT KILL there; unfenced (true) when not, if
 // WithUnfencedRenewal chose that; otherwise the *PermissionError.
-func (m *managed) renewalPermit(ctx context.Context, s *conn.Session) (unfenced bool, err error) {
+func (m *managed) renewalPermit(ctx context.Context, s conn.Session) (unfenced bool, err error) {
 	err = m.mayFence(ctx, s)
 	var permErr *PermissionError
 	if err != nil && m.core.unfencedRenewal && errors.As(err, &permErr) {
@@ -223,7 +223,7 @@ func (m *managed) goBackground(f func()) {
 // without, so a delete sent then is the first to run. It goes on until the
 // key is settled or ctx ends. Without an identity setOn cannot be fenced and
 // the delete is best effort (the key then lives at most until its expiry).
-func (m *managed) cleanupDelete(ctx context.Context, setOn *conn.Session, key, token string) error {
+func (m *managed) cleanupDelete(ctx context.Context, setOn conn.Session, key, token string) error {
 	op := conn.ReleaseOp(key, token)
 	if setOn != nil && !setOn.Retired() {
 		if _, err := setOn.Do(ctx, op, nil); settled(err) {
@@ -264,3 +264,23 @@ func settled(err error) bool {
 
 // cleanupRetry is the pause between clean-up deletes that could not be sent.
 const cleanupRetry = 50 * time.Millisecond
+
+// sessionCache holds one session, read without a lock.
+type sessionCache struct{ p atomic.Pointer[sessionBox] }
+
+type sessionBox struct{ s conn.Session }
+
+// Load returns the session, nil when none was stored.
+func (c *sessionCache) Load() conn.Session {
+	if b := c.p.Load(); b != nil {
+		return b.s
+	}
+	return nil
+}
+
+// Store keeps s (allocating only when it changes).
+func (c *sessionCache) Store(s conn.Session) {
+	if b := c.p.Load(); b == nil || b.s != s {
+		c.p.Store(&sessionBox{s: s})
+	}
+}

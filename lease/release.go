@@ -88,7 +88,7 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
-func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
+func (l *Lock) executeRenew(ctx context.Context, j job, s conn.Session) event {
 	ms, err := ttlMillis(j.ttl)
 	unfenced := false
 	if err == nil {
@@ -109,7 +109,7 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s *conn.Session) event {
 
 // run sends op on session s, the key's current session, and follows a
 // redirect through the pool. route records every session that carries it.
-func (m *managed) run(ctx context.Context, s *conn.Session, op conn.Op, route *conn.Route) (conn.Result, error) {
+func (m *managed) run(ctx context.Context, s conn.Session, op conn.Op, route *conn.Route) (conn.Result, error) {
 	res, err := s.Do(ctx, op, route)
 	if isRedirect(err) {
 		return m.core.pool.Do(ctx, op, route)

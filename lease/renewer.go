@@ -118,7 +118,7 @@ func (r *renewer) send(batch []renewal) {
 		if err == nil {
 			err = r.m.core.pool.ClientAlive() // a closed rueidis client ends the keep-alives
 		}
-		var s *conn.Session
+		var s conn.Session
 		if err == nil {
 			s, err = r.m.core.pool.SessionFor(ctx, r.node)
 		}
@@ -141,7 +141,7 @@ func (r *renewer) send(batch []renewal) {
 // sendOn sends the batch on s and delivers every completion. When retry is
 // set and s turned out dead before anything was handed to it, it delivers
 // nothing and returns false.
-func (r *renewer) sendOn(ctx context.Context, s *conn.Session, batch []renewal, retry, unfenced bool) bool {
+func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, retry, unfenced bool) bool {
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {

@@ -250,7 +250,7 @@ func (l *Lock) routeOf(op sm.OpID) *conn.Route {
 
 // carrierOf returns the session that carried op's last attempt, nil if op
 // never reached one; l.mu is held.
-func (l *Lock) carrierOf(op sm.OpID) *conn.Session {
+func (l *Lock) carrierOf(op sm.OpID) conn.Session {
 	if r := l.routeOf(op); r != nil {
 		return r.Session()
 	}
@@ -309,7 +309,7 @@ func (l *Lock) fence(op sm.OpID) {
 // cleanup deletes the lock of an abandoned acquisition, bounded, in the
 // background, once its SET (carried by setOn) can no longer run after the
 // delete (see managed.cleanupDelete).
-func (l *Lock) cleanup(setOn *conn.Session) {
+func (l *Lock) cleanup(setOn conn.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	if err := l.m().cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
