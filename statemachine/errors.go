@@ -5,30 +5,31 @@ import (
 	"fmt"
 )
 
-// Errors the core puts into Result.Err. Match with errors.Is.
+// Errors the core puts into Result.Err. Match with errors.Is. They are the lock vocabulary's
+// one definition: package lease re-exports them, texts included.
 var (
 	// ErrKeepAliveActive: a keep-alive is already running on the handle (rule OneKeepAlivePerLock).
-	ErrKeepAliveActive = errors.New("statemachine: a keep-alive is already active on this lock")
+	ErrKeepAliveActive = errors.New("lease: a keep-alive is already running on this lock")
 	// ErrNotHeld: the operation needs a held lease with time left (rule OneKeepAlivePerLock).
-	ErrNotHeld = errors.New("statemachine: the lock is not held")
+	ErrNotHeld = errors.New("lease: the lock is not held")
 	// ErrCallerCancelled: the caller stopped waiting (InputCallerCancelled); the runtime
 	// normally replaces it with context.Cause of the caller's ctx.
-	ErrCallerCancelled = errors.New("statemachine: caller stopped waiting")
+	ErrCallerCancelled = errors.New("lease: the caller stopped waiting")
 )
 
 // Keep-alive context causes (EffectCancelKeepAlive). These sentinels are what the lease
 // package exposes; Cause.Err builds the error to pass to the CancelCauseFunc.
 var (
 	// ErrOwnershipLost: a renewal returned false, was uncertain, or the lease deadline passed.
-	ErrOwnershipLost = errors.New("respire: lock ownership lost")
+	ErrOwnershipLost = errors.New("lease: ownership lost")
 	// ErrReleased: the lock was released (rule ReleaseEndsTheKeepAlive).
-	ErrReleased = errors.New("respire: lock released")
+	ErrReleased = errors.New("lease: released")
 	// ErrKeepAliveStopped: the keep-alive was stopped by its owner (rule KeepAliveStopKeepsTheLock) or by Close.
-	ErrKeepAliveStopped = errors.New("respire: keep-alive stopped")
+	ErrKeepAliveStopped = errors.New("lease: keep-alive stopped")
 	// ErrExpired: the lease ran out with no keep-alive renewing it.
-	ErrExpired = errors.New("respire: lease expired")
+	ErrExpired = errors.New("lease: the lease ran out")
 	// ErrAcquiredTooLate: the acquisition's reply came after its lease could have expired.
-	ErrAcquiredTooLate = errors.New("respire: the acquisition's reply came after its lease could have expired")
+	ErrAcquiredTooLate = errors.New("lease: not acquired: the reply came after the lease could have expired")
 )
 
 // Cause says why the keep-alive context was cancelled.

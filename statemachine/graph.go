@@ -112,6 +112,9 @@ const (
 	EventReleaseSettled
 	EventCallerCancelled
 	EventOwnerReadRefused
+	EventAcquireSettling
+	EventAcquireConfirmed
+	EventAcquireNotTaken
 	NumEvents // number of events; not an event
 )
 
@@ -126,6 +129,7 @@ var eventNames = [NumEvents]string{
 	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
 	"renewal-uncertain-unfenced",
 	"release-settled", "caller-cancelled", "owner-read-refused",
+	"acquire-settling", "acquire-confirmed", "acquire-not-taken",
 }
 
 // String returns the event's label as used in docs/states.md.

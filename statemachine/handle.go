@@ -33,6 +33,16 @@ type waiter struct {
 	kind   waitKind
 }
 
+// acquireWant is what InputAcquire asked for beyond the SET, as bits.
+type acquireWant uint8
+
+const (
+	wantKeepAlive acquireWant = 1 << iota // start an owned keep-alive on success
+	wantSettle                            // settle an uncertain SET (the caller waits)
+)
+
+func (w acquireWant) has(bit acquireWant) bool { return w&bit != 0 }
+
 // Handle is the pure state of one managed lock handle. It is not safe for concurrent use:
 // exactly one goroutine (the handle's actor, or the simulator) calls Step at a time. The
 // zero value is a handle in Acquiring with nothing sent; feed it InputAcquire first. A
@@ -40,11 +50,11 @@ type waiter struct {
 type Handle struct {
 	state          State
 	keepAlive      keepAliveState
-	keepAliveEnded bool // the current keep-alive context was cancelled already
-	watched        bool // the lock's context exists (InputWatch): its end is watched by the deadline timer
-	leaseEnded     bool // EffectEndLease was emitted
-	renewByKeep    bool // the renewal in flight belongs to the keep-alive
-	acquireKeep    bool // InputAcquire asked for an owned keep-alive
+	keepAliveEnded bool        // the current keep-alive context was cancelled already
+	watched        bool        // the lock's context exists (InputWatch): its end is watched by the deadline timer
+	leaseEnded     bool        // EffectEndLease was emitted
+	renewByKeep    bool        // the renewal in flight belongs to the keep-alive
+	acquireWants   acquireWant // what InputAcquire asked for (one byte: a Handle is 96 bytes)
 	fencesPending  uint8
 	lastOp         OpID
 	renewOp        OpID // the SET (in Acquiring/Abandoned) or renewal in flight
@@ -200,6 +210,8 @@ func (h *stepper) step(in Input) {
 		h.stepWatch()
 	case InputOwnerRefuted:
 		h.stepOwnerRefuted()
+	case InputAcquireSettled:
+		h.stepAcquireSettled(in)
 	default:
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}

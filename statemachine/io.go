@@ -53,6 +53,7 @@ const (
 	InputObserve                              // (Now only): the runtime looks at the handle; a lease whose estimate ran out is no longer held
 	InputWatch                                // (Now only): the lock's context exists: its end must be seen on time, with or without keep-alive
 	InputOwnerRefuted                         // (Now only): an owner-compared read after a push found the key missing or another owner's
+	InputAcquireSettled                       // Op, Outcome (OK: our token; Mismatch: not ours; Uncertain: unsettled), Err: the answer to EffectSettleAcquire
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary
@@ -62,6 +63,7 @@ type Input struct {
 	Outcome   Outcome
 	Timer     Timer
 	KeepAlive bool  // InputAcquire: start an owned keep-alive on success
+	Settle    bool  // InputAcquire: the caller waits, so an uncertain SET is settled (fence, read) instead of abandoned
 	Drift     Drift // InputAcquire: how early the handle gives the lease up (see Drift)
 	Unfenced  bool  // InputCommandDone of a release or renewal: its session may not be fenced
 	Op        OpID
@@ -112,6 +114,7 @@ const (
 	EffectDisarmTimer                           // Timer: stop it; a late fire with an old Seq is ignored
 	EffectResolve                               // Caller, Result: answer that caller
 	EffectTransition                            // From, Event, To: the handle moved along a graph edge (trace only)
+	EffectSettleAcquire                         // Op, Caller: fence the socket that carried the SET Op, read the key on a fresh session; answer with InputAcquireSettled
 )
 
 // Effect is one instruction for the runtime, returned in order. Order matters: for

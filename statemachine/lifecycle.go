@@ -8,7 +8,13 @@ func (h *stepper) stepAcquire(in Input) {
 	}
 	h.renewOp = h.nextOp()
 	h.renewSentAt, h.renewTTL, h.renewCaller = in.Now, in.TTL, in.Caller
-	h.acquireKeep, h.drift = in.KeepAlive, in.Drift
+	h.drift, h.acquireWants = in.Drift, 0
+	if in.KeepAlive {
+		h.acquireWants |= wantKeepAlive
+	}
+	if in.Settle {
+		h.acquireWants |= wantSettle
+	}
 	h.emit(Effect{Kind: EffectSendAcquire, Op: h.renewOp, TTL: in.TTL, Caller: in.Caller})
 }
 
@@ -46,12 +52,19 @@ func (h *stepper) stepAcquireDone(in Input) {
 		h.move(EventAcquired, Held)
 		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
 		h.resolve(caller, Result{OK: true})
-		if h.acquireKeep {
+		if h.acquireWants.has(wantKeepAlive) {
 			h.startKeepAlive(in.Now)
 		}
 	case in.Outcome == OutcomeMismatch:
 		h.move(EventContended, NotAcquired)
 		h.resolve(caller, Result{})
+	case in.Outcome == OutcomeUncertain && h.acquireWants.has(wantSettle):
+		// A waiting caller: settle the SET (fence its socket, read the key) instead of
+		// giving the try up (rule WaitRidesOutTransportErrors).
+		h.stay(EventAcquireSettling)
+		h.renewOp, h.renewCaller = in.Op, caller
+		h.fenceErr = in.Err
+		h.emit(Effect{Kind: EffectSettleAcquire, Op: in.Op, Caller: caller})
 	case in.Outcome == OutcomeUncertain:
 		h.move(EventAcquireAbandoned, Abandoned)
 		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
@@ -59,6 +72,43 @@ func (h *stepper) stepAcquireDone(in Input) {
 	default:
 		h.move(EventAcquireFailed, Abandoned)
 		h.resolve(caller, Result{Err: in.Err, Outcome: outcomeOf(in)})
+	}
+}
+
+// stepAcquireSettled takes the answer to EffectSettleAcquire: our token in the key means the
+// SET ran (Held, counted from its first send, unless that lease could have expired already);
+// anything else after the fence means it never will (NotAcquired: the wait goes on); an
+// answer that could not be had abandons the try, with a clean-up.
+func (h *stepper) stepAcquireSettled(in Input) {
+	if in.Op == 0 || in.Op != h.renewOp || (h.state != Acquiring && h.state != Abandoned) {
+		panic("statemachine: settling answer without a settling in flight")
+	}
+	caller, uncertainErr := h.renewCaller, h.fenceErr
+	h.renewOp, h.renewCaller, h.fenceErr = 0, 0, nil
+	switch {
+	case h.state == Abandoned: // the caller gave up meanwhile
+		h.stay(EventAcquireSettled)
+		if in.Outcome != OutcomeMismatch {
+			h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		}
+	case in.Outcome == OutcomeOK && in.Now >= h.leaseEnd(h.renewSentAt, h.renewTTL):
+		h.move(EventAcquireAbandoned, Abandoned)
+		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		h.resolve(caller, Result{Err: ErrAcquiredTooLate})
+	case in.Outcome == OutcomeOK:
+		h.move(EventAcquireConfirmed, Held)
+		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.resolve(caller, Result{OK: true})
+		if h.acquireWants.has(wantKeepAlive) {
+			h.startKeepAlive(in.Now)
+		}
+	case in.Outcome == OutcomeMismatch:
+		h.move(EventAcquireNotTaken, NotAcquired)
+		h.resolve(caller, Result{})
+	default:
+		h.move(EventAcquireAbandoned, Abandoned)
+		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
+		h.resolve(caller, Result{Err: uncertainErr, Outcome: OutcomeUncertain})
 	}
 }
 
