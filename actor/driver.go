@@ -1,269 +1,274 @@
-package lease
+package actor
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/rueidis"
-
-	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/track"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
-// cleanupTimeout bounds the background compare-and-delete that removes the
-// lock of an acquisition whose caller gave up after the SET was sent. It
-// never delays the caller; only Locks.Close waits for it.
-const cleanupTimeout = 5 * time.Second
+// FenceTimeout bounds the fence of a connection whose command's outcome is
+// unknown (CLIENT KILL sent from another connection), unless
+// Config.CommandTimeout sets a shorter bound. A fence that gets no answer in
+// time counts as failed: the lock is lost.
+const FenceTimeout = 5 * time.Second
 
-// managed is the state the managed handles of one New share: the clock, the
-// per-session fencing permission, the renewal batchers and the background
-// work Close waits for. It is safe for concurrent use.
-type managed struct {
-	core    *core
-	clock   actor.Clock
-	jitter  func() float64 // random in [0, 1) for polling sleeps (see sm.Poll)
-	cluster bool
+// CloseGrace bounds how long Driver.Shutdown waits for the background work
+// (clean-ups, fences) begun before it, while the sessions it may use are
+// still open; after it the sessions are closed under that work, which then
+// goes on (fencing what it must) within its own bound.
+const CloseGrace = 5 * time.Second
+
+// Config is what a Driver is made of. A zero field means its default; the
+// Transport is required.
+type Config struct {
+	Transport conn.Transport // the wire (conn.Pool over rueidis, goredis, the simulator)
+	Clock     Clock          // default RealClock()
+	Spawn     Spawn          // default RealSpawn()
+	// Jitter returns a random number in [0, 1) for polling sleeps (see
+	// statemachine.Poll); default math/rand/v2's Float64.
+	Jitter func() float64
+	// NewToken returns a fresh owner token for each try; required (the
+	// lease package draws 128 bits from crypto/rand).
+	NewToken func() string
+	// Drift is the margin managed leases are given up by (required: the
+	// zero value gives nothing up, for tests of exact arithmetic only).
+	Drift sm.Drift
+	// CommandTimeout bounds each lock command (0: the caller's ctx only).
+	CommandTimeout  time.Duration
+	UnfencedRenewal bool         // renew on sessions that cannot be fenced (lease.WithUnfencedRenewal)
+	Push            bool         // push-driven waiting and loss detection (client-side tracking)
+	Logger          *slog.Logger // default: discards
+	KeysInLogs      bool         // log records may name the key
+	Observer        Observer     // telemetry; nil: none, and nothing runs for it
+}
+
+// Driver runs the lock handles of one lease.Locks (and its views): every
+// input to a handle — a request, a timer tick, a command's completion, a
+// fence's answer, a push — is stepped through its statemachine.Handle one
+// at a time, under the handle's mutex, and the effects the step returns
+// are carried out here: commands sent through the Transport, timers armed
+// on one heap, renewals batched per node, fences, clean-ups, the push
+// hub's reads. A held lock costs no goroutine: goroutines exist only while
+// there is work (a command on the wire, a batch of renewals, a fence).
+// Everything that may block goes through Config's Clock, Spawn and
+// Transport, which is how sim/dst runs this very code deterministically.
+// It is safe for concurrent use.
+type Driver struct {
+	transport       conn.Transport
+	clock           Clock
+	spawn           Spawn
+	jitter          func() float64
+	newToken        func() string
+	drift           sm.Drift
+	commandTimeout  time.Duration
+	unfencedRenewal bool
+	keysInLogs      bool
+	logger          *slog.Logger
+	obs             Observer
+	cluster         bool
 
 	standalone sessionCache // the current session, standalone mode only
-	fencing    sync.Map                     // conn.Session → fenceVerdict
+	fencing    sync.Map     // conn.Session → fenceVerdict
 
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
 
 	timers timerHeap // every lock's renewal and deadline timers (timers.go)
+	tries  tryPool   // Locks for acquisition tries, reused after a refusal (acquire.go)
 
 	unfencedWarning        sync.Once
 	unfencedRenewalWarning sync.Once
-	push                   *pushHub      // push-driven waiting and loss detection; nil with WithoutPush
-	background             track.Tracker // fences and clean-ups; Locks.Close waits for them
+	push                   *pushHub      // push-driven waiting and loss detection; nil without Config.Push
+	background             track.Tracker // fences and clean-ups; Shutdown waits for them
 	inflight               track.Tracker // lock commands sent and the steps of their completions
+
+	closing    atomic.Bool // Shutdown began: read on every managed command
+	closeOnce  sync.Once
+	closeDone  chan struct{} // closed when the shutdown has finished
+	stop       context.Context
+	stopWork   context.CancelFunc // ends stop when Shutdown begins (WithReplicas' WAIT)
+	shutdownMu sync.Mutex
 }
 
-func (l *Locks) managed() *managed {
-	c := l.core
-	c.managedOnce.Do(func() {
-		c.managed = &managed{
-			core:     c,
-			clock:    actor.RealClock(),
-			jitter:   rand.Float64,
-			cluster:  c.client.Mode() == rueidis.ClientModeCluster,
-			renewers: map[string]*renewer{},
-		}
-		if !c.withoutPush {
-			c.managed.push = newPushHub(c.managed)
-		}
-		c.onClose(c.managed.closing)
-	})
-	return c.managed
+// New returns a Driver on cfg.Transport. It sends nothing.
+func New(cfg Config) *Driver {
+	d := &Driver{transport: cfg.Transport, clock: cfg.Clock, spawn: cfg.Spawn, jitter: cfg.Jitter,
+		newToken: cfg.NewToken, drift: cfg.Drift, commandTimeout: cfg.CommandTimeout,
+		unfencedRenewal: cfg.UnfencedRenewal, keysInLogs: cfg.KeysInLogs, logger: cfg.Logger, obs: cfg.Observer,
+		cluster: cfg.Transport.Cluster(), renewers: map[string]*renewer{}, closeDone: make(chan struct{})}
+	if d.clock == nil {
+		d.clock = RealClock()
+	}
+	if d.spawn == nil {
+		d.spawn = RealSpawn()
+	}
+	if d.jitter == nil {
+		d.jitter = rand.Float64
+	}
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	d.stop, d.stopWork = context.WithCancel(context.Background())
+	if cfg.Push {
+		d.push = newPushHub(d)
+	}
+	return d
 }
 
-// closing waits for the background work of this Locks (clean-up deletes of
-// abandoned acquisitions, fences; each bounded). Locks.Close runs it before
-// the sessions are retired (waiting CloseGrace at most: the work then goes
-// on under retired sessions) and again after; the second time it first waits
-// for the lock commands that were in flight on them (their sockets are
-// closed now, so they end within rueidis' one-second drain, or at their
-// ctx), so that the fences their uncertain outcomes start are waited for
-// too.
-func (m *managed) closing(sessionsRetired bool) {
-	if m.push != nil {
-		m.push.close()
+// Transport returns the transport the driver sends on.
+func (d *Driver) Transport() conn.Transport { return d.transport }
+
+// Clock returns the driver's clock.
+func (d *Driver) Clock() Clock { return d.clock }
+
+// Logger returns the driver's logger (never nil).
+func (d *Driver) Logger() *slog.Logger { return d.logger }
+
+// Drift returns the drift margin of the driver's leases.
+func (d *Driver) Drift() sm.Drift { return d.drift }
+
+// Closed reports whether Shutdown began.
+func (d *Driver) Closed() bool { return d.closing.Load() }
+
+// Shutdown settles what the driver has running, so that once it has
+// finished nothing it sent can still run on the server, and closes the
+// transport. It refuses new lock commands and ends stop (the WAIT of a
+// WithReplicas acquisition), waits at most CloseGrace for the background
+// work already running (clean-ups, fences), retires the sessions (their
+// commands in flight end as uncertain), waits for those commands and the
+// fences and clean-ups they start, then closes the transport. It returns
+// the channel closed when all of that has finished; only the first call
+// does the work, on its goroutine, and every call returns the same
+// channel.
+func (d *Driver) Shutdown() <-chan struct{} {
+	first := false
+	d.closeOnce.Do(func() { first = true })
+	if !first {
+		return d.closeDone
 	}
-	if !sessionsRetired {
-		grace, cancel := context.WithTimeout(context.Background(), CloseGrace) // wall-clock, as Close's bound
-		defer cancel()
-		m.background.WaitUntil(grace.Done())
-		return
+	d.closing.Store(true)
+	d.stopWork()
+	if d.push != nil {
+		d.push.close()
 	}
-	m.inflight.Wait()
-	m.background.Wait()
+	grace := make(chan struct{})
+	t := time.AfterFunc(CloseGrace, func() { close(grace) }) // wall-clock, as Close's bound
+	d.background.WaitUntil(grace)
+	t.Stop()
+	d.transport.RetireAll()
+	d.inflight.Wait()
+	d.background.Wait()
+	d.transport.Close()
+	close(d.closeDone)
+	return d.closeDone
 }
 
-// mayFence reports whether session s can be fenced: its CLIENT ID is known
-// and the user may run CLIENT KILL (probed once per session with the SKIPME
-// form). It returns nil when permitted, a *PermissionError when the server
-// definitively refused (cached for the session's life), or another error
-// (not cached) when the probe could not be answered. It blocks only the
-// first time per session.
-func (m *managed) mayFence(ctx context.Context, s conn.Session) error {
-	if v, known := m.fencing.Load(s); known {
-		return v.(fenceVerdict).err
+// ShutdownDone returns the channel closed once Shutdown has finished.
+func (d *Driver) ShutdownDone() <-chan struct{} { return d.closeDone }
+
+// closedErr returns the error of a managed command started after Shutdown
+// began: NotSubmitted, matching conn.ErrPoolClosed (a keep-alive ends with
+// it at once). Background clean-ups and fences still run until Shutdown
+// has finished.
+func (d *Driver) closedErr() error {
+	if d.closing.Load() {
+		return &conn.Error{Class: conn.NotSubmitted, Op: "open", Err: conn.ErrPoolClosed}
 	}
-	err := m.probe(ctx, s)
-	var permErr *PermissionError
-	if err != nil && !errors.As(err, &permErr) {
-		return err
-	}
-	m.fencing.Range(func(old, _ any) bool {
-		if old.(conn.Session).Retired() {
-			m.fencing.Delete(old)
-		}
-		return true
-	})
-	m.fencing.Store(s, fenceVerdict{err: err})
-	return err
+	return nil
 }
 
-// fenceVerdict is the cached answer of mayFence for one session.
-type fenceVerdict struct{ err error }
+// KeyArgs returns the arguments of a log record, with "key" (wireKey)
+// first when the driver may log keys.
+func (d *Driver) KeyArgs(wireKey string, args ...any) []any {
+	if d.keysInLogs {
+		return append([]any{"key", wireKey}, args...)
+	}
+	return args
+}
 
 // sessionFor returns the session for wireKey: in standalone mode the cached
-// current session while it is not retired, otherwise the pool's routing.
-func (m *managed) sessionFor(ctx context.Context, wireKey string) (conn.Session, error) {
-	if err := m.core.closedErr(); err != nil {
+// current session while it is not retired, otherwise the transport's
+// routing.
+func (d *Driver) sessionFor(ctx context.Context, wireKey string) (conn.Session, error) {
+	if err := d.closedErr(); err != nil {
 		return nil, err
 	}
-	if !m.cluster {
-		if s := m.standalone.Load(); s != nil && !s.Retired() && m.core.pool.IsPrimary(s.Node()) {
+	if !d.cluster {
+		if s := d.standalone.Load(); s != nil && !s.Retired() && d.transport.IsPrimary(s.Node()) {
 			return s, nil
 		}
 	}
-	s, err := m.core.pool.SessionForKey(ctx, wireKey)
-	if err == nil && !m.cluster {
-		m.standalone.Store(s)
+	s, err := d.transport.SessionForKey(ctx, wireKey)
+	if err == nil && !d.cluster {
+		d.standalone.Store(s)
 	}
 	return s, err
 }
 
-func (m *managed) probe(ctx context.Context, s conn.Session) error {
-	if _, ok := s.Identity(); !ok {
-		idErr := s.IdentityError()
-		if idErr == nil {
-			idErr = conn.ErrNoIdentity
-		}
-		if isPermissionDenial(idErr) {
-			return &PermissionError{Command: "CLIENT ID", Err: idErr}
-		}
-		return &conn.Error{Class: conn.Definite, Op: "identity", Addr: s.Node(), Session: s, Err: idErr}
-	}
-	err := s.ProbeKill(ctx)
-	if err != nil && conn.ClassOf(err) == conn.Definite && isPermissionDenial(err) {
-		return &PermissionError{Command: "CLIENT KILL", Err: err}
-	}
-	return err
-}
+// StandaloneSession returns the cached session of standalone mode (nil
+// before the first command or in cluster mode).
+func (d *Driver) StandaloneSession() conn.Session { return d.standalone.Load() }
 
-// renewalSession routes key to its session and checks that managed renewal
-// may run there (see renewalPermit). It blocks for the routing and, once per
-// session, the probe.
-func (m *managed) renewalSession(ctx context.Context, wireKey string) (conn.Session, error) {
-	s, err := m.sessionFor(ctx, wireKey)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := m.renewalPermit(ctx, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// renewalPermit reports whether renewals may run on s: fenced when the user
-// may run CLIENT ID and CLIENT KILL there; unfenced (true) when not, if
-// WithUnfencedRenewal chose that; otherwise the *PermissionError.
-func (m *managed) renewalPermit(ctx context.Context, s conn.Session) (unfenced bool, err error) {
-	err = m.mayFence(ctx, s)
-	var permErr *PermissionError
-	if err != nil && m.core.unfencedRenewal && errors.As(err, &permErr) {
-		m.unfencedRenewalWarning.Do(func() {
-			m.core.logger.Warn("lease: renewing without fencing (WithUnfencedRenewal): the user may not run "+
-				"CLIENT ID/CLIENT KILL; a renewal with an unknown outcome ends the lock and may still run later",
-				"error", err)
-		})
-		return true, nil
-	}
-	return false, err
-}
-
-// warnUnfenced logs, once per Locks, that releases go unfenced.
-func (m *managed) warnUnfenced(err error) {
-	m.unfencedWarning.Do(func() {
-		m.core.logger.Warn("lease: releasing without fencing: the user may not run CLIENT ID/CLIENT KILL; "+
-			"an interrupted release cannot be fenced", "error", err)
-	})
-}
-
-// commandContext applies WithCommandTimeout to one managed command.
-func (m *managed) commandContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if m.core.commandTimeout > 0 {
-		return context.WithTimeout(ctx, m.core.commandTimeout)
+// commandContext applies Config.CommandTimeout to one managed command.
+func (d *Driver) commandContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.commandTimeout > 0 {
+		return context.WithTimeout(ctx, d.commandTimeout)
 	}
 	return ctx, func() {}
 }
 
-// fenceContext bounds a fence by FenceTimeout, or by WithCommandTimeout
-// when that is shorter. The bound is a cancellation, not a deadline: the
-// kill travels on the client's shared pipeline connection, and rueidis
-// closes that connection, under the application's other commands, when a
-// deadline expires on it (a cancellation only ends the wait).
-func (m *managed) fenceContext() (context.Context, context.CancelFunc) {
-	return m.fenceBound(context.Background())
+// bound returns a context that parent's end or d's clock after dur
+// cancels. It is a cancellation, not a deadline: a fence travels on a
+// client's shared pipeline connection, and rueidis closes that connection,
+// under the application's other commands, when a deadline expires on it
+// (a cancellation only ends the wait). The clock is the driver's, so a
+// simulation sees the bound on its virtual time.
+func (d *Driver) bound(parent context.Context, dur time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	timer := d.clock.AfterFunc(dur, cancel)
+	return ctx, func() {
+		timer.Stop()
+		cancel()
+	}
 }
 
-// goBackground runs f on a goroutine that Locks.Close waits for.
-func (m *managed) goBackground(f func()) {
-	m.background.Add()
-	go func() {
-		defer m.background.Done()
+// fenceBound bounds one fence (or the read that follows it) by
+// FenceTimeout, or by CommandTimeout when that is shorter, under parent.
+func (d *Driver) fenceBound(parent context.Context) (context.Context, context.CancelFunc) {
+	dur := FenceTimeout
+	if t := d.commandTimeout; t > 0 && t < dur {
+		dur = t
+	}
+	return d.bound(parent, dur)
+}
+
+// goBackground runs f through the driver's Spawn, as work Shutdown waits
+// for.
+func (d *Driver) goBackground(f func()) {
+	d.background.Add()
+	d.spawn.Go(func() {
+		defer d.background.Done()
 		f()
-	}()
+	})
 }
 
-// cleanupDelete deletes key if it still holds token, once the SET that an
-// abandoned acquisition sent on setOn can no longer run after the delete:
-// on setOn itself while it lives (the delete queues behind the SET on the
-// same socket); otherwise — setOn retired, or that delete's outcome unknown
-// — it fences the socket (nothing it carried can run after the kill's
-// reply), reads the key on a fresh session, and deletes it only if it still
-// holds the token: a delete that ran, or a SET that never did, left it
-// without, so a delete sent then is the first to run. It goes on until the
-// key is settled or ctx ends. Without an identity setOn cannot be fenced and
-// the delete is best effort (the key then lives at most until its expiry).
-func (m *managed) cleanupDelete(ctx context.Context, setOn conn.Session, key, token string) error {
-	op := conn.ReleaseOp(key, token)
-	if setOn != nil && !setOn.Retired() {
-		if _, err := setOn.Do(ctx, op, nil); settled(err) {
-			return err
-		}
-	}
-	unsettled := setOn
-	for {
-		if unsettled != nil {
-			if err := m.core.pool.Fence(ctx, unsettled); err != nil && !errors.Is(err, conn.ErrNoIdentity) {
-				return err // the SET or a delete may still run: nothing more can be proved
-			}
-			unsettled = nil
-		}
-		res, err := m.core.pool.Do(ctx, conn.OwnerOp(key), nil)
-		if err == nil && (!res.Owned || res.Token != token) {
-			return nil // gone, or another owner's
-		}
-		if err == nil {
-			route := &conn.Route{}
-			if _, err = m.core.pool.Do(ctx, op, route); settled(err) {
-				return err
-			}
-			unsettled = route.Session() // unknown: fence it and look again
-		}
-		if errors.Is(err, conn.ErrPoolClosed) || sleepContext(ctx, actor.RealClock(), cleanupRetry) != nil {
-			return err
-		}
-	}
+// goCommand runs f (a lock command and the step of its completion) through
+// the driver's Spawn, as work Shutdown waits for.
+func (d *Driver) goCommand(f func()) {
+	d.inflight.Add()
+	d.spawn.Go(func() {
+		defer d.inflight.Done()
+		f()
+	})
 }
-
-// settled reports whether a delete's outcome is known for good: an answer,
-// or a server error reply that a later attempt would get too (not a
-// redirect, CLUSTERDOWN, LOADING…: those did not run and are tried again).
-func settled(err error) bool {
-	return err == nil || (conn.ClassOf(err) == conn.Definite && !errors.Is(err, conn.ErrDidNotRun))
-}
-
-// cleanupRetry is the pause between clean-up deletes that could not be sent.
-const cleanupRetry = 50 * time.Millisecond
 
 // sessionCache holds one session, read without a lock.
 type sessionCache struct{ p atomic.Pointer[sessionBox] }
@@ -284,3 +289,15 @@ func (c *sessionCache) Store(s conn.Session) {
 		c.p.Store(&sessionBox{s: s})
 	}
 }
+
+// errWaitOver is the cause that ends the settling of an uncertain SET when
+// the wait's budget is spent.
+var errWaitOver = errors.New("the wait's budget is spent")
+
+// Observer returns the driver's observer (nil when none).
+func (d *Driver) Observer() Observer { return d.obs }
+
+// GoBackground runs f through the driver's Spawn, as background work
+// Shutdown waits for (telemetry writes a log record there when it is told
+// of a step under a lock's mutex).
+func (d *Driver) GoBackground(f func()) { d.goBackground(f) }

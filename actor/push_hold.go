@@ -1,11 +1,9 @@
-package lease
+package actor
 
 import (
-	"context"
 	"errors"
 	"time"
 
-	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -13,15 +11,15 @@ import (
 // This file is the holders' side of the push hub: keep-alive holders are
 // chained per wire key in pushHub.held (no pushKey while their key is
 // tracked), and each invalidation of a held key queues it, once, for an
-// owner-compared read that one of at most pushCheckWorkers workers sends,
-// in a batch of up to pushCheckBatch keys (conn.Pool.WatchReadMany).
+// owner-compared read that one of at most PushCheckWorkers workers sends,
+// in a batch of up to PushCheckBatch keys (conn.Pool.WatchReadMany).
 
-// pushCheckWorkers bounds the batches of holders' reads in flight, and so
+// PushCheckWorkers bounds the batches of holders' reads in flight, and so
 // the goroutines that send them (a worker exits once the queue is empty).
 // Every renewal of our own invalidates the key (tracking is one-shot), so
 // 100,000 held locks renewing every 5 s need 20,000 reads a second, plus
 // one per acquisition. A read is bound by its round trip, not by the
-// server, so a worker sends up to pushCheckBatch keys in one WatchReadMany
+// server, so a worker sends up to PushCheckBatch keys in one WatchReadMany
 // (one round trip per node), where it used to send one: 64 such workers
 // were needed to keep up. In BenchmarkHeldKeepAlive (100,000 locks, lease
 // 10 s, 2 shared cores; the most keys with an entry, sampled every 20 ms)
@@ -32,13 +30,13 @@ import (
 // is free, so batches grow only with the load). The number of workers is
 // thus not for throughput: several, not one, so that a new invalidation is
 // read at once while a batch is in flight. A node that does not answer
-// holds each batch with a key on it, for up to pushCheckTimeout: a batch's
+// holds each batch with a key on it, for up to PushCheckTimeout: a batch's
 // nodes are read concurrently, so its keys on the other nodes are tracked
 // again at once, but they are judged only when the batch returns (with
 // one-read workers, all 64 soon waited on such a node, one key each).
-const pushCheckWorkers = 4
+const PushCheckWorkers = 4
 
-// pushCheckBatch bounds the keys one worker reads in one WatchReadMany:
+// PushCheckBatch bounds the keys one worker reads in one WatchReadMany:
 // 256 keys are 512 commands, about 19 KB written and 11 KB read, far inside
 // rueidis' 0.5 MiB socket buffers. On the real Redis 7.0 of
 // scripts/with-servers.sh (loopback, 2 shared cores) one WatchReadMany took
@@ -47,7 +45,7 @@ const pushCheckWorkers = 4
 // batch costs about the same per key but holds each key's result longer.
 // A worker's buffers for a full batch are about 32 KB, kept only while it
 // runs.
-const pushCheckBatch = 256
+const PushCheckBatch = 256
 
 // checkQueueKeep is the largest backing array the check queue keeps once
 // drained: a burst (every key after a reconnect) does not stay allocated.
@@ -59,7 +57,7 @@ const checkQueueKeep = 256
 type checkQueue struct {
 	keys     []string // the keys from head on are waiting, oldest first
 	head     int
-	workers  int // workers running (at most pushCheckWorkers)
+	workers  int // workers running (at most PushCheckWorkers)
 	starting int // workers started that have not taken a batch yet
 	reading  int // holders' reads in flight
 	batches  int // batches of them in flight (one per busy worker)
@@ -116,12 +114,12 @@ func (q *checkQueue) drop() {
 func (h *pushHub) watchHeld(l *Lock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pushed || l.h.State() != sm.Held {
+	if l.flags.has(flagPushed) || l.h.State() != sm.Held {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l.pushed = true
+	l.flags.set(flagPushed, true)
 	h.linkHolderLocked(l)
 	h.startCheckLocked(l.wireKey)
 }
@@ -130,12 +128,12 @@ func (h *pushHub) watchHeld(l *Lock) {
 // called from the lease's end). A read of its key queued or in flight
 // still runs: it may find the key free for a waiter.
 func (h *pushHub) unwatchHeld(l *Lock) {
-	if !l.pushed {
+	if !l.flags.has(flagPushed) {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l.pushed = false
+	l.flags.set(flagPushed, false)
 	h.unlinkHolderLocked(l)
 }
 
@@ -196,10 +194,10 @@ func (h *pushHub) startCheckLocked(key string) {
 		e.queued = true
 		q := &h.checks
 		q.push(key)
-		if q.workers < pushCheckWorkers && q.starting*pushCheckBatch < q.pending() {
+		if q.workers < PushCheckWorkers && q.starting*PushCheckBatch < q.pending() {
 			q.workers++
 			q.starting++
-			h.m.goBackground(h.checkWorker)
+			h.d.goBackground(h.checkWorker)
 		}
 	}
 }
@@ -253,14 +251,14 @@ type holderRead struct {
 
 // takeChecksLocked makes b the next round of a worker: the reads of the
 // last round that asked for another one, then the oldest queued keys up to
-// pushCheckBatch (marked in flight). For each read it notes the key's
+// PushCheckBatch (marked in flight). For each read it notes the key's
 // invalidations and the holders registered now, which alone it may judge
 // (one registered later took the key after the read may have run; its
 // registration asked for another round). It reports whether there is
 // anything to read; h.mu is held.
 func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 	q := &h.checks
-	for len(b.reads) < pushCheckBatch && !h.closed {
+	for len(b.reads) < PushCheckBatch && !h.closed {
 		key, ok := q.pop()
 		if !ok {
 			break
@@ -299,8 +297,8 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 // reads that asked for another round (an invalidation, or a new holder,
 // came meanwhile) stay in b for the next one.
 func (h *pushHub) readForHolders(b *checkBatch) {
-	ctx, cancel := context.WithTimeout(h.ctx, pushCheckTimeout)
-	b.results = h.m.core.pool.WatchReadMany(ctx, b.keys, b.results)
+	ctx, cancel := h.d.bound(h.ctx, PushCheckTimeout)
+	b.results = h.d.transport.WatchReadMany(ctx, b.keys, b.results)
 	cancel()
 	h.mu.Lock()
 	q := &h.checks
@@ -340,7 +338,7 @@ func (h *pushHub) readForHolders(b *checkBatch) {
 // still registered (to end outside h.mu); h.mu is held.
 func (h *pushHub) refutedLocked(refuted []*Lock, key string, judged []*Lock, token string, found bool) []*Lock {
 	for _, l := range judged {
-		if (!found || token != l.token.wire()) && h.holdsLocked(key, l) {
+		if (!found || token != l.token) && h.holdsLocked(key, l) {
 			refuted = append(refuted, l)
 		}
 	}
@@ -387,9 +385,9 @@ func (h *pushHub) retryCheckLocked(key string) {
 		return
 	}
 	if h.retries == nil {
-		h.retries = map[string]actor.Timer{}
+		h.retries = map[string]Timer{}
 	}
-	h.retries[key] = h.m.clock.AfterFunc(pushCheckRetry, func() {
+	h.retries[key] = h.d.clock.AfterFunc(pushCheckRetry, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		delete(h.retries, key)
@@ -406,7 +404,7 @@ func (l *Lock) pushRefuted() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	held := l.h.State() == sm.Held
-	l.step(sm.Input{Kind: sm.InputOwnerRefuted, Now: l.m().clock.Now()}, 0)
+	l.step(sm.Input{Kind: sm.InputOwnerRefuted, Now: l.d.clock.Now()}, 0)
 	return held
 }
 

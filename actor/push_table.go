@@ -1,4 +1,4 @@
-package lease
+package actor
 
 import "hash/maphash"
 

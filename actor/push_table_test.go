@@ -1,4 +1,4 @@
-package lease
+package actor
 
 import (
 	"math/rand/v2"

@@ -1,11 +1,10 @@
-package lease
+package actor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
-
-	"github.com/respire-go/respire/actor"
 )
 
 // This file is push-driven waiting and loss detection (docs/architecture.md,
@@ -20,15 +19,15 @@ import (
 // invalidation. Without push (WithoutPush, or a node that refused
 // tracking) waiters poll and holders learn at their renewal.
 
-// pushCheckTimeout bounds one owner-compared read of a holder.
-const pushCheckTimeout = 5 * time.Second
+// PushCheckTimeout bounds one owner-compared read of a holder.
+const PushCheckTimeout = 5 * time.Second
 
 // pushHub is the in-process fan-out of one Locks: wire key → who cares.
 // Holders cost no pushKey while their key is tracked: they are chained in
 // held, and an entry exists only while waiters wait or a holders' read is
 // queued or in flight (push_hold.go).
 type pushHub struct {
-	m     *managed
+	d     *Driver
 	mu    sync.Mutex
 	keys  map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
 	held  holderTable         // keep-alive holders: the first of each wire key, chained by Lock.pushNext
@@ -38,8 +37,8 @@ type pushHub struct {
 	closed  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
-	retries map[string]actor.Timer // a holder read's pending retry per key (push_hold.go)
-	checks  checkQueue             // keys waiting for their holders' read, and its workers (push_hold.go)
+	retries map[string]Timer // a holder read's pending retry per key (push_hold.go)
+	checks  checkQueue       // keys waiting for their holders' read, and its workers (push_hold.go)
 }
 
 // close stops new background reads and cancels the holders' reads in
@@ -82,19 +81,19 @@ type pushWaiter struct {
 type pushStats struct {
 	reads             int // waiters' tracked reads (arming)
 	holderReads       int // holders' owner-compared reads
-	holderReadsPeak   int // most holders' reads in flight at once (pushCheckWorkers·pushCheckBatch at most)
+	holderReadsPeak   int // most holders' reads in flight at once (PushCheckWorkers·PushCheckBatch at most)
 	holderBatches     int // batches of them sent (one WatchReadMany each)
-	holderBatchesPeak int // most batches in flight at once (at most pushCheckWorkers)
-	holderBatchMax    int // most reads in one batch (at most pushCheckBatch)
+	holderBatchesPeak int // most batches in flight at once (at most PushCheckWorkers)
+	holderBatchMax    int // most reads in one batch (at most PushCheckBatch)
 	refuted           int // held locks ended by a read
 	batons            int // waiters woken to try
 }
 
 // newPushHub makes m's push hub and hands its invalidations to it.
-func newPushHub(m *managed) *pushHub {
-	h := &pushHub{m: m, keys: map[string]*pushKey{}}
+func newPushHub(d *Driver) *pushHub {
+	h := &pushHub{d: d, keys: map[string]*pushKey{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	m.core.pool.SetInvalidationHandler(h.onInvalidate)
+	d.transport.SetInvalidationHandler(h.onInvalidate)
 	return h
 }
 
@@ -124,14 +123,21 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if keys == nil {
-		for key, e := range h.keys {
-			h.invalidateLocked(key, e)
+		// In a fixed order (sorted), so that a simulation replays it: the
+		// reads queued here are sent in this order.
+		all := make([]string, 0, len(h.keys))
+		for key := range h.keys {
+			all = append(all, key)
 		}
 		h.held.each(func(key string) { // the holders' keys without an entry
 			if h.keys[key] == nil {
-				h.invalidateLocked(key, nil)
+				all = append(all, key)
 			}
 		})
+		slices.Sort(all)
+		for _, key := range all {
+			h.invalidateLocked(key, h.keys[key])
+		}
 		return
 	}
 	for _, key := range keys {
@@ -235,27 +241,27 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 	return h.park(ctx, w, parked)
 }
 
-// park waits for w's wake, sleep on the clock, or ctx.
+// park waits for w's wake, sleep on the clock, or ctx, through the
+// driver's Spawn: the sleep's timer hands w the same token a baton does
+// (either means: try now; a token left by a timer that fired as a baton
+// came is drained at the next wait).
 func (h *pushHub) park(ctx context.Context, w *pushWaiter, sleep time.Duration) error {
-	woken := make(chan struct{})
-	t := h.m.clock.AfterFunc(sleep, func() { close(woken) })
-	select {
-	case <-w.wake:
-		t.Stop()
-		return nil
-	case <-woken:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return context.Cause(ctx)
-	}
+	t := h.d.clock.AfterFunc(sleep, func() {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
+	err := h.d.spawn.Wait(ctx, w.wake)
+	t.Stop()
+	return err
 }
 
 // arm tracks key with a read on its watcher (gen: the invalidations seen
 // when it started) and reports whether the key is free to try now: missing,
 // or changed while the read was in flight.
 func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, err error) {
-	_, _, found, err := h.m.core.pool.WatchRead(ctx, key)
+	_, _, found, err := h.d.transport.WatchRead(ctx, key)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.entry(key)
@@ -303,7 +309,7 @@ func (h *pushHub) leave(key string, w *pushWaiter) {
 	if len(e.waiters) > 0 && e.baton == nil && !e.armed && !e.arming && !h.closed {
 		e.arming = true
 		gen := e.gen
-		h.m.goBackground(func() { h.rearm(key, gen) })
+		h.d.goBackground(func() { h.rearm(key, gen) })
 	}
 	h.forget(key, e)
 }
@@ -314,7 +320,7 @@ func (h *pushHub) leave(key string, w *pushWaiter) {
 // again itself (a parked waiter would otherwise sleep its whole safety
 // net). Locks.Close cancels it.
 func (h *pushHub) rearm(key string, gen uint64) {
-	ctx, cancel := context.WithTimeout(h.ctx, pushCheckTimeout)
+	ctx, cancel := h.d.bound(h.ctx, PushCheckTimeout)
 	defer cancel()
 	free, err := h.arm(ctx, key, gen)
 	h.mu.Lock()

@@ -1,4 +1,4 @@
-package lease
+package actor
 
 import (
 	"context"
@@ -29,10 +29,10 @@ const (
 // renewer pipelines the keep-alive renewals of one node: renewals that fall
 // due while batches are on the wire are sent together in the next one, with
 // one DoMulti on the node's session, and each completion is delivered to its
-// lock's mailbox. Its sender goroutines run only while renewals are pending.
+// lock. Its senders (through the driver's Spawn) run only while renewals are pending.
 // It is safe for concurrent use.
 type renewer struct {
-	m    *managed
+	d    *Driver
 	node string
 
 	mu      sync.Mutex
@@ -50,17 +50,17 @@ func (l *Lock) renewOn(node string) {
 		l.renewer = nil
 	case l.keepAlive == nil:
 	case l.renewer == nil || l.renewer.node != node:
-		l.renewer = l.m().renewerFor(node)
+		l.renewer = l.d.renewerFor(node)
 	}
 }
 
-func (m *managed) renewerFor(node string) *renewer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.renewers[node]
+func (d *Driver) renewerFor(node string) *renewer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.renewers[node]
 	if r == nil {
-		r = &renewer{m: m, node: node}
-		m.renewers[node] = r
+		r = &renewer{d: d, node: node}
+		d.renewers[node] = r
 	}
 	return r
 }
@@ -75,7 +75,7 @@ func (r *renewer) enqueue(rn renewal) {
 	}
 	r.mu.Unlock()
 	if start {
-		go r.drain()
+		r.d.spawn.Go(r.drain)
 	}
 }
 
@@ -85,9 +85,9 @@ func (r *renewer) drain() {
 		if batch == nil {
 			return
 		}
-		r.m.inflight.Add()
+		r.d.inflight.Add()
 		r.send(batch)
-		r.m.inflight.Done()
+		r.d.inflight.Done()
 	}
 }
 
@@ -111,20 +111,20 @@ func (r *renewer) take() []renewal {
 // session) that it may be fenced. A session found dead before anything was
 // written is replaced once.
 func (r *renewer) send(batch []renewal) {
-	ctx, cancel := r.m.commandContext(context.Background())
+	ctx, cancel := r.d.commandContext(context.Background())
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		err := r.m.core.closedErr()
+		err := r.d.closedErr()
 		if err == nil {
-			err = r.m.core.pool.ClientAlive() // a closed rueidis client ends the keep-alives
+			err = r.d.transport.ClientAlive() // a closed rueidis client ends the keep-alives
 		}
 		var s conn.Session
 		if err == nil {
-			s, err = r.m.core.pool.SessionFor(ctx, r.node)
+			s, err = r.d.transport.SessionFor(ctx, r.node)
 		}
 		unfenced := false
 		if err == nil {
-			unfenced, err = r.m.renewalPermit(ctx, s)
+			unfenced, err = r.d.renewalPermit(ctx, s)
 		}
 		if err != nil {
 			for _, rn := range batch {
@@ -145,22 +145,17 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
-		ms, err := ttlMillis(rn.ttl)
-		if err != nil {
-			rn.lock.deliverDone(rn.op, sm.OutcomeDefinite, err, false)
-			continue
-		}
-		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token.wire(),
-			TTLMillis: ms, Route: rn.route})
+		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token,
+			TTLMillis: ceilMillis(rn.ttl), Route: rn.route})
 		sent = append(sent, rn)
 	}
 	if len(sent) == 0 {
 		return true
 	}
-	if o := r.m.core.obs; o != nil && o.metrics != nil {
-		now := r.m.clock.Now()
+	if o := r.d.obs; o != nil {
+		now := r.d.clock.Now()
 		for _, rn := range sent {
-			o.renewalSent(rn.lock, rn.due, now)
+			o.RenewalSent(rn.lock, rn.due, now)
 		}
 	}
 	results := s.ExtendMany(ctx, requests)
@@ -171,7 +166,7 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 		rn, err := sent[i], res.Err
 		if isRedirect(err) {
 			op := conn.ExtendOp(requests[i].Key, requests[i].Token, requests[i].TTLMillis)
-			res.Result, err = r.m.core.pool.Do(ctx, op, rn.route)
+			res.Result, err = r.d.transport.Do(ctx, op, rn.route)
 		}
 		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, unfenced)
 	}
@@ -179,7 +174,7 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 }
 
 // deliverDone steps the lock with a renewal's completion right on the
-// sender goroutine (under the lock's mutex, like its mailbox handler does):
+// sender (under the lock's mutex, as every input is):
 // a completion needs no goroutine of its own, which matters when thousands
 // of renewals complete together.
 func (l *Lock) deliverDone(op sm.OpID, outcome sm.Outcome, err error, unfenced bool) {

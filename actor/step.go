@@ -1,4 +1,4 @@
-package lease
+package actor
 
 import (
 	"context"
@@ -6,27 +6,27 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
-// This file runs a Lock's statemachine.Handle. Requests step the handle on
-// the caller's goroutine under l.mu and run the command the step starts for
-// that caller right there (its ctx governs it). Timer ticks are stepped by
-// the Locks' shared timer heap (timers.go), batched renewal completions by
-// the renewal sender, and the completions of commands run for other callers
-// and fence answers on the goroutine that ran them (a lock has no mailbox
-// or goroutine of its own). A step and its effects never block: they only append to
-// queues, arm timers, answer reply slots and start goroutines for I/O.
+// This file steps a Lock's statemachine.Handle and carries out its effects.
+// Requests step the handle on the caller's goroutine under l.mu and run the
+// command the step starts for that caller right there (its ctx governs
+// it). Timer ticks are stepped by the driver's timer heap (timers.go),
+// batched renewal completions by the renewal sender, and the completions of
+// commands run for other callers and fence answers on the goroutine that
+// ran them (a lock has no mailbox or goroutine of its own). A step and its
+// effects never block: they only append to queues, arm timers, answer
+// waiting callers and start work through the driver's Spawn.
 
 // eventKind says what an asynchronous event reports.
 type eventKind uint8
 
 const (
-	eventDone  eventKind = iota + 1 // a command completed
-	eventFence                      // a fence answered
+	eventDone    eventKind = iota + 1 // a command completed
+	eventFence                        // a fence answered
+	eventSettled                      // the settling of an uncertain SET answered
 )
 
 // event is one asynchronous input to a Lock (see handle).
@@ -38,7 +38,7 @@ type event struct {
 	err      error
 }
 
-// job is a command a step asked the runtime to send, with the Route that
+// job is a command a step asked the driver to send, with the Route that
 // records which session carries it (for the fence, after any redirect).
 type job struct {
 	kind  sm.EffectKind
@@ -59,8 +59,8 @@ func (l *Lock) handle(ev event) {
 	if ev.kind == eventDone && ev.err != nil && l.keepAlive != nil && errors.Is(ev.err, conn.ErrClientClosed) {
 		// Nothing can renew any more: end the keep-alive with its own cause
 		// before the renewal's completion would schedule a retry.
-		l.clientClosed = true
-		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: ErrClientClosed, Now: l.m().clock.Now()}, 0)
+		l.flags.set(flagClientClosed, true)
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: conn.ErrClientClosed, Now: l.d.clock.Now()}, 0)
 	}
 	if in, ok := l.input(ev); ok {
 		l.step(in, 0)
@@ -69,7 +69,7 @@ func (l *Lock) handle(ev event) {
 
 // input turns an event into the handle's input; l.mu is held.
 func (l *Lock) input(ev event) (sm.Input, bool) {
-	now := l.m().clock.Now()
+	now := l.d.clock.Now()
 	switch ev.kind {
 	case eventDone:
 		if s := l.carrierOf(ev.op); s != nil {
@@ -82,13 +82,15 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 			Unfenced: ev.unfenced, Now: now}, true
 	case eventFence:
 		return sm.Input{Kind: sm.InputFenceDone, Op: ev.op, Err: ev.err, Now: now}, true
+	case eventSettled:
+		return sm.Input{Kind: sm.InputAcquireSettled, Op: ev.op, Outcome: ev.outcome, Now: now}, true
 	}
 	return sm.Input{}, false
 }
 
 // step applies in and executes its effects; l.mu is held. A command the
 // effects start for caller self is returned for the caller to run; commands
-// for anyone else start on their own goroutine.
+// for anyone else start through the driver's Spawn.
 func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	buf := effectBuffers.Get().(*[]sm.Effect)
 	effects := l.h.Step(in, (*buf)[:0])
@@ -102,10 +104,11 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 			mine = j
 		}
 	}
-	if o := l.m().core.obs; o != nil {
-		o.effects(l, &in, effects)
+	settling := mine.kind == sm.EffectSettleAcquire // the SET's op goes on: its Route names the socket to fence
+	if o := l.d.obs; o != nil {
+		o.Stepped(l, in, effects)
 	}
-	if in.Kind == sm.InputCommandDone {
+	if (in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled {
 		l.forgetOp(in.Op)
 	}
 	if deadline, held := l.h.LeaseDeadline(); held {
@@ -125,26 +128,13 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	switch e.Kind {
 	case sm.EffectSendAcquire:
 		return job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
+	case sm.EffectSettleAcquire:
+		return job{kind: e.Kind, op: e.Op, route: l.routeOf(e.Op)}
 	case sm.EffectSendRenew, sm.EffectSendRelease:
-		j := job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
-		if e.Kind == sm.EffectSendRenew && e.Caller == 0 {
-			j.due = due
-		}
-		switch {
-		case e.Kind == sm.EffectSendRenew && e.Caller == 0 && l.renewer != nil:
-			l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
-		case e.Kind == sm.EffectSendRenew && e.Caller == 0:
-			l.m().inflight.Add() // no known node: routed by key, on its own
-			go l.runJob(context.Background(), j)
-		case e.Caller == self:
-			return j
-		default:
-			l.m().inflight.Add()
-			go l.runJob(l.callerContext(e.Caller), j)
-		}
+		return l.send(e, self, due)
 	case sm.EffectCleanupDelete:
 		setOn := l.carrierOf(e.Op)
-		l.m().goBackground(func() { l.cleanup(setOn) })
+		l.d.goBackground(func() { l.cleanup(setOn) })
 	case sm.EffectAbort:
 		if r := l.routeOf(e.Op); r != nil {
 			r.Abort()
@@ -155,17 +145,40 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		if l.keepAlive == ownedKeepAlive {
 			l.ownedEnd = e.Ending.Cause
 		} else if l.keepAlive != nil {
-			l.keepAlive.cancel(endingError(e.Ending))
+			l.keepAlive.end(endingError(e.Ending))
 		}
 		l.keepAlive = nil
 	case sm.EffectEndLease:
 		l.endLease(e.Ending)
 	case sm.EffectArmTimer:
-		l.m().timers.arm(l.m().clock, l, e.Timer, e.Seq, e.At)
+		l.d.timers.arm(l.d.clock, l, e.Timer, e.Seq, e.At)
 	case sm.EffectDisarmTimer:
-		l.m().timers.disarm(l, e.Timer)
+		l.d.timers.disarm(l, e.Timer)
 	case sm.EffectResolve:
 		l.resolve(e.Caller, e.Result)
+	}
+	return job{}
+}
+
+// send starts a renewal or a release: the keep-alive's renewals go in its
+// node's batch, a command for caller self is returned for it to run, any
+// other runs through the driver's Spawn; l.mu is held.
+func (l *Lock) send(e *sm.Effect, self sm.CallerID, due time.Duration) job {
+	j := job{kind: e.Kind, op: e.Op, ttl: e.TTL, route: l.trackOp(e.Op)}
+	keepAlive := e.Kind == sm.EffectSendRenew && e.Caller == 0
+	if keepAlive {
+		j.due = due
+	}
+	switch {
+	case keepAlive && l.renewer != nil:
+		l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
+	case keepAlive: // no known node: routed by key, on its own
+		l.d.goCommand(func() { l.handle(l.execute(context.Background(), j)) })
+	case e.Caller == self:
+		return j
+	default:
+		ctx := l.callerContext(e.Caller)
+		l.d.goCommand(func() { l.handle(l.execute(ctx, j)) })
 	}
 	return job{}
 }
@@ -178,179 +191,39 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 	return context.Background()
 }
 
-// runJob runs a command for a caller other than the current goroutine.
-// It steps the completion right on this goroutine (not through the
-// mailbox), so Locks.Close, which waits for commands in flight, sees the
-// fence the completion may start.
-func (l *Lock) runJob(ctx context.Context, j job) {
-	defer l.m().inflight.Done()
-	l.handle(l.execute(ctx, j))
-}
-
-// lockCmds is a lock's commands in flight: at most two at once (a
-// renewal and a release, or the SET and nothing else), each with the Route
-// that records its carrier and may abort it. It lives outside the Lock
-// because a held lock is idle almost all the time: a keep-alive lock drops
-// it whenever no command is in flight (see forgetOp), which keeps the Lock
-// in the 256-byte size class. It is never reused: a sender that still held
-// a *conn.Route of a finished command would only see a dead struct.
-type lockCmds struct {
-	ops    [2]sm.OpID    // the commands in flight (0: a free slot)
-	routes [2]conn.Route // the Route of each command in flight (ops[i]'s)
-}
-
-// lockWithCmds is a Lock allocated together with its lockCmds: a lock
-// without keep-alive keeps them from its SET to its release, so one
-// allocation serves both (a TryAcquire+Release pair allocates the Lock and
-// its token only).
-type lockWithCmds struct {
-	lock Lock
-	cmds lockCmds
-}
-
-// newLock returns a zero Lock for an acquisition: alone with keepAlive (its
-// lockCmds come and go with its renewals), with its lockCmds otherwise.
-func newLock(keepAlive bool) *Lock {
-	if keepAlive {
-		return new(Lock)
-	}
-	lc := new(lockWithCmds)
-	lc.lock.cmds = &lc.cmds
-	return &lc.lock
-}
-
-// trackOp gives op one of the lock's two command slots and returns its
-// Route; l.mu is held.
-func (l *Lock) trackOp(op sm.OpID) *conn.Route {
-	if l.cmds == nil {
-		l.cmds = new(lockCmds)
-	}
-	c := l.cmds
-	for i := range c.ops {
-		if c.ops[i] == 0 {
-			c.ops[i] = op
-			c.routes[i].Reset()
-			return &c.routes[i]
-		}
-	}
-	panic("lease: a third command in flight on one lock")
-}
-
-// routeOf returns op's Route, or nil when op is not in flight; l.mu is held.
-func (l *Lock) routeOf(op sm.OpID) *conn.Route {
-	if c := l.cmds; c != nil {
-		for i := range c.ops {
-			if c.ops[i] == op {
-				return &c.routes[i]
-			}
-		}
-	}
-	return nil
-}
-
-// carrierOf returns the session that carried op's last attempt, nil if op
-// never reached one; l.mu is held.
-func (l *Lock) carrierOf(op sm.OpID) conn.Session {
-	if r := l.routeOf(op); r != nil {
-		return r.Session()
-	}
-	return nil
-}
-
-// forgetOp frees op's slot once its completion has been stepped; l.mu is
-// held. A keep-alive lock then idle drops its lockCmds (the next renewal
-// makes a fresh one); a lock without one keeps it for its release, so a
-// TryAcquire+Release pair makes one.
-func (l *Lock) forgetOp(op sm.OpID) {
-	c := l.cmds
-	if c == nil {
-		return
-	}
-	for i := range c.ops {
-		if c.ops[i] == op {
-			c.ops[i] = 0
-		}
-	}
-	if c.ops == [2]sm.OpID{} && l.keepAlive != nil {
-		l.cmds = nil
-	}
-}
-
 // fence kills the session that carried op, from another connection, and
 // reports the answer. A command that never reached a session needs no
-// fence. Fences of one session are shared (conn.Pool.Fence), so the other
-// locks whose commands rode the same socket pay no second kill.
+// fence. Fences of one session are shared (conn.Transport.Fence), so the
+// other locks whose commands rode the same socket pay no second kill.
 func (l *Lock) fence(op sm.OpID) {
 	s := l.carrierOf(op)
 	if s == nil {
 		// Answered at once, after this step (l.mu is held here).
-		l.m().goBackground(func() { l.handle(event{kind: eventFence, op: op}) })
+		l.d.goBackground(func() { l.handle(event{kind: eventFence, op: op}) })
 		return
 	}
-	obs, link := l.m().core.obs, l.acquireSpan
-	l.m().goBackground(func() {
-		ctx, cancel := l.m().fenceContext()
+	l.d.goBackground(func() {
+		ctx, cancel := l.d.fenceBound(context.Background())
 		defer cancel()
-		var span trace.Span
-		if obs != nil {
-			ctx, span = obs.startFence(ctx, l, link)
+		done := func(error) {}
+		if o := l.d.obs; o != nil {
+			ctx, done = o.Fence(ctx, l)
 		}
-		err := l.m().core.pool.Fence(ctx, s)
-		if obs != nil {
-			obs.fenced(l, span, err) // a failure is logged as a warning there
-		}
-		// Stepped right here (not through the mailbox), so that once this
-		// background work ends — Locks.Close waits for it — the lock has
-		// taken the fence's answer.
+		err := l.d.transport.Fence(ctx, s)
+		done(err)
+		// Stepped right here, so that once this background work ends —
+		// Shutdown waits for it — the lock has taken the fence's answer.
 		l.handle(event{kind: eventFence, op: op, err: err})
 	})
 }
 
 // cleanup deletes the lock of an abandoned acquisition, bounded, in the
 // background, once its SET (carried by setOn) can no longer run after the
-// delete (see managed.cleanupDelete).
+// delete (see Driver.cleanupDelete).
 func (l *Lock) cleanup(setOn conn.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := l.d.bound(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := l.m().cleanupDelete(ctx, setOn, l.wireKey, l.token.wire()); err != nil {
-		l.m().core.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.m().core.keyArgs(l.wireKey, "error", err)...)
+	if err := l.d.cleanupDelete(ctx, setOn, l.wireKey, l.token, conn.ReleaseOp(l.wireKey, l.token)); err != nil {
+		l.d.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.d.KeyArgs(l.wireKey, "error", err)...)
 	}
-}
-
-// outcomeOf classifies a command's answer for the handle. A reply proving
-// the command did not run and that a later attempt may succeed counts as
-// not submitted (a keep-alive retries it while the deadline lasts; a
-// release restores Held). A command refused because this Locks was closed
-// did not run either, but no retry can succeed: it counts as a definite
-// failure, so a keep-alive ends at once.
-func outcomeOf(ok bool, err error) sm.Outcome {
-	if err == nil {
-		if ok {
-			return sm.OutcomeOK
-		}
-		return sm.OutcomeMismatch
-	}
-	var permErr *PermissionError
-	switch {
-	case errors.As(err, &permErr):
-		return sm.OutcomeDefinite
-	case errors.Is(err, conn.ErrDidNotRun):
-		return sm.OutcomeNotSubmitted // CLUSTERDOWN, TRYAGAIN, READONLY…: nothing ran, a retry may succeed
-	case conn.ClassOf(err) == conn.Definite:
-		return sm.OutcomeDefinite
-	case conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrPoolClosed):
-		return sm.OutcomeDefinite
-	case conn.ClassOf(err) == conn.NotSubmitted:
-		return sm.OutcomeNotSubmitted
-	}
-	return sm.OutcomeUncertain
-}
-
-// isRedirect reports a MOVED/ASK answer (the command did not run there).
-func isRedirect(err error) bool {
-	if err == nil {
-		return false
-	}
-	var e *conn.Error
-	return errors.As(err, &e) && e.Redirect != nil
 }

@@ -1,10 +1,9 @@
-package lease
+package actor
 
 import (
 	"sync"
 	"time"
 
-	"github.com/respire-go/respire/actor"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -20,9 +19,9 @@ import (
 // the heap's mutex released. It is safe for concurrent use.
 type timerHeap struct {
 	mu    sync.Mutex
-	locks []*Lock     // the heap: locks with a timer armed, by next due time
-	clock actor.Clock // the clock of timer
-	timer actor.Timer // the clock timer, created on first use
+	locks []*Lock // the heap: locks with a timer armed, by next due time
+	clock Clock   // the clock of timer
+	timer Timer   // the clock timer, created on first use
 	at    time.Duration
 	set   bool // timer is set to fire at at
 }
@@ -57,7 +56,7 @@ func (t *lockTimers) next() (at time.Duration, ok bool) {
 }
 
 // arm sets l's timer tm (Seq seq) to fire at at; l.mu is held.
-func (h *timerHeap) arm(clock actor.Clock, l *Lock, tm sm.Timer, seq uint32, at time.Duration) {
+func (h *timerHeap) arm(clock Clock, l *Lock, tm sm.Timer, seq uint32, at time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if tm == sm.TimerRenewal {
@@ -90,7 +89,7 @@ func (h *timerHeap) disarm(l *Lock, tm sm.Timer) {
 }
 
 // schedule sets the clock timer for at; h.mu is held.
-func (h *timerHeap) schedule(clock actor.Clock, at time.Duration) {
+func (h *timerHeap) schedule(clock Clock, at time.Duration) {
 	h.at, h.set = at, true
 	d := at - clock.Now()
 	if h.timer == nil || h.clock != clock { // first use, or a test changed the clock
@@ -105,7 +104,7 @@ func (h *timerHeap) schedule(clock actor.Clock, at time.Duration) {
 
 // fire steps every due tick, in batches, then sets the clock timer for the
 // next due time (or stops it when no timer is armed).
-func (h *timerHeap) fire(clock actor.Clock) {
+func (h *timerHeap) fire(clock Clock) {
 	var buf [64]lockTick
 	for {
 		ticks := h.due(clock, buf[:0])
@@ -121,7 +120,7 @@ func (h *timerHeap) fire(clock actor.Clock) {
 
 // due takes up to cap(ticks) due ticks off the heap; when none is left, it
 // sets the clock timer for the next one.
-func (h *timerHeap) due(clock actor.Clock, ticks []lockTick) []lockTick {
+func (h *timerHeap) due(clock Clock, ticks []lockTick) []lockTick {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := clock.Now()
@@ -254,5 +253,5 @@ func (h *timerHeap) down(i int) {
 func (l *Lock) tick(tm sm.Timer, seq uint32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.step(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: l.m().clock.Now()}, 0)
+	l.step(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: l.d.clock.Now()}, 0)
 }

@@ -1,11 +1,10 @@
-package lease
+package actor
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/respire-go/respire/actor"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -76,8 +75,8 @@ func TestTimerHeapTicksExactlyTheDueTimers(t *testing.T) {
 // never fire: the test drives timerHeap.due itself.
 type stillClock struct{ now time.Duration }
 
-func (c *stillClock) Now() time.Duration                          { return c.now }
-func (c *stillClock) AfterFunc(time.Duration, func()) actor.Timer { return stillTimer{} }
+func (c *stillClock) Now() time.Duration                    { return c.now }
+func (c *stillClock) AfterFunc(time.Duration, func()) Timer { return stillTimer{} }
 
 type stillTimer struct{}
 

@@ -31,7 +31,7 @@ type Pool struct {
 	mu       sync.Mutex
 	sessions map[string]*pinned   // current session per node address
 	open     map[*pinned]struct{} // every session not yet retired
-	slots    *slotMap              // cluster mode only
+	slots    *slotMap             // cluster mode only
 	closed   bool
 	opening  singleflight.Group // one session open per node at a time
 
@@ -105,9 +105,9 @@ func (p *Pool) track(s *pinned) bool {
 // Result is the answer of a conditional operation and the session that
 // executed its last attempt (the one to fence after an uncertain outcome).
 type Result struct {
-	Owned        bool     // true: released/extended/found/acquired; false: not owner, expired, missing or contended
-	Token        string   // Owner only: the owner token bytes when Owned
-	FencingToken int64    // FencedAcquireOp only: the fencing token when Owned
+	Owned        bool    // true: released/extended/found/acquired; false: not owner, expired, missing or contended
+	Token        string  // Owner only: the owner token bytes when Owned
+	FencingToken int64   // FencedAcquireOp only: the fencing token when Owned
 	Session      Session // session of the last attempt; nil when nothing was sent
 
 	// Semaphore and read/write-lock Ops only (primitive_keys.go):

@@ -3,6 +3,8 @@ package conn
 import (
 	"context"
 	"errors"
+
+	"github.com/redis/rueidis"
 )
 
 // Transport is the wire as the lock driver (package actor) uses it:
@@ -118,3 +120,6 @@ var (
 	_ Transport = (*Pool)(nil)
 	_ Session   = (*pinned)(nil)
 )
+
+// Client returns the rueidis client the pool runs on (it does not own it).
+func (p *Pool) Client() rueidis.Client { return p.client }

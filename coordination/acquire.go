@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -61,15 +62,16 @@ func (c *Coordinator) acquire(ctx context.Context, op, key, counterKey string, t
 	case key == counterKey:
 		return nil, &OpError{Op: op, Key: key, Err: ErrSameKeys}
 	}
-	held, reply, err := bridge.Acquire(ctx, c.locks, op, key, counterKey, ttl, opts)
-	if err != nil {
-		return nil, &OpError{Op: op, Key: key, Err: err}
+	f := &actor.Fenced{CounterKey: c.locks.KeyPrefix() + counterKey}
+	held, err := c.locks.AcquireFenced(ctx, op, key, ttl, f, opts...)
+	if f.Reply.NotReplicated {
+		return nil, notReplicated(key, f)
 	}
-	if reply.NotReplicated {
-		return nil, notReplicated(key, reply)
+	if err != nil {
+		return nil, err
 	}
 	if held == nil {
 		return nil, nil
 	}
-	return &Lock{Lock: held, fencingToken: reply.FencingToken, counterKey: counterKey}, nil
+	return &Lock{Lock: held, fencingToken: f.Reply.FencingToken, counterKey: counterKey}, nil
 }

@@ -2,16 +2,10 @@ package coordination
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/respire-go/respire/conn"
-	"github.com/respire-go/respire/internal/leasebridge"
 	"github.com/respire-go/respire/lease"
 )
-
-// bridge is package lease's fenced acquisition (see internal/leasebridge).
-var bridge = leasebridge.Get[*lease.Locks, *lease.Lock, lease.AcquireOption]()
 
 // Errors of this package, matched with errors.Is. Everything else an
 // acquisition can fail with is lease's: lease.ErrNotAcquired, lease.ErrClosed,
@@ -29,33 +23,11 @@ var (
 	ErrMalformedFencingToken = conn.ErrMalformedFencingToken
 )
 
-// OpError is the error of a Coordinator call that failed: Op is the method
-// ("TryAcquire" or "Acquire"), Key the lock key without the Locks' key
-// prefix, Err the reason (a *lease.OpError when lease refused or failed the
-// acquisition). It matches every sentinel its reason matches (errors.Is),
-// lease's included, and never includes a token.
-type OpError struct {
-	Op  string
-	Key string
-	Err error
-}
-
-// Error reads `coordination: Op "key": reason`, with one package prefix.
-func (e *OpError) Error() string {
-	reason := e.Err
-	var inner *lease.OpError
-	if errors.As(reason, &inner) && inner == reason {
-		reason = inner.Err // lease's own "lease: Op "key": " adds nothing here
-	}
-	text := strings.TrimPrefix(strings.TrimPrefix(reason.Error(), "lease: "), "coordination: ")
-	if e.Key == "" {
-		return "coordination: " + e.Op + ": " + text
-	}
-	return fmt.Sprintf("coordination: %s %q: %s", e.Op, e.Key, text)
-}
-
-// Unwrap returns the reason.
-func (e *OpError) Unwrap() error { return e.Err }
+// OpError is the error of a Coordinator call that failed: lease's, with
+// Op the method ("TryAcquire" or "Acquire"), Key the lock key without the
+// Locks' key prefix. It matches every sentinel its reason matches
+// (errors.Is) and never includes a token.
+type OpError = lease.OpError
 
 // Coordinator hands out fencing-token locks: managed lease handles
 // (*lease.Lock) acquired together with the next token of a persistent

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/respire-go/respire/internal/leasebridge"
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -59,10 +59,10 @@ func (e *NotReplicatedError) Error() string {
 		ErrNotReplicated, e.Key, e.Acknowledged, e.Required, e.Timeout, release)
 }
 
-// Is matches ErrNotReplicated and lease's transport sentinels that apply
-// to Err.
+// Is matches ErrNotReplicated; lease's transport sentinels that apply to
+// Err match through Unwrap.
 func (e *NotReplicatedError) Is(target error) bool {
-	return target == ErrNotReplicated || (e.Err != nil && bridge.IsTransport(e.Err, target))
+	return target == ErrNotReplicated
 }
 
 // Unwrap returns the cause of a failed WAIT, or nil.
@@ -102,14 +102,15 @@ func (e *NotReplicatedError) Unwrap() error { return e.Err }
 // 0 timeout would block forever). WAITAOF is not offered: see
 // docs/fencing.md.
 func WithReplicas(n int, timeout time.Duration) lease.AcquireOption {
-	return bridge.Replicas(n, timeout)
+	return lease.WithReplicas(n, timeout)
 }
 
 // notReplicated is the error of an acquisition whose increment WAIT did not
 // confirm: lease ended its handle before returning (keep-alive stopped,
-// then the lease released; see leasebridge.Reply), and reply says how.
-func notReplicated(key string, reply leasebridge.Reply) error {
-	e := &NotReplicatedError{Key: key, Required: reply.Replicas, Timeout: reply.Timeout,
+// then the lease released; see actor.FencedReply), and f says how.
+func notReplicated(key string, f *actor.Fenced) error {
+	reply := f.Reply
+	e := &NotReplicatedError{Key: key, Required: f.Replicas, Timeout: f.Timeout,
 		Acknowledged: int(reply.Acknowledged), Released: reply.Released, Err: reply.WaitErr}
 	if reply.WaitErr != nil {
 		e.Acknowledged = -1

@@ -3,11 +3,9 @@ package lease
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/respire-go/respire/actor"
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -21,8 +19,7 @@ type acquireOptions struct {
 	retryEvery    time.Duration
 	retryEverySet bool
 	untilDone     bool
-	replicas      replicasOption // coordination.WithReplicas (see fenced.go)
-	fenced        *fencedRequest // set for coordination's fenced acquisitions only
+	replicas      replicasOption // WithReplicas (fencing-token acquisitions only)
 }
 
 // WithKeepAlive starts a keep-alive owned by the lock once acquired: the
@@ -144,98 +141,51 @@ func (l *Locks) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 }
 
 func (l *Locks) acquire(ctx context.Context, op, key string, ttl time.Duration, opts []AcquireOption) (*Lock, error) {
+	return l.acquireSpec(ctx, op, key, ttl, opts, nil)
+}
+
+// acquireSpec validates the acquisition and runs it on the driver, observed
+// when telemetry is on; fenced makes it a fencing-token acquisition.
+func (l *Locks) acquireSpec(ctx context.Context, op, key string, ttl time.Duration, opts []AcquireOption,
+	fenced *actor.Fenced) (*Lock, error) {
 	var o acquireOptions
 	if len(opts) > 0 {
 		o = applyAcquireOptions(opts)
 	}
-	d, ms, err := validateAcquire(op, key, ttl, o, l.core.drift)
+	spec, err := l.spec(op, key, ttl, o, fenced)
 	if err != nil {
 		return nil, err
 	}
+	var a *actor.Lock
 	if obs := l.core.obs; obs != nil {
-		lock, err := obs.acquire(ctx, l, key, d, ms, o)
-		return lock, opError(op, key, err)
+		a, err = obs.acquire(ctx, l, spec)
+	} else {
+		a, err = l.core.driver.Acquire(ctx, spec)
 	}
-	lock, err := l.acquireValid(ctx, key, d, ms, o)
-	return lock, opError(op, key, err)
+	return lockOf(a), opError(op, key, err)
 }
 
-// acquireValid tries, and polls as the options say, with valid arguments.
-func (l *Locks) acquireValid(ctx context.Context, key string, d time.Duration, ms int64, o acquireOptions) (*Lock, error) {
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
+// spec validates an acquisition's arguments, before anything is sent, and
+// makes the driver's AcquireSpec of them.
+func (l *Locks) spec(op, key string, ttl time.Duration, o acquireOptions, fenced *actor.Fenced) (actor.AcquireSpec, error) {
+	d, err := validateAcquire(op, key, ttl, o, l.core.driver.Drift())
+	if err == nil {
+		err = o.replicas.validate(fenced != nil)
 	}
-	m := l.managed()
-	t := tries{l: l, m: m, key: key, wireKey: l.key(key), ttl: d, ms: ms, o: o}
-	if !o.keepAlive {
-		// Open the key's session before the lease estimate starts: the dial
-		// and handshake of a cold pool must not count against the lease (the
-		// estimate still starts before the SET is written). An error here is
-		// met again, and reported, by the acquisition itself. (With
-		// WithKeepAlive, the renewal permission check of the first try opens
-		// it: see tries.one.)
-		_, _ = m.sessionFor(ctx, t.wireKey)
+	if err != nil {
+		return actor.AcquireSpec{}, opError(op, key, err)
 	}
-	t.poll = sm.Poll{Start: m.clock.Now(), Wait: o.wait, RetryEvery: o.retryEvery, UntilDone: o.untilDone}
-	for {
-		lock, err := t.one(ctx)
-		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
-			return lock, err
-		}
-		sleep, again := t.poll.Next(m.clock.Now(), m.jitter())
-		if !again {
-			return nil, err // the last try's answer: not acquired, or its error
-		}
-		if m.push != nil {
-			return t.pushed(ctx, sleep)
-		}
-		if err := sleepContext(ctx, m.clock, sleep); err != nil {
-			return nil, err
+	if fenced != nil {
+		if err := l.core.transport.CheckFencedKeys(l.key(key), fenced.CounterKey); err != nil {
+			return actor.AcquireSpec{}, opError(op, key, err)
 		}
 	}
-}
-
-// pushed goes on with a waiting acquisition after a try that did not
-// acquire, with push (push.go): between tries it waits for the key's
-// invalidation, or for the retry interval as a safety net.
-func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
-	m := t.m
-	var waiter *pushWaiter
-	defer func() { m.push.leave(t.wireKey, waiter) }()
-	for {
-		if err := m.push.wait(ctx, t.wireKey, sleep, t.o.pushedSleep(t.poll, m.clock.Now(), sleep), &waiter); err != nil {
-			return nil, err
-		}
-		lock, err := t.one(ctx)
-		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
-			return lock, err
-		}
-		var again bool
-		if sleep, again = t.poll.Next(m.clock.Now(), m.jitter()); !again {
-			return nil, err
-		}
+	if fenced != nil && o.replicas.set {
+		fenced.Replicas, fenced.Timeout = o.replicas.n, time.Duration(ceilMillis(o.replicas.timeout))*time.Millisecond
 	}
-}
-
-// pushSafetyNetFactor is how much longer than the polling sleep a waiter
-// parked on a tracked key sleeps when the caller left the retry interval at
-// its default: the invalidation wakes it, and the sleep is only the net for
-// a push lost on a live watcher, which the servers do not do (a broken
-// watcher wakes every waiter itself). 20 × 50 ms: about one try a second.
-const pushSafetyNetFactor = 20
-
-// pushedSleep is the sleep of a waiter parked on a tracked key, given the
-// polling sleep: the same with WithRetryEvery, else pushSafetyNetFactor
-// times it, cut to the remaining budget (one more try follows, as polling).
-func (o acquireOptions) pushedSleep(poll sm.Poll, now, sleep time.Duration) time.Duration {
-	if o.retryEverySet {
-		return sleep
-	}
-	long := sleep * pushSafetyNetFactor
-	if poll.UntilDone {
-		return long
-	}
-	return max(sleep, min(long, poll.Wait-(now-poll.Start)))
+	return actor.AcquireSpec{WireKey: l.key(key), KeyStart: len(l.prefix), TTL: d, KeepAlive: o.keepAlive,
+		Wait: o.wait, UntilDone: o.untilDone, RetryEvery: o.retryEvery, RetryEverySet: o.retryEverySet,
+		Fenced: fenced}, nil
 }
 
 // applyAcquireOptions is separate so that acquisitions without options do
@@ -248,25 +198,22 @@ func applyAcquireOptions(opts []AcquireOption) acquireOptions {
 	return o
 }
 
-func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift sm.Drift) (time.Duration, int64, error) {
+func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift sm.Drift) (time.Duration, error) {
 	if key == "" {
-		return 0, 0, opError(op, key, ErrEmptyKey)
+		return 0, opError(op, key, ErrEmptyKey)
 	}
 	d, err := managedTTL(ttl, drift)
 	if err != nil {
-		return 0, 0, opError(op, key, err)
+		return 0, opError(op, key, err)
 	}
 	if o.wait < 0 || o.wait > MaxTTL {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
+		return 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
 	}
 	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
-		return 0, 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
+		return 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
 			ErrInvalidOption, o.retryEvery, MaxTTL))
 	}
-	if err := o.replicas.validate(o.fenced != nil); err != nil {
-		return 0, 0, opError(op, key, err)
-	}
-	return d, int64(d / time.Millisecond), nil
+	return d, nil
 }
 
 // managedTTL normalises the duration of a managed lease (whole milliseconds,
@@ -283,129 +230,55 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 	return d, nil
 }
 
-// tryOnce makes one acquisition with a fresh token: SET NX PX, or the
-// fenced script when fenced is set. The Lock and its handle are made once
-// the reply is in, and stepped through what happened (InputAcquire at the
-// time the SET was about to be sent, then its completion): the core sees
-// the same inputs, with the same times, as if the handle had existed all
-// along, because nobody else can reach a lock being acquired. A definite
-// refusal makes no Lock at all: the core's only answer to it is
-// Acquiring -contended-> NotAcquired with the caller told "not acquired"
-// (statemachine.TestContentionIsNotAnError_ARefusalNeedsNoHandle), which
-// is what returning nil says. Under contention most tries are refusals,
-// and their cost is client CPU, that is throughput.
-//
-// A waiting acquisition passes settle: a SET whose outcome is unknown is
-// then settled before any Lock is made (settleSet: its socket fenced, the
-// key read on a fresh session). Found holding our token, the SET applied:
-// the core is told so, with the lease counted from the timestamp taken
-// before that SET was sent, as for any SET that replied OK. Found without
-// it, the SET cannot have left anything (the fence answered first), so the
-// try is a refusal. Not settled, it is abandoned as without settle.
-func (l *Locks) tryOnce(ctx context.Context, m *managed, key string, ttl time.Duration, ms int64, keepAlive bool,
-	node string, fenced *fencedRequest, settle settleBudget) (*Lock, error) {
-	wireKey, token := l.key(key), NewToken()
-	m.inflight.Add() // Locks.Close waits for the SET and the step of its completion
-	defer m.inflight.Done()
-	sentAt := m.clock.Now()
-	route := acquireRoutes.Get().(*conn.Route) // records the SET's carrier; the Lock takes it over
-	defer putAcquireRoute(route)
-	cmdCtx, cancel := m.commandContext(ctx)
-	var sent conn.Result
-	var err error
-	if fenced == nil {
-		sent, err = m.acquireOn(cmdCtx, wireKey, conn.AcquireOp(wireKey, token.wire(), ms), route)
-	} else {
-		sent, err = fenced.send(cmdCtx, m, wireKey, token.wire(), ms, route)
+// AcquireFenced is TryAcquire (op "TryAcquire") or Acquire (op "Acquire",
+// where a lock held by another owner is an error matching ErrNotAcquired)
+// with f's fencing script as every try's command instead of SET NX PX: the
+// acquisition package coordination builds fencing-token locks with (f
+// records the fencing token the script handed out, and what WithReplicas'
+// WAIT answered). The same options, handle, keep-alive and telemetry as
+// any acquisition; WithReplicas applies only here. actor.Fenced is part of
+// respire-go's implementation: use package coordination.
+func (l *Locks) AcquireFenced(ctx context.Context, op, key string, ttl time.Duration, f *actor.Fenced,
+	opts ...AcquireOption) (*Lock, error) {
+	lock, err := l.acquireSpec(ctx, op, key, ttl, opts, f)
+	if err == nil && lock == nil && op == "Acquire" && !f.Reply.NotReplicated {
+		return nil, opError(op, key, ErrNotAcquired)
 	}
-	cancel()
-	outcome := acquireOutcome(sent.Owned, err)
-	if outcome == sm.OutcomeUncertain && settle.on && fenced == nil && ctx.Err() == nil {
-		switch ours, settled := m.settleSet(ctx, route.Session(), wireKey, token.wire(), settle); {
-		case settled && ours:
-			outcome, err = sm.OutcomeOK, nil
-		case settled:
-			return nil, nil
-		}
-	}
-	if outcome == sm.OutcomeMismatch {
-		return nil, nil
-	}
-	lock := newLock(keepAlive)
-	lock.locks, lock.wireKey, lock.token = l, wireKey, token
-	if keepAlive {
-		// Shared, and it keeps no values: holding ctx would keep a
-		// request's context (its timer, its values) alive for as long as
-		// the lock is held, and nobody can ask for its Context.
-		lock.keepAlive = ownedKeepAlive
-	}
-	lock.renewOn(node)
-	lock.mu.Lock()
-	id := lock.newCaller(ctx)
-	j := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: ttl, KeepAlive: keepAlive,
-		Drift: l.core.drift, Now: sentAt}, id)
-	j.route.Adopt(route)
-	if s := route.Session(); s != nil {
-		lock.renewOn(s.Node()) // renewals go where the SET went, after any redirect
-	}
-	if ctx.Err() != nil && outcome == sm.OutcomeOK {
-		// The SET applied but the caller gave up: never return the handle.
-		lock.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: m.clock.Now()}, id)
-	}
-	lock.step(sm.Input{Kind: sm.InputCommandDone, Op: j.op, Outcome: outcome, Err: err, Now: m.clock.Now()}, id)
-	res, _ := lock.collect(id)
-	lock.mu.Unlock()
+	return lock, err
+}
+
+// replicasOption is WithReplicas(n, timeout).
+type replicasOption struct {
+	set     bool
+	n       int
+	timeout time.Duration
+}
+
+// WithReplicas makes a fencing-token acquisition (package coordination,
+// which documents it as coordination.WithReplicas) wait, after the script
+// took the lease, until n replicas acknowledged it (WAIT n timeout). Other
+// acquisitions refuse it with ErrInvalidOption, as they do n < 1 or a
+// timeout not in (0, MaxTTL], before anything is sent.
+func WithReplicas(n int, timeout time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.replicas = replicasOption{set: true, n: n, timeout: timeout} }
+}
+
+// validate refuses WithReplicas on an acquisition that is not fenced, and
+// values WAIT cannot take (WAIT 0 does not wait; a 0 timeout blocks
+// forever), before anything is sent.
+func (r replicasOption) validate(fenced bool) error {
 	switch {
-	case res.OK:
-		return lock, nil
-	case res.Err != nil:
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx) // the caller gave up; cleanup runs in the background
-		}
-		return nil, res.Err
-	}
-	return nil, nil
-}
-
-// acquireRoutes recycles the Routes SETs are sent with (tryOnce): conn
-// uses a Route only during the call it is passed to, and the Lock adopts
-// the carrier, so the Route is free again once tryOnce returns. A Route
-// escapes to the heap (its atomics), and a refused try should allocate
-// nothing but its token.
-var acquireRoutes = sync.Pool{New: func() any { return new(conn.Route) }}
-
-func putAcquireRoute(r *conn.Route) {
-	r.Reset()
-	acquireRoutes.Put(r)
-}
-
-// acquireOn sends the acquisition op (SET NX PX, or the fenced script) on
-// its key's session, the one that carries the lock's release and renewals
-// too, once more on a fresh session when the first was found dead before
-// the hand-off. It follows redirects; route records every session that
-// carries it.
-func (m *managed) acquireOn(ctx context.Context, wireKey string, op conn.Op, route *conn.Route) (conn.Result, error) {
-	for attempt := 0; ; attempt++ {
-		s, err := m.sessionFor(ctx, wireKey)
-		if err != nil {
-			return conn.Result{}, err
-		}
-		res, err := m.run(ctx, s, op, route)
-		if attempt > 0 || !conn.RetriableOnFreshSession(err) {
-			return res, err
-		}
-	}
-}
-
-// sleepContext waits d on clock, or until ctx ends (returning its cause).
-func sleepContext(ctx context.Context, clock actor.Clock, d time.Duration) error {
-	woken := make(chan struct{})
-	t := clock.AfterFunc(d, func() { close(woken) })
-	select {
-	case <-woken:
+	case !r.set:
 		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return context.Cause(ctx)
+	case !fenced:
+		return fmt.Errorf("%w: WithReplicas applies only to fencing-token locks (package coordination)", ErrInvalidOption)
+	case r.n < 1 || r.timeout <= 0 || r.timeout > MaxTTL:
+		return fmt.Errorf("%w: WithReplicas(%d, %v) needs n >= 1 and a positive timeout", ErrInvalidOption, r.n, r.timeout)
 	}
+	return nil
+}
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }

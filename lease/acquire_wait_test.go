@@ -51,7 +51,7 @@ func TestCancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan(t *tes
 	if cleanup.ClientID != set.ClientID {
 		t.Fatalf("the cleanup went on connection %d, the SET on %d: it could overtake the SET", cleanup.ClientID, set.ClientID)
 	}
-	locks.managed().background.Wait() // the cleanup has its answer
+	locks.Driver().WaitIdle() // the cleanup has its answer
 	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
 		t.Fatalf("orphan lock left behind: EXISTS = %q", got)
 	}

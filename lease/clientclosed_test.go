@@ -184,11 +184,11 @@ func TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Error: "LOADING Redis is loading the dataset in memory",
 		Match: func(args []string) bool { return hasIFEQ(args) && args[1] == "b" }})
 	clock.Advance(sm.RenewalDelay(b.Duration(), b.RemainingEstimate()))
-	eventually(t, "b's retry armed", func() bool { return locks.managed().timers.armed() == 4 }) // each lock's deadline and renewal timers
+	eventually(t, "b's retry armed", func() bool { return locks.Driver().ArmedTimers() == 4 }) // each lock's deadline and renewal timers
 	client.Close()
 	// ClientAlive probes at most once per millisecond: a's renewal may come
 	// within that of b's probe, so wait until the closed client is noticed.
-	eventually(t, "the closed client noticed", func() bool { return locks.core.pool.ClientAlive() != nil })
+	eventually(t, "the closed client noticed", func() bool { return locks.core.transport.ClientAlive() != nil })
 	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
 	eventually(t, "a's keep-alive ended", func() bool { return ownedKeepAliveErr(a) != nil })
 	if err := ownedKeepAliveErr(a); err != ErrClientClosed {

@@ -21,12 +21,11 @@ func TestDeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly(t *testing.T) {
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Match: hasIFEQ,
 		Error: "READONLY You can't write against a read only replica.", Times: 1 << 30})
 	work := lock.Context()
-	timers := &lock.m().timers
 	for i := 0; work.Err() == nil && i < 100_000; i++ {
 		clock.Advance(10 * time.Millisecond)
 		// A renewal sent now disarms its timer until its completion, stepped on
 		// another goroutine, arms the retry: wait for that before moving on.
-		eventually(t, "the renewal's completion", func() bool { return timers.armed() == 2 || lock.State() != StateHeld })
+		eventually(t, "the renewal's completion", func() bool { return lock.core().Driver().ArmedTimers() == 2 || lock.State() != StateHeld })
 	}
 	waitDone(t, work)
 	assertDeadlineLossSaysReadOnly(t, context.Cause(work))

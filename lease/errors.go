@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/respire-go/respire/conn"
-	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Errors of bad input, returned before anything is sent. Match them with
@@ -30,50 +29,53 @@ var (
 	ErrInvalidOption = errors.New("lease: invalid option")
 )
 
-// Errors of the server or the connection. Every error a call returns
-// matches the ones that apply, with errors.Is.
+// Errors of the server or the connection: conn's classification, one
+// definition re-exported here. Every error a call returns matches the ones
+// that apply, with errors.Is.
 var (
 	// ErrOutcomeUnknown: a command was sent (or may have been) and no
 	// answer came: it may have run. A managed lock whose renewal or release
 	// ends like this is no longer held, and the connection that carried the
 	// command is fenced (closed on the server with CLIENT KILL) so that the
 	// command cannot run later.
-	ErrOutcomeUnknown = errors.New("lease: outcome unknown: the command may have run")
+	ErrOutcomeUnknown = conn.ErrOutcomeUnknown
 	// ErrNotSubmitted: nothing was sent; the call changed nothing on the
 	// server and may be retried.
-	ErrNotSubmitted = errors.New("lease: not sent")
+	ErrNotSubmitted = conn.ErrNotSubmitted
 	// ErrServerReply: the server answered with an error reply. errors.As to
 	// *rueidis.RedisError gives the reply itself (NOPERM, WRONGTYPE, ...).
-	ErrServerReply = errors.New("lease: the server answered with an error")
+	ErrServerReply = conn.ErrServerReply
 	// ErrDidNotRun: a server error reply that proves the command did not run
 	// and a later attempt may succeed (CLUSTERDOWN, TRYAGAIN, READONLY,
 	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, a redirect not followed). It
 	// also matches ErrServerReply.
-	ErrDidNotRun = errors.New("lease: the command did not run; a later attempt may succeed")
+	ErrDidNotRun = conn.ErrDidNotRun
 	// ErrCrossSlot: a lease key and its fencing counter key hash to
 	// different Cluster slots; use a hash tag (see package coordination).
-	ErrCrossSlot = errors.New("lease: keys hash to different cluster slots")
+	ErrCrossSlot = conn.ErrCrossSlot
 	// ErrClosed: the Locks was closed; nothing was sent.
-	ErrClosed = errors.New("lease: closed")
-	// ErrClientClosed: the rueidis client was closed while the Locks still
-	// used it. A keep-alive ends with this cause; the lock may stay on the
-	// server until its lease runs out. Close the Locks before the client.
-	ErrClientClosed = errors.New("lease: the rueidis client was closed")
+	ErrClosed = conn.ErrPoolClosed
+	// ErrClientClosed: the client was closed while the Locks still used it.
+	// A keep-alive ends with this cause; the lock may stay on the server
+	// until its lease runs out. Close the Locks before the client.
+	ErrClientClosed = conn.ErrClientClosed
 )
 
 // OpError is the error of a call that failed: Op is the method ("Release",
 // "KeepAlive", ...), Key the lock key without the Locks' key prefix (empty
 // where the call has none), Err the reason. It matches every sentinel of
-// this package that applies to Err (errors.Is) and never includes a token.
+// this package that applies to Err (errors.Is, through Unwrap) and never
+// includes a token.
 type OpError struct {
 	Op  string
 	Key string
 	Err error
 }
 
-// Error reads "lease: Op "key": reason" with one package prefix.
+// Error reads "lease: Op "key": reason" with one package prefix (the
+// reason's own "lease: " or "coordination: " is dropped).
 func (e *OpError) Error() string {
-	reason := strings.TrimPrefix(e.Err.Error(), "lease: ")
+	reason := strings.TrimPrefix(strings.TrimPrefix(e.Err.Error(), "lease: "), "coordination: ")
 	if e.Key == "" {
 		return "lease: " + e.Op + ": " + reason
 	}
@@ -82,11 +84,6 @@ func (e *OpError) Error() string {
 
 // Unwrap returns the reason.
 func (e *OpError) Unwrap() error { return e.Err }
-
-// Is matches the transport sentinels (ErrOutcomeUnknown, ErrNotSubmitted,
-// ErrServerReply, ErrDidNotRun, ErrCrossSlot, ErrClosed) by the reason's
-// classification.
-func (e *OpError) Is(target error) bool { return isTransport(e.Err, target) }
 
 // opError wraps err for a call of op on key; nil stays nil, and an error
 // already wrapped for this call is not wrapped twice.
@@ -98,43 +95,5 @@ func opError(op, key string, err error) error {
 	if errors.As(err, &already) && already.Op == op {
 		return err
 	}
-	return &OpError{Op: op, Key: key, Err: coreError(err)}
-}
-
-// isTransport reports whether err is classified as target, one of the
-// transport sentinels; the classification lives in conn.
-func isTransport(err, target error) bool {
-	var inner error
-	switch target {
-	case ErrOutcomeUnknown:
-		inner = conn.ErrOutcomeUnknown
-	case ErrNotSubmitted:
-		inner = conn.ErrNotSubmitted
-	case ErrServerReply:
-		inner = conn.ErrServerReply
-	case ErrDidNotRun:
-		inner = conn.ErrDidNotRun
-	case ErrCrossSlot:
-		inner = conn.ErrCrossSlot
-	case ErrClosed:
-		inner = conn.ErrPoolClosed
-	case ErrClientClosed:
-		inner = conn.ErrClientClosed
-	default:
-		return false
-	}
-	return errors.Is(err, inner)
-}
-
-// coreError replaces the state machine's errors by this package's.
-func coreError(err error) error {
-	switch err {
-	case sm.ErrKeepAliveActive:
-		return ErrKeepAliveActive
-	case sm.ErrNotHeld:
-		return ErrNotHeld
-	case sm.ErrAcquiredTooLate:
-		return ErrAcquiredTooLate
-	}
-	return err
+	return &OpError{Op: op, Key: key, Err: err}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -96,9 +97,9 @@ func TestErrorTexts_BadInputErrorsHaveOneLeasePrefixAndMatchTheirSentinel(t *tes
 		{"Locks.Release(empty token)", []error{ErrEmptyToken}, func() error { return noErr(locks.Release(ctx, "k", Token{})) }},
 		{"Locks.OwnerToken(empty key)", []error{ErrEmptyKey}, func() error { return noErr3(locks.OwnerToken(ctx, "")) }},
 		{"New(nil client)", []error{ErrNilClient}, func() error { return noErr(New(nil)) }},
-		{"New(WithCommandTimeout(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.client, WithCommandTimeout(-1))) }},
-		{"New(WithDriftMargin(0.9, 0))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.client, WithDriftMargin(0.9, 0))) }},
-		{"New(WithIdleCheck(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.client, WithIdleCheck(-1))) }},
+		{"New(WithCommandTimeout(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithCommandTimeout(-1))) }},
+		{"New(WithDriftMargin(0.9, 0))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithDriftMargin(0.9, 0))) }},
+		{"New(WithIdleCheck(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithIdleCheck(-1))) }},
 		{"TokenFromString(invalid UTF-8)", []error{ErrInvalidToken}, func() error { return noErr(TokenFromString("\xff")) }},
 	})
 }
@@ -232,7 +233,7 @@ func TestErrorTexts_AnInterruptedCommandMatchesErrOutcomeUnknownEvenOnceFenced(t
 		cancel()
 		err = <-done
 		close(gate)
-		locks.managed().background.Wait() // the fence has answered: the next lock gets a fresh session
+		locks.Driver().WaitIdle() // the fence has answered: the next lock gets a fresh session
 		if !errors.Is(err, ErrOutcomeUnknown) {
 			t.Fatalf("try %d: %s interrupted after the send = %v (state %v); want ErrOutcomeUnknown", i, command, err, lock.State())
 		}

@@ -80,7 +80,7 @@ func holdOnce(ctx context.Context, locks *Locks, rng *rand.Rand, keys int) (beli
 	if err != nil {
 		return belief{}, false
 	}
-	b := belief{key: lock.wireKey, start: time.Now(), token: lock.Token().wire(),
+	b := belief{key: lock.core().WireKey(), start: time.Now(), token: lock.Token().wire(),
 		margin: DefaultDriftFloor + 2*time.Second/100}
 	ended := make(chan time.Time, 1)
 	context.AfterFunc(lock.Context(), func() { ended <- time.Now() })

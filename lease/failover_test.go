@@ -38,7 +38,7 @@ func heldOnCluster(t *testing.T, locks *Locks, o *ownership, prefix string, n in
 func wireKeys(held []*Lock) []string {
 	keys := make([]string, len(held))
 	for i, l := range held {
-		keys[i] = l.wireKey
+		keys[i] = l.core().WireKey()
 	}
 	return keys
 }
@@ -83,7 +83,7 @@ func TestClusterFailover_ACoordinatedFailoverKeepsOrReportsEveryLock(t *testing.
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
 	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
-	primary, replica := nodes.shardOf(t, held[0].wireKey)
+	primary, replica := nodes.shardOf(t, held[0].core().WireKey())
 	t.Logf("before the failover: %s", replicationLine(nodes, primary.addr))
 	start := time.Now()
 	if got := nodes.exec(t, replica.addr, "CLUSTER", "FAILOVER"); got != "+OK\r\n" {
@@ -115,7 +115,7 @@ func TestClusterFailover_AKilledPrimaryIsReplacedAndItsSlotsServedAgain(t *testi
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
 	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
-	primary, replica := nodes.shardOf(t, held[0].wireKey)
+	primary, replica := nodes.shardOf(t, held[0].core().WireKey())
 	t.Logf("before the kill: %s (what the replica has not acknowledged is lost with the primary)", replicationLine(nodes, primary.addr))
 	nodes.signal(t, primary.addr, syscall.SIGKILL)
 	t.Cleanup(func() { nodes.restart(t, primary.addr); nodes.waitHealthy(t) })
@@ -127,7 +127,7 @@ func TestClusterFailover_AKilledPrimaryIsReplacedAndItsSlotsServedAgain(t *testi
 	var lock *Lock
 	eventually(t, "an acquisition on the failed-over shard", func() bool {
 		var err error
-		lock, err = locks.Acquire(ctxFor(t, time.Second), strings.TrimPrefix(held[0].wireKey, locks.KeyPrefix())+"-new", time.Minute)
+		lock, err = locks.Acquire(ctxFor(t, time.Second), strings.TrimPrefix(held[0].core().WireKey(), locks.KeyPrefix())+"-new", time.Minute)
 		return err == nil
 	})
 	t.Logf("first acquisition on the failed-over shard %v after the promotion", time.Since(promoted))
@@ -152,15 +152,15 @@ func TestClusterResharding_LocksFollowAMigratingSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	source, _ := nodes.shardOf(t, lock.wireKey)
+	source, _ := nodes.shardOf(t, lock.core().WireKey())
 	target := otherPrimary(t, nodes, source)
 	var slot int64
-	fmtSscanInt(nodes.exec(t, source.addr, "CLUSTER", "KEYSLOT", lock.wireKey), &slot)
+	fmtSscanInt(nodes.exec(t, source.addr, "CLUSTER", "KEYSLOT", lock.core().WireKey()), &slot)
 	s := fmt.Sprint(slot)
 	mustOK(t, nodes.exec(t, target.addr, "CLUSTER", "SETSLOT", s, "IMPORTING", source.id))
 	mustOK(t, nodes.exec(t, source.addr, "CLUSTER", "SETSLOT", s, "MIGRATING", target.id))
 	host, port, _ := strings.Cut(target.addr, ":")
-	mustOK(t, nodes.exec(t, source.addr, "MIGRATE", host, port, "", "0", "5000", "AUTH", nodes.password, "KEYS", lock.wireKey))
+	mustOK(t, nodes.exec(t, source.addr, "MIGRATE", host, port, "", "0", "5000", "AUTH", nodes.password, "KEYS", lock.core().WireKey()))
 	if ok, err := lock.ResetExpiry(ctx, failoverLease); !ok || err != nil { // ASK → ASKING + renewal on the target
 		t.Fatalf("ResetExpiry during the migration = %v, %v", ok, err)
 	}
@@ -176,7 +176,7 @@ func TestClusterResharding_LocksFollowAMigratingSlot(t *testing.T) {
 		t.Fatalf("Release = %v, %v", out, err)
 	}
 	for _, n := range []clusterNode{source, target} {
-		if got := nodes.exec(t, n.addr, "EXISTS", lock.wireKey); got != ":0\r\n" && !strings.HasPrefix(got, "-MOVED") {
+		if got := nodes.exec(t, n.addr, "EXISTS", lock.core().WireKey()); got != ":0\r\n" && !strings.HasPrefix(got, "-MOVED") {
 			t.Fatalf("EXISTS on %s = %q after the release", n.addr, got)
 		}
 	}

@@ -74,7 +74,7 @@ func (f *faulty) connOf(t *testing.T, s conn.Session) *faultproxy.Conn {
 // commands ride (standalone mode).
 func (f *faulty) sessionConn(t *testing.T, lock *Lock) *faultproxy.Conn {
 	t.Helper()
-	return f.connOf(t, lock.m().standalone.Load())
+	return f.connOf(t, lock.core().Driver().StandaloneSession())
 }
 
 // waitEntry polls the server's log (bounded) until an entry matches.

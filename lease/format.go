@@ -56,10 +56,10 @@ func (k *KeepAlive) Format(f fmt.State, verb rune) {
 		return
 	}
 	if err := k.Err(); err != nil {
-		fmt.Fprintf(f, "lease.KeepAlive{key: %q, ended: %q}", k.lock.Key(), err.Error())
+		fmt.Fprintf(f, "lease.KeepAlive{key: %q, ended: %q}", lockOf(k.core().Lock()).Key(), err.Error())
 		return
 	}
-	fmt.Fprintf(f, "lease.KeepAlive{key: %q, running: true}", k.lock.Key())
+	fmt.Fprintf(f, "lease.KeepAlive{key: %q, running: true}", lockOf(k.core().Lock()).Key())
 }
 
 // LogValue logs the keep-alive's key and whether it runs, or why it ended.
@@ -68,9 +68,9 @@ func (k *KeepAlive) LogValue() slog.Value {
 		return slog.StringValue("<nil>")
 	}
 	if err := k.Err(); err != nil {
-		return slog.GroupValue(slog.String("key", k.lock.Key()), slog.String("ended", err.Error()))
+		return slog.GroupValue(slog.String("key", lockOf(k.core().Lock()).Key()), slog.String("ended", err.Error()))
 	}
-	return slog.GroupValue(slog.String("key", k.lock.Key()), slog.Bool("running", true))
+	return slog.GroupValue(slog.String("key", lockOf(k.core().Lock()).Key()), slog.Bool("running", true))
 }
 
 // Format prints the view's key prefix and whether it is closed, for every
@@ -80,7 +80,7 @@ func (l *Locks) Format(f fmt.State, verb rune) {
 		fmt.Fprint(f, "<nil>")
 		return
 	}
-	fmt.Fprintf(f, "lease.Locks{prefix: %q, closed: %t}", l.prefix, l.core.closing.Load())
+	fmt.Fprintf(f, "lease.Locks{prefix: %q, closed: %t}", l.prefix, l.core.driver.Closed())
 }
 
 // LogValue logs the view's key prefix and whether it is closed.
@@ -88,7 +88,7 @@ func (l *Locks) LogValue() slog.Value {
 	if l == nil {
 		return slog.StringValue("<nil>")
 	}
-	return slog.GroupValue(slog.String("prefix", l.prefix), slog.Bool("closed", l.core.closing.Load()))
+	return slog.GroupValue(slog.String("prefix", l.prefix), slog.Bool("closed", l.core.driver.Closed()))
 }
 
 // Format prints a redacted token for every verb: "<redacted token>", or

@@ -3,10 +3,9 @@ package lease
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
-	sm "github.com/respire-go/respire/statemachine"
+	"github.com/respire-go/respire/actor"
 )
 
 // KeepAlive renews a Lock in the background at about half its lease, until
@@ -19,84 +18,16 @@ import (
 // Protected work usually runs under Lock.Context instead, which ends when
 // the lease ends for any reason. Methods are safe for concurrent use.
 // Create it with Lock.KeepAlive.
-type KeepAlive struct {
-	lock   *Lock
-	mu     sync.Mutex
-	values context.Context // the starting ctx: Context keeps its values, not its cancellation; nil: none
-	cause  error           // why it ended; nil while it runs
-	watch  *leaseWatch     // Context and its cancel, created on first call (most are never asked for)
-	// stopWatch unregisters the watch on the starting ctx (context.AfterFunc's
-	// stop); nil before it is registered and once undone. Whatever ends the
-	// keep-alive undoes it (cancel), so a long-lived ctx never keeps an ended
-	// keep-alive, or its Lock, reachable.
-	stopWatch func() bool
-}
+//
+// A KeepAlive is the driver's record of it (package actor) with this
+// package's API: the same memory.
+type KeepAlive actor.KeepAlive
 
-// ownedKeepAlive stands for every keep-alive WithKeepAlive starts. Nobody
-// can reach one (Lock.Context tells how the lease ended), so all locks
-// share this value instead of paying 64 bytes each: a lock's keepAlive
-// field set to it means its own keep-alive runs, and its end is recorded
-// in the lock (Lock.ownedEnd). It is never cancelled.
-var ownedKeepAlive = &KeepAlive{}
-
-func newKeepAlive(l *Lock, values context.Context) *KeepAlive {
-	return &KeepAlive{lock: l, values: values}
-}
-
-// cancel ends the keep-alive with cause err (the first cause stays).
-func (k *KeepAlive) cancel(err error) {
-	if k == ownedKeepAlive {
-		return // shared: the lock records its end
-	}
-	if err == nil {
-		err = context.Canceled
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cause != nil {
-		return
-	}
-	k.cause = err
-	if k.watch != nil {
-		k.watch.cancel(err)
-	}
-	if k.stopWatch != nil {
-		k.stopWatch() // does not block: an AfterFunc already started just finds the keep-alive ended
-		k.stopWatch = nil
-	}
-}
-
-// watchStart makes the end of ctx, the ctx given to Lock.KeepAlive, stop
-// the keep-alive; if it ended meanwhile, nothing is registered.
-func (k *KeepAlive) watchStart(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() { k.lock.stopKeepAlive(k) })
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cause != nil {
-		stop() // ended before the registration: undo it at once
-		return
-	}
-	k.stopWatch = stop
-}
+func (k *KeepAlive) core() *actor.KeepAlive { return (*actor.KeepAlive)(k) }
 
 // Context returns the context protected work must honour: it is cancelled
 // when the keep-alive ends, with the reason as its cause.
-func (k *KeepAlive) Context() context.Context {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.watch == nil {
-		values := context.Background()
-		if k.values != nil {
-			values = context.WithoutCancel(k.values)
-		}
-		ctx, cancel := context.WithCancelCause(values)
-		k.watch = &leaseWatch{ctx: ctx, cancel: cancel}
-		if k.cause != nil {
-			cancel(k.cause)
-		}
-	}
-	return k.watch.ctx
-}
+func (k *KeepAlive) Context() context.Context { return k.core().Context() }
 
 // OwnershipLost reports whether the keep-alive ended because ownership was
 // lost or could not be confirmed (not for a release or a stop).
@@ -106,32 +37,14 @@ func (k *KeepAlive) OwnershipLost() bool {
 
 // Err returns nil while the keep-alive runs, then why it ended: the cause
 // of Context (see KeepAlive).
-func (k *KeepAlive) Err() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.cause
-}
+func (k *KeepAlive) Err() error { return k.core().Err() }
 
 // Stop stops renewing. It blocks until a renewal in flight has completed
 // (and, after an uncertain one, until its connection is fenced), is
 // idempotent, and never releases the lock: a lock still held stays held
 // until Release, Close or expiry. Context is then cancelled with
 // ErrKeepAliveStopped unless it had ended already.
-func (k *KeepAlive) Stop() {
-	k.lock.stopKeepAlive(k)
-}
-
-// stopKeepAlive stops k if it is the lock's keep-alive (or the lock has none
-// running, so a fence after its loss is awaited).
-func (l *Lock) stopKeepAlive(k *KeepAlive) {
-	l.mu.Lock()
-	other := l.keepAlive != nil && l.keepAlive != k
-	l.mu.Unlock()
-	if other {
-		return
-	}
-	_, _ = l.request(context.Background(), sm.Input{Kind: sm.InputKeepAliveStop})
-}
+func (k *KeepAlive) Stop() { k.core().Stop() }
 
 // KeepAlive starts renewing the lock in the background and returns the
 // keep-alive. Only one keep-alive runs per lock: a second one fails with
@@ -147,43 +60,9 @@ func (l *Lock) stopKeepAlive(k *KeepAlive) {
 // whatever ends it — Stop, Release, Close, a loss, Locks.Close — so a
 // long-lived ctx does not keep ended locks reachable.
 func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
-	if ctx.Err() != nil {
-		return nil, opError("KeepAlive", l.Key(), context.Cause(ctx))
-	}
-	l.mu.Lock()
-	active := l.h.KeepAliveActive()
-	l.mu.Unlock()
-	if active {
-		return nil, opError("KeepAlive", l.Key(), ErrKeepAliveActive)
-	}
-	s, err := l.m().renewalSession(ctx, l.wireKey)
-	if err != nil {
+	k := new(KeepAlive)
+	if err := l.core().StartKeepAlive(ctx, k.core()); err != nil {
 		return nil, opError("KeepAlive", l.Key(), err)
-	}
-	k := newKeepAlive(l, ctx)
-	l.mu.Lock()
-	if l.keepAlive != nil {
-		l.mu.Unlock()
-		k.cancel(ErrKeepAliveActive)
-		return nil, opError("KeepAlive", l.Key(), ErrKeepAliveActive)
-	}
-	l.keepAlive = k
-	l.renewOn(s.Node())
-	id := l.newCaller(ctx)
-	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.m().clock.Now()}, id)
-	res, _ := l.collect(id)
-	if res.Err != nil && l.keepAlive == k {
-		l.keepAlive = nil
-	}
-	l.mu.Unlock()
-	if res.Err != nil {
-		err := coreError(res.Err)
-		k.cancel(err)
-		return nil, opError("KeepAlive", l.Key(), err)
-	}
-	k.watchStart(ctx)
-	if l.m().push != nil {
-		l.m().push.watchHeld(l)
 	}
 	return k, nil
 }
@@ -203,7 +82,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 // with CLIENT KILL, and returns the error. A server error reply leaves the
 // handle unchanged.
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
-	if o := l.m().core.obs; o != nil && o.tracer != nil {
+	if o := l.obs(); o != nil && o.tracer != nil {
 		return o.traceReset(ctx, l, func(ctx context.Context) (bool, error) { return l.resetExpiry(ctx, ttl) })
 	}
 	return l.resetExpiry(ctx, ttl)
@@ -211,23 +90,11 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error)
 
 // resetExpiry is ResetExpiry without its span.
 func (l *Lock) resetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
-	d, err := managedTTL(ttl, l.m().core.drift)
+	d, err := managedTTL(ttl, l.core().Driver().Drift())
 	if err != nil {
 		return false, opError("ResetExpiry", l.Key(), err)
 	}
-	if ctx.Err() != nil {
-		return false, opError("ResetExpiry", l.Key(), context.Cause(ctx))
-	}
-	l.mu.Lock()
-	released := l.h.IsReleased(l.m().clock.Now())
-	l.mu.Unlock()
-	if released {
-		return false, nil
-	}
-	if _, err := l.m().renewalSession(ctx, l.wireKey); err != nil {
-		return false, opError("ResetExpiry", l.Key(), err)
-	}
-	res, err := l.request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: d})
+	res, err := l.core().ResetExpiry(ctx, d)
 	if err != nil {
 		return false, opError("ResetExpiry", l.Key(), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"weak"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -68,8 +69,8 @@ func TestKeepAliveReleasesItsContext_EndedLocksAreCollectable(t *testing.T) {
 			}
 		},
 		"loss": func(t *testing.T, lock *Lock) {
-			client := lock.m().core.client
-			if err := client.Do(ctxT(t), client.B().Del().Key(lock.wireKey).Build()).Error(); err != nil {
+			client := lock.core().Driver().Transport().(*conn.Pool).Client()
+			if err := client.Do(ctxT(t), client.B().Del().Key(lock.core().WireKey()).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			if ok, err := lock.ResetExpiry(ctxT(t), 10*time.Second); ok || err != nil {

@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -226,7 +227,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	renewal := waitLog(t, srv, isRenewal("k"))
 	closed := make(chan error, 1)
 	go func() { closed <- lock.Close() }()
-	eventually(t, "closer parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.waiting() == 1 })
+	eventually(t, "closer parked", func() bool { return lock.core().Waiters() == 1 })
 	if seqOf(srv.Log(), isCommand("DELEX")) != 0 {
 		t.Fatal("released while the keep-alive's renewal was in flight")
 	}
@@ -240,6 +241,7 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 	if cause := ownedKeepAliveErr(lock); !errors.Is(cause, ErrKeepAliveStopped) {
 		t.Fatalf("keep-alive cause %v; want ErrKeepAliveStopped", cause)
 	}
+	lock.core().Driver().WaitIdle() // the push reads the release started are bounded on the clock too
 	if lock.State() != StateReleased || clock.Pending() != 0 {
 		t.Fatalf("state %v, %d timers armed; want Released, 0", lock.State(), clock.Pending())
 	}
@@ -250,12 +252,12 @@ func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
 // next command on it is preceded by the PING that finds it dead.
 func killSession(t *testing.T, srv *sim.Server, lock *Lock) {
 	t.Helper()
-	s := lock.m().standalone.Load()
+	s := lock.core().Driver().StandaloneSession()
 	id, ok := s.Identity()
 	if !ok || !srv.KillClient(id.ID) {
 		t.Fatalf("cannot kill the session (identity %v)", ok)
 	}
-	lock.m().core.pool.SetIdleCheck(0)
+	lock.core().Driver().Transport().(*conn.Pool).SetIdleCheck(0)
 }
 
 func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
@@ -349,19 +351,8 @@ func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
 }
 
 // ownedKeepAliveErr is what the cause of l's WithKeepAlive keep-alive
-// would be (nil while it runs): the lock records how it ended (see
-// ownedKeepAlive).
-func ownedKeepAliveErr(l *Lock) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.keepAlive == ownedKeepAlive || l.ownedEnd == sm.CauseNone:
-		return nil
-	case l.ownedEnd == sm.CauseStopped && l.clientClosed:
-		return ErrClientClosed
-	}
-	return endingError(sm.Ending{Cause: l.ownedEnd})
-}
+// would be (nil while it runs).
+func ownedKeepAliveErr(l *Lock) error { return l.core().OwnedKeepAliveErr() }
 
 // TestOwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive: the keep-alive
 // WithKeepAlive starts belongs to the lock, not to the acquisition's ctx,

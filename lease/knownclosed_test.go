@@ -2,11 +2,12 @@ package lease
 
 import (
 	"context"
-	"github.com/respire-go/respire/internal/realserver"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/internal/realserver"
 )
 
 // TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection: the

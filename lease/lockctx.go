@@ -3,8 +3,8 @@ package lease
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
+
+	"github.com/respire-go/respire/actor"
 
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -14,7 +14,7 @@ import (
 // unknown (CLIENT KILL sent from another connection), unless
 // WithCommandTimeout sets a shorter bound. A fence that gets no answer in
 // time counts as failed: the lock is lost.
-const FenceTimeout = 5 * time.Second
+const FenceTimeout = actor.FenceTimeout
 
 // Context returns a context that is cancelled when the lease ends, for any
 // reason, with the reason as its cause (context.Cause):
@@ -55,56 +55,7 @@ const FenceTimeout = 5 * time.Second
 // request's context with ContextFrom. It is created on the first call (a
 // lock that never asks for it pays nothing) and the same context is
 // returned afterwards. It does not block, and is safe for concurrent use.
-func (l *Lock) Context() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.watch == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		l.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: l}
-		if l.ending != nil {
-			cancel(l.endingCause(*l.ending))
-		} else {
-			l.step(sm.Input{Kind: sm.InputWatch, Now: l.m().clock.Now()}, 0)
-			l.observeLocked()
-		}
-	}
-	return l.watch
-}
-
-// Deadline implements context.Context: the lock's context has none.
-func (w *leaseWatch) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// Done implements context.Context: closed by a timer once the lease ended.
-func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
-
-// Err implements context.Context exactly: a lease whose end has passed on
-// the monotonic clock is ended now, synchronously, before Err answers.
-func (w *leaseWatch) Err() error {
-	w.lock.endIfDue()
-	return w.ctx.Err()
-}
-
-// Value implements context.Context. It checks the lease's end first, so
-// that context.Cause (which reads the cause through Value) is exact too.
-func (w *leaseWatch) Value(key any) any {
-	w.lock.endIfDue()
-	return w.ctx.Value(key)
-}
-
-// String names the context without revealing anything of the lock.
-func (w *leaseWatch) String() string { return "lease.Lock.Context" }
-
-// endIfDue ends the lease now if its estimate ran out: the check of the
-// lock's exact Err. It takes l.mu only when the end is due.
-func (l *Lock) endIfDue() {
-	deadline := time.Duration(l.leaseDeadline.Load())
-	if deadline == 0 || l.m().clock.Now() < deadline {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.observeLocked()
-}
+func (l *Lock) Context() context.Context { return l.core().Context() }
 
 // ContextFrom returns a context derived from parent that is also
 // cancelled when the lease ends, with the lease's cause (see Context): run
@@ -148,57 +99,6 @@ func (c *derivedContext) endIfLeaseEnded() {
 	}
 }
 
-// endLease records why the lease ended and ends the lock's context, if
-// any; l.mu is held.
-func (l *Lock) endLease(why sm.Ending) {
-	l.ending = endingOf(why)
-	if l.pushed {
-		l.m().push.unwatchHeld(l)
-	}
-	if l.watch != nil {
-		l.watch.cancel(l.endingCause(why))
-	}
-}
-
-// plainEndings holds every ending without an error, so that recording
-// the usual end of a lease (released, expired, refused) allocates nothing.
-var plainEndings = func() (t [8][8]sm.Ending) {
-	for c := range t {
-		for r := range t[c] {
-			t[c][r] = sm.Ending{Cause: sm.Cause(c), Reason: sm.Reason(r)}
-		}
-	}
-	return t
-}()
-
-// endingOf returns why as a pointer to keep in a Lock (8 bytes, not 24):
-// a shared one when it carries no error.
-func endingOf(why sm.Ending) *sm.Ending {
-	if why.Err == nil && int(why.Cause) < len(plainEndings) && int(why.Reason) < len(plainEndings[0]) {
-		return &plainEndings[why.Cause][why.Reason]
-	}
-	failure := why // escapes: copied here, not at every call
-	return &failure
-}
-
-// endingCause is the lock context's cause for why; l.mu is held. A lease
-// that ran out after the rueidis client was closed says both.
-func (l *Lock) endingCause(why sm.Ending) error {
-	if why.Cause == sm.CauseExpired && l.clientClosed {
-		return expiredError{ErrClientClosed}
-	}
-	return endingError(why)
-}
-
-// expiredError is ErrExpired with the reason no renewal came.
-type expiredError struct{ why error }
-
-func (e expiredError) Error() string {
-	return ErrExpired.Error() + ": " + strings.TrimPrefix(e.why.Error(), "lease: ")
-}
-func (e expiredError) Unwrap() error        { return e.why }
-func (e expiredError) Is(target error) bool { return target == ErrExpired }
-
 // Close stops the keep-alive (waiting for a renewal in flight), then
 // releases the lock, like CloseContext with a deadline of the lease's
 // remaining estimate plus FenceTimeout: past the lease's end a release is
@@ -228,28 +128,12 @@ func (l *Lock) CloseContext(ctx context.Context) error {
 }
 
 func (l *Lock) close(ctx context.Context) error {
-	res, err := l.request(ctx, sm.Input{Kind: sm.InputClose})
+	res, err := l.core().StopAndRelease(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			// ctx ended before Close could stop the keep-alive (it may not
-			// have stepped at all): stop it now, or it would renew the lease
-			// for ever instead of letting it end.
-			l.stopKeepAliveNow()
-		}
 		return opError("Close", l.Key(), err)
 	}
 	if res.Err != nil && res.Outcome == sm.OutcomeDefinite && !errors.Is(res.Err, conn.ErrPoolClosed) {
 		return opError("Close", l.Key(), res.Err)
 	}
 	return nil
-}
-
-// stopKeepAliveNow stops the lock's keep-alive, if one is active, without
-// waiting for a renewal in flight. It does not block.
-func (l *Lock) stopKeepAliveNow() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.h.KeepAliveActive() {
-		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: l.m().clock.Now()}, 0)
-	}
 }

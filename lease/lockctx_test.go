@@ -152,7 +152,7 @@ func TestLockContext_EndsWithLossDeadlineWhenNoRenewalIsConfirmedByTheDeadline(t
 		}
 		// The refused renewal re-arms the renewal timer for a retry (the
 		// deadline timer is the other one).
-		eventually(t, "the refused renewal rescheduled", func() bool { return lock.m().timers.armed() == 2 })
+		eventually(t, "the refused renewal rescheduled", func() bool { return lock.core().Driver().ArmedTimers() == 2 })
 		if ctx.Err() != nil {
 			t.Fatalf("the context ended before the deadline: %v", context.Cause(ctx))
 		}

@@ -100,78 +100,57 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
-// Locks is the entry point for locks on one rueidis client, with an optional
-// key prefix. It is safe for concurrent use. Views made with WithKeyPrefix
+// Locks is the entry point for locks on one client, with an optional key
+// prefix. It is safe for concurrent use. Views made with WithKeyPrefix
 // share the parent's sessions; Close closes them for every view. The zero
-// value is not usable: create Locks with New.
+// value is not usable: create Locks with New (rueidis) or NewTransport.
 type Locks struct {
 	core   *core
 	prefix string // full prefix of this view
 }
 
-// core is what every view of one New shares.
+// core is what every view of one New shares: the driver that runs the
+// managed locks, and what the raw-token API and telemetry need.
 type core struct {
-	client         rueidis.Client
-	pool           *conn.Pool
+	transport      conn.Transport
+	driver         *actor.Driver
 	logger         *slog.Logger
 	commandTimeout time.Duration
-	drift          sm.Drift // of managed leases
-	// unfencedRenewal: renew on sessions that cannot be fenced (WithUnfencedRenewal)
-	unfencedRenewal bool
-	keysInLogs      bool      // WithKeysInLogs
-	withoutPush     bool      // WithoutPush
-	obs             *observer // telemetry (observe.go); nil when none was asked for
-
-	mu         sync.Mutex
-	closed     bool                        // guarded by mu
-	closing    atomic.Bool                 // Close began: read on every managed command, without mu
-	closeHooks []func(sessionsClosed bool) // run by Close before and after the sessions close
-	closeDone  chan struct{}               // closed when the shutdown Close began has finished
-	// stop ends when Close begins: it cuts off what closing the sessions
-	// does not reach (a WithReplicas acquisition's WAIT on its dedicated
-	// connection, see fenced.go).
-	stop     context.Context
-	stopWork context.CancelFunc
-
-	managedOnce sync.Once
-	managed     *managed // the managed handles' runtime, created on first use
+	obs            *observer // telemetry (observe.go); nil when none was asked for
 }
 
-// onClose registers fn to run when Locks.Close is called: once before the
-// sessions close (sessionsClosed false) and once after (true), for the
-// managed-lock part of the package to wait for its background work (fences
-// and clean-ups; closing the sessions can start fences of the commands that
-// were in flight on them). If Close already ran, fn runs now, twice.
-func (c *core) onClose(fn func(sessionsClosed bool)) {
-	c.mu.Lock()
-	if !c.closed {
-		c.closeHooks = append(c.closeHooks, fn)
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	fn(false)
-	fn(true)
-}
-
-// New returns Locks on client. It sends nothing: sessions (one pinned socket
-// per node) open on first use. It fails with ErrNilClient for a nil client
-// and ErrInvalidOption for a bad option. Locks does not take ownership of
-// client; call Locks.Close before closing client.
+// New returns Locks on a rueidis client. It sends nothing: sessions (one
+// pinned socket per node) open on first use. It fails with ErrNilClient
+// for a nil client and ErrInvalidOption for a bad option. Locks does not
+// take ownership of client; call Locks.Close before closing client.
 func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 	if client == nil {
+		return nil, ErrNilClient
+	}
+	return NewTransport(conn.NewPool(client), opts...)
+}
+
+// NewTransport returns Locks on any transport: what New does over
+// rueidis, and package goredis over go-redis. conn.Transport is part of
+// respire-go's implementation (its API may change in any release); use New
+// or goredis.New. Locks takes ownership of t: Locks.Close closes it. It
+// fails with ErrNilClient for a nil t and ErrInvalidOption for a bad
+// option, before anything is sent.
+func NewTransport(t conn.Transport, opts ...Option) (*Locks, error) {
+	if t == nil {
 		return nil, ErrNilClient
 	}
 	var o options
@@ -190,18 +169,37 @@ func New(client rueidis.Client, opts ...Option) (*Locks, error) {
 	if !o.driftSet {
 		o.drift = sm.DefaultDrift()
 	}
-	c := &core{client: client, pool: conn.NewPool(client), logger: o.logger, commandTimeout: o.commandTimeout,
-		drift: o.drift, unfencedRenewal: o.unfenced, keysInLogs: o.keysInLogs, obs: obs,
-		withoutPush: o.withoutPush, closeDone: make(chan struct{})}
-	c.stop, c.stopWork = context.WithCancel(context.Background())
-	if o.idleCheckSet {
-		c.pool.SetIdleCheck(o.idleCheck)
+	if c, ok := t.(interface {
+		SetIdleCheck(time.Duration) time.Duration
+	}); ok && o.idleCheckSet {
+		c.SetIdleCheck(o.idleCheck)
 	}
+	cfg := actor.Config{Transport: t, NewToken: newTokenText, Drift: o.drift, CommandTimeout: o.commandTimeout,
+		UnfencedRenewal: o.unfenced, Push: !o.withoutPush, Logger: o.logger, KeysInLogs: o.keysInLogs}
 	if obs != nil {
-		c.pool.SetObserver(obs.connObserver())
+		if c, ok := t.(interface{ SetObserver(*conn.Observer) }); ok {
+			c.SetObserver(obs.connObserver())
+		}
+		cfg.Observer = obs
 	}
+	c := &core{transport: t, driver: actor.New(cfg), logger: o.logger, commandTimeout: o.commandTimeout, obs: obs}
 	return &Locks{core: c, prefix: o.keyPrefix}, nil
 }
+
+// newTokenText is the driver's source of owner tokens: 128 random bits
+// from crypto/rand, as hexadecimal text (see NewToken).
+func newTokenText() string {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		panic("lease: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(raw[:])
+}
+
+// Driver returns the driver that runs this Locks' managed locks: for
+// packages that build on lease (coordination). Its API is part of
+// respire-go's implementation and may change in any release.
+func (l *Locks) Driver() *actor.Driver { return l.core.driver }
 
 // WithKeyPrefix returns a view whose keys get prefix appended to this view's
 // prefix ("a:" then "b:" gives "a:b:key"). It sends nothing and shares this
@@ -230,7 +228,7 @@ func (l *Locks) KeyPrefix() string { return l.prefix }
 //     flight on them — renewals, releases, acquisitions — as uncertain
 //     (a socket closed locally may still have delivered them).
 //  3. It waits for those commands and for the fences and clean-ups they
-//     start (each bounded as in step 1), then closes the pool.
+//     start (each bounded as in step 1), then closes the transport.
 //
 // So Close returns within about CloseGrace + 1s + FenceTimeout (about 11s)
 // of its call even on a stalled server, and at once when nothing runs. Two
@@ -243,14 +241,14 @@ func (l *Locks) KeyPrefix() string { return l.prefix }
 // at its next renewal, which is not sent). It is idempotent and safe for
 // concurrent use: a second call waits for the first one's shutdown.
 func (l *Locks) Close() {
-	<-l.core.shutdown()
+	<-l.core.driver.Shutdown()
 }
 
 // CloseGrace bounds how long Locks.Close waits for the background work
 // (clean-ups, fences) begun before it, while the sessions they may use are
 // still open; after it the sessions are closed under that work, which
 // then goes on (fencing what it must) within its own bound.
-const CloseGrace = 5 * time.Second
+const CloseGrace = actor.CloseGrace
 
 // CloseContext is Close that stops waiting when ctx ends: it returns nil
 // once the shutdown has finished, or, when ctx ends first, an error
@@ -264,17 +262,15 @@ const CloseGrace = 5 * time.Second
 // CloseContext waits for the same shutdown; until one returns nil, work of
 // this Locks may still run.
 func (l *Locks) CloseContext(ctx context.Context) error {
+	d := l.core.driver
 	if ctx.Done() == nil {
 		l.Close()
 		return nil
 	}
-	l.core.mu.Lock()
-	started := l.core.closed
-	l.core.mu.Unlock()
-	done := l.core.closeDone
-	if !started {
-		go func() { <-l.core.shutdown() }()
+	if !d.Closed() {
+		go func() { <-d.Shutdown() }()
 	}
+	done := d.ShutdownDone()
 	select {
 	case <-done:
 		return nil // also with ctx ended: the shutdown is over
@@ -287,51 +283,6 @@ func (l *Locks) CloseContext(ctx context.Context) error {
 		return opError("CloseContext", "", fmt.Errorf("%w (the shutdown goes on in the background; Close waits for it)",
 			context.Cause(ctx)))
 	}
-}
-
-// shutdown runs the shutdown of Close (once, on the first caller's
-// goroutine) and returns the channel closed when it has finished.
-func (c *core) shutdown() <-chan struct{} {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return c.closeDone
-	}
-	hooks := c.closeHooks
-	c.closeHooks, c.closed = nil, true
-	c.closing.Store(true)
-	c.mu.Unlock()
-	c.stopWork()
-	for _, fn := range hooks {
-		fn(false)
-	}
-	c.pool.RetireAll()
-	for _, fn := range hooks {
-		fn(true)
-	}
-	c.pool.Close()
-	close(c.closeDone)
-	return c.closeDone
-}
-
-// closedErr returns the error of a managed command started after Close
-// began: NotSubmitted, matching conn.ErrPoolClosed (a keep-alive ends with
-// it at once). Background clean-ups and fences still run until Close
-// returns.
-func (c *core) closedErr() error {
-	if c.closing.Load() {
-		return &conn.Error{Class: conn.NotSubmitted, Op: "open", Err: conn.ErrPoolClosed}
-	}
-	return nil
-}
-
-// keyArgs returns the arguments of a log record, with "key" (wireKey)
-// first when WithKeysInLogs asked for keys in logs.
-func (c *core) keyArgs(wireKey string, args ...any) []any {
-	if c.keysInLogs {
-		return append([]any{"key", wireKey}, args...)
-	}
-	return args
 }
 
 // key returns the wire key for a user key.

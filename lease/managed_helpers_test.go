@@ -24,9 +24,7 @@ func managedSim(t *testing.T, profile sim.Profile, opts ...Option) (*sim.Server,
 // useClock puts locks on clock, with polling sleeps of exactly RetryEvery
 // (no jitter), so that virtual-time tests know when the next try comes.
 func useClock(locks *Locks, clock actor.Clock) {
-	m := locks.managed()
-	m.clock = clock
-	m.jitter = func() float64 { return 0.5 }
+	locks.Driver().UseClock(clock, func() float64 { return 0.5 })
 }
 
 // count returns how many logged commands have name (case-insensitive).

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -68,6 +69,27 @@ func (o *observer) connObserver() *conn.Observer {
 		co.Command = commandEvent
 	}
 	return co
+}
+
+// Stepped implements actor.Observer: one step of lock a (its mutex held).
+func (o *observer) Stepped(a *actor.Lock, in sm.Input, effects []sm.Effect) {
+	o.effects(lockOf(a), &in, effects)
+}
+
+// Fence implements actor.Observer: the span of a fence of one of a's
+// commands, and the function told its answer.
+func (o *observer) Fence(ctx context.Context, a *actor.Lock) (context.Context, func(error)) {
+	l := lockOf(a)
+	var span trace.Span
+	if o.tracer != nil {
+		ctx, span = o.startFence(ctx, l, a.AcquireSpan())
+	}
+	return ctx, func(err error) { o.fenced(l, span, err) }
+}
+
+// RenewalSent implements actor.Observer.
+func (o *observer) RenewalSent(a *actor.Lock, due, now time.Duration) {
+	o.renewalSent(lockOf(a), due, now)
 }
 
 // effects observes one step of lock l: in and the effects it produced; l.mu
@@ -168,7 +190,7 @@ func lossCause(why sm.Ending) string {
 	case sm.CauseExpired:
 		return "expired"
 	}
-	if r := lossReason(why.Reason); r != 0 {
+	if r := actor.LossReasonOf(why.Reason); r != 0 {
 		return r.String()
 	}
 	return "unknown"
@@ -184,17 +206,17 @@ func (o *observer) renewalSent(l *Lock, due, now time.Duration) {
 	o.metrics.lateness.Record(context.Background(), late.Seconds(), o.lockAttrs(l, "", "").rec...)
 }
 
-// acquire runs acquireValid observed: the acquisition's result and duration,
-// its span (the commands of every try and the polling between them are
-// inside it) and its debug event.
-func (o *observer) acquire(ctx context.Context, l *Locks, key string, d time.Duration, ms int64,
-	opts acquireOptions) (*Lock, error) {
+// acquire runs the driver's acquisition observed: the acquisition's result
+// and duration, its span (the commands of every try and the polling
+// between them are inside it) and its debug event.
+func (o *observer) acquire(ctx context.Context, l *Locks, spec actor.AcquireSpec) (*actor.Lock, error) {
+	d := l.core.driver
 	if o.metrics == nil && o.tracer == nil && !o.log.enabled(slog.LevelDebug) {
-		return l.acquireChecked(ctx, key, d, ms, opts)
+		return d.Acquire(ctx, spec)
 	}
 	start := time.Now()
-	inner, span := o.startAcquire(ctx, l, opts.keepAlive)
-	lock, err := l.acquireChecked(inner, key, d, ms, opts)
+	inner, span := o.startAcquire(ctx, l, spec.KeepAlive)
+	lock, err := d.Acquire(inner, spec)
 	waited := time.Since(start)
 	result := acquireResult(ctx, lock, err)
 	if o.metrics != nil {
@@ -204,19 +226,19 @@ func (o *observer) acquire(ctx context.Context, l *Locks, key string, d time.Dur
 	}
 	o.endAcquire(span, lock, result, err)
 	if lock != nil {
-		o.log.acquired(l.key(key), d, opts.keepAlive, waited)
+		o.log.acquired(spec.WireKey, spec.TTL, spec.KeepAlive, waited)
 	}
 	return lock, err
 }
 
 // acquireResult names how an acquisition ended.
-func acquireResult(ctx context.Context, lock *Lock, err error) string {
+func acquireResult(ctx context.Context, lock *actor.Lock, err error) string {
 	switch {
 	case lock != nil:
 		return "acquired"
 	case err == nil:
 		return "contended"
-	case ctx.Err() != nil || errors.Is(err, ErrAcquiredTooLate) || errors.Is(err, sm.ErrAcquiredTooLate):
+	case ctx.Err() != nil || errors.Is(err, ErrAcquiredTooLate):
 		return "abandoned"
 	}
 	return "failed"

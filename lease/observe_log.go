@@ -73,7 +73,7 @@ func (e *eventLog) fenced(l *Lock, result string, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	e.warn(msgFenced, result, e.keyAttr(attrs, l.wireKey))
+	e.warn(msgFenced, result, e.keyAttr(attrs, l.core().WireKey()))
 }
 
 // sessionRetired logs a retired session (debug).
@@ -121,8 +121,8 @@ func (o *observer) releaseWarning(l *Lock, outcome string, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	attrs = o.log.keyAttr(attrs, l.wireKey)
-	l.m().goBackground(func() { o.log.warn(msg, outcome, attrs) })
+	attrs = o.log.keyAttr(attrs, l.core().WireKey())
+	l.core().Driver().GoBackground(func() { o.log.warn(msg, outcome, attrs) })
 }
 
 // lossWarning logs a lost lock (warn) with its cause and the edge of the
@@ -138,8 +138,8 @@ func (o *observer) lossWarning(l *Lock, cause string, edge sm.Event, err error) 
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	attrs = o.log.keyAttr(attrs, l.wireKey)
-	l.m().goBackground(func() { o.log.warn(msgLost, cause, attrs) })
+	attrs = o.log.keyAttr(attrs, l.core().WireKey())
+	l.core().Driver().GoBackground(func() { o.log.warn(msgLost, cause, attrs) })
 }
 
 // limiter lets one event per key through per warnInterval and counts the

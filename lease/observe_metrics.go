@@ -160,7 +160,7 @@ func (o *observer) viewAttrs(prefix, key, value string) *attrOpts {
 
 // lockAttrs are viewAttrs for the view that acquired l.
 func (o *observer) lockAttrs(l *Lock, key, value string) *attrOpts {
-	return o.viewAttrs(l.locks.prefix, key, value)
+	return o.viewAttrs(l.core().Prefix(), key, value)
 }
 
 // serverAttrs are the options of the attribute key=value (if any) and the

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 )
 
@@ -52,7 +53,7 @@ func (o *observer) startAcquire(ctx context.Context, l *Locks, keepAlive bool) (
 
 // endAcquire ends the acquisition's span with its result and remembers the
 // span on the lock, for the links of its fences.
-func (o *observer) endAcquire(span trace.Span, lock *Lock, result string, err error) {
+func (o *observer) endAcquire(span trace.Span, lock *actor.Lock, result string, err error) {
 	if span == nil {
 		return
 	}
@@ -62,16 +63,14 @@ func (o *observer) endAcquire(span trace.Span, lock *Lock, result string, err er
 	}
 	if lock != nil && span.SpanContext().IsValid() {
 		sc := span.SpanContext()
-		lock.mu.Lock()
-		lock.acquireSpan = &sc
-		lock.mu.Unlock()
+		lock.SetAcquireSpan(&sc)
 	}
 	span.End()
 }
 
 // traceRelease runs l.release under a span.
 func (o *observer) traceRelease(ctx context.Context, l *Lock) (ReleaseOutcome, error) {
-	ctx, span := o.tracer.Start(ctx, spanRelease, trace.WithAttributes(o.spanAttrs(l.locks.prefix)...))
+	ctx, span := o.tracer.Start(ctx, spanRelease, trace.WithAttributes(o.spanAttrs(l.core().Prefix())...))
 	defer span.End()
 	out, err := l.release(ctx)
 	if err != nil {
@@ -95,7 +94,7 @@ func releaseOutcomeName(out ReleaseOutcome) string {
 
 // traceReset runs reset (l.ResetExpiry's work) under a span.
 func (o *observer) traceReset(ctx context.Context, l *Lock, reset func(context.Context) (bool, error)) (bool, error) {
-	ctx, span := o.tracer.Start(ctx, spanReset, trace.WithAttributes(o.spanAttrs(l.locks.prefix)...))
+	ctx, span := o.tracer.Start(ctx, spanReset, trace.WithAttributes(o.spanAttrs(l.core().Prefix())...))
 	defer span.End()
 	ok, err := reset(ctx)
 	switch {
@@ -116,7 +115,7 @@ func (o *observer) startFence(ctx context.Context, l *Lock, link *trace.SpanCont
 	if o.tracer == nil {
 		return ctx, nil
 	}
-	opts := []trace.SpanStartOption{trace.WithAttributes(o.spanAttrs(l.locks.prefix)...)}
+	opts := []trace.SpanStartOption{trace.WithAttributes(o.spanAttrs(l.core().Prefix())...)}
 	if link != nil {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: *link}))
 	}

@@ -27,10 +27,7 @@ func isCachingYes(args []string) bool {
 // readRetryPending reports whether a holders' read of wireKey failed and
 // is due again after pushCheckRetry.
 func readRetryPending(locks *Locks, wireKey string) bool {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.retries[wireKey] != nil
+	return locks.Driver().PushKey(wireKey).RetryPending
 }
 
 // wantReadRefused fails unless lock ended with LossReadRefused.
@@ -211,7 +208,7 @@ func TestPushWatcherDropWakes_ABusyRealServerRereadsEveryKey(t *testing.T) {
 	if reply, err := admin.do("GET", "push:busy:wait"); err != nil || !strings.HasPrefix(reply, "-BUSY ") {
 		t.Fatalf("GET while the script runs: %q %v; want BUSY", reply, err)
 	}
-	locks.managed().push.onInvalidate(addr, []string{"push:busy:probe"}) // as a push would: the probe's read meets BUSY
+	locks.Driver().Invalidated(addr, []string{"push:busy:probe"}) // as a push would: the probe's read meets BUSY
 	eventually(t, "the probe's read failed", func() bool { return readRetryPending(locks, "push:busy:probe") })
 	if reply, err := busy.reader.ReadString('\n'); err != nil || reply != ":1\r\n" {
 		t.Fatalf("the script: %q %v", reply, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/sim"
@@ -67,10 +68,10 @@ func TestPushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T) {
 		eventually(t, "the key tracked again", func() bool { return holderArmed(locks, "push:own") })
 		log, after := tg.srv.Log(), pushStatsOf(locks)
 		renewals := countMatching(log, isExtend("push:own"))
-		reads := after.holderReads - before.holderReads
-		t.Logf("%d renewals, %d holder reads, %d waiter reads", renewals, reads, after.reads-before.reads)
-		if lock.Context().Err() != nil || lock.State() != StateHeld || after.refuted != 0 {
-			t.Fatalf("own renewals ended the lock: %v, state %v, refuted %d", context.Cause(lock.Context()), lock.State(), after.refuted)
+		reads := after.HolderReads - before.HolderReads
+		t.Logf("%d renewals, %d holder reads, %d waiter reads", renewals, reads, after.Reads-before.Reads)
+		if lock.Context().Err() != nil || lock.State() != StateHeld || after.Refuted != 0 {
+			t.Fatalf("own renewals ended the lock: %v, state %v, refuted %d", context.Cause(lock.Context()), lock.State(), after.Refuted)
 		}
 		if n := countSetNX(log, "push:own"); n != 0 {
 			t.Errorf("the waiter tried SET NX %d times during own renewals; want 0", n)
@@ -106,7 +107,7 @@ func TestPushFallsBackToPolling_TrackingDenied(t *testing.T) {
 				got <- acquired{lock: lock, err: err}
 			}()
 			eventually(t, "the refusal remembered", func() bool {
-				return locks.core.pool.TrackingRefused(tg.srv.Addr()) || locks.core.pool.TrackingRefused(holderNode(locks))
+				return locks.core.transport.(*conn.Pool).TrackingRefused(tg.srv.Addr()) || locks.core.transport.(*conn.Pool).TrackingRefused(holderNode(locks))
 			})
 			if _, err := holder.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -131,7 +132,7 @@ func TestPushFallsBackToPolling_TrackingDenied(t *testing.T) {
 
 // holderNode returns the node of locks' standalone session.
 func holderNode(locks *Locks) string {
-	if s := locks.managed().standalone.Load(); s != nil {
+	if s := locks.Driver().StandaloneSession(); s != nil {
 		return s.Node()
 	}
 	return ""
@@ -258,10 +259,7 @@ func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
 // sent in, the keys queued for one and the workers running in locks' push
 // hub.
 func holderChecks(locks *Locks) (reading, batches, queued, workers int) {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.checks.reading, h.checks.batches, h.checks.pending(), h.checks.workers
+	return locks.Driver().HolderChecks()
 }
 
 // holdTracked acquires n keep-alive locks (keys prefix0…) on locks, from a
@@ -334,51 +332,50 @@ func allTracked(locks *Locks, keys []string) bool {
 }
 
 // TestPushDetectsLoss_HolderReadsAreBoundedByWorkers: when the keys of
-// more keep-alive holders than pushCheckWorkers batches of pushCheckBatch
+// more keep-alive holders than actor.PushCheckWorkers batches of actor.PushCheckBatch
 // hold are invalidated at once while the node does not answer, that many
-// batches, each of pushCheckBatch keys, are in flight and the other keys
+// batches, each of actor.PushCheckBatch keys, are in flight and the other keys
 // wait in the queue; invalidated again meanwhile, no key is queued twice
 // and the reads in flight go once more. Once the node answers every holder
-// is confirmed with never more than pushCheckWorkers batches in flight nor
-// more than pushCheckBatch keys in one, the workers end and no entry is
+// is confirmed with never more than actor.PushCheckWorkers batches in flight nor
+// more than actor.PushCheckBatch keys in one, the workers end and no entry is
 // left.
 func TestPushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T) {
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	const inFlight = pushCheckWorkers * pushCheckBatch
-	const n = inFlight + pushCheckBatch/2
+	const inFlight = actor.PushCheckWorkers * actor.PushCheckBatch
+	const n = inFlight + actor.PushCheckBatch/2
 	held, keys := holdTracked(t, locks, "push:bound:", n)
 	before := pushStatsOf(locks)
 	open := gateWatcherReads(t, srv)
-	h := locks.managed().push
 	hanging := func() bool {
 		reading, batches, queued, workers := holderChecks(locks)
-		return reading == inFlight && batches == pushCheckWorkers && queued == n-inFlight && workers == pushCheckWorkers
+		return reading == inFlight && batches == actor.PushCheckWorkers && queued == n-inFlight && workers == actor.PushCheckWorkers
 	}
-	h.onInvalidate(srv.Addr(), keys) // as the watcher hands over a push naming them
+	locks.Driver().Invalidated(srv.Addr(), keys) // as the watcher hands over a push naming them
 	eventually(t, "the workers' batches hanging, the other keys queued", hanging)
-	h.onInvalidate(srv.Addr(), keys)
+	locks.Driver().Invalidated(srv.Addr(), keys)
 	if !hanging() {
 		reading, batches, queued, workers := holderChecks(locks)
 		t.Fatalf("after a second invalidation: %d reading in %d batches, %d queued, %d workers; want %d in %d, %d, %d",
-			reading, batches, queued, workers, inFlight, pushCheckWorkers, n-inFlight, pushCheckWorkers)
+			reading, batches, queued, workers, inFlight, actor.PushCheckWorkers, n-inFlight, actor.PushCheckWorkers)
 	}
 	open()
 	eventually(t, "every key tracked again and the workers gone", func() bool { return allTracked(locks, keys) })
 	after := pushStatsOf(locks)
-	if after.holderBatchesPeak != pushCheckWorkers || after.holderBatchMax != pushCheckBatch ||
-		after.holderReadsPeak != inFlight {
+	if after.HolderBatchesPeak != actor.PushCheckWorkers || after.HolderBatchMax != actor.PushCheckBatch ||
+		after.HolderReadsPeak != inFlight {
 		t.Errorf("at most %d batches in flight at once, %d reads in one, %d reads in flight; want %d, %d, %d",
-			after.holderBatchesPeak, after.holderBatchMax, after.holderReadsPeak, pushCheckWorkers, pushCheckBatch, inFlight)
+			after.HolderBatchesPeak, after.HolderBatchMax, after.HolderReadsPeak, actor.PushCheckWorkers, actor.PushCheckBatch, inFlight)
 	}
-	if reads := after.holderReads - before.holderReads; reads != n+inFlight {
+	if reads := after.HolderReads - before.HolderReads; reads != n+inFlight {
 		t.Errorf("%d holders' reads; want %d (each key once, the %d in flight during the second push twice)",
 			reads, n+inFlight, inFlight)
 	}
 	for _, l := range held {
-		if l.State() != StateHeld || after.refuted != 0 {
+		if l.State() != StateHeld || after.Refuted != 0 {
 			t.Fatalf("%s: %v (cause %v), %d refuted; want every holder held", l.Key(), l.State(),
-				context.Cause(l.Context()), after.refuted)
+				context.Cause(l.Context()), after.Refuted)
 		}
 	}
 }
@@ -404,7 +401,7 @@ func watcherReads(t *testing.T, srv *sim.Server, id int64) []string {
 }
 
 // TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher: 256 holders whose
-// keys are invalidated at once are read in ceil(256/pushCheckBatch) batches
+// keys are invalidated at once are read in ceil(256/actor.PushCheckBatch) batches
 // (one with the batch at 256), one round trip each: with the watcher's
 // replies held in a proxy, the server still receives CLIENT CACHING YES +
 // GET for every key; once the replies flow, every holder is confirmed
@@ -412,9 +409,9 @@ func watcherReads(t *testing.T, srv *sim.Server, id int64) []string {
 // GET per worker while the replies are held.
 func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
 	const n = 256
-	const batches = (n + pushCheckBatch - 1) / pushCheckBatch
-	if batches > pushCheckWorkers {
-		t.Fatalf("%d batches of %d keys cannot all be in flight with %d workers", batches, pushCheckBatch, pushCheckWorkers)
+	const batches = (n + actor.PushCheckBatch - 1) / actor.PushCheckBatch
+	if batches > actor.PushCheckWorkers {
+		t.Fatalf("%d batches of %d keys cannot all be in flight with %d workers", batches, actor.PushCheckBatch, actor.PushCheckWorkers)
 	}
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	proxy, err := faultproxy.Start(srv.Addr())
@@ -429,7 +426,7 @@ func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
 	before := pushStatsOf(locks)
 	srv.ResetLog()
 	proxy.StallAll(faultproxy.ToClient) // the replies to every connection, the watcher's included, are held
-	locks.managed().push.onInvalidate(srv.Addr(), keys)
+	locks.Driver().Invalidated(srv.Addr(), keys)
 	seen := 0
 	if _, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool {
 		if e.ClientID == id && e.Args[0] == "GET" {
@@ -448,7 +445,7 @@ func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
 	proxy.UnstallAll(faultproxy.ToClient)
 	eventually(t, "every key tracked again and the workers gone", func() bool { return allTracked(locks, keys) })
 	after := pushStatsOf(locks)
-	if sent, reads := after.holderBatches-before.holderBatches, after.holderReads-before.holderReads; sent != batches || reads != n {
+	if sent, reads := after.HolderBatches-before.HolderBatches, after.HolderReads-before.HolderReads; sent != batches || reads != n {
 		t.Errorf("%d reads in %d batches; want %d in %d", reads, sent, n, batches)
 	}
 	for _, l := range held {
@@ -460,33 +457,30 @@ func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
 
 // TestPushDetectsLoss_CloseDropsTheQueuedHolderReads: Locks.Close while
 // holders' reads hang on a node that does not answer returns without
-// waiting for them (well within pushCheckTimeout): the batches in flight
+// waiting for them (well within actor.PushCheckTimeout): the batches in flight
 // are cancelled, the queued keys dropped, the workers end, and no entry or
 // retry timer is left.
 func TestPushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T) {
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	const inFlight = pushCheckWorkers * pushCheckBatch
+	const inFlight = actor.PushCheckWorkers * actor.PushCheckBatch
 	const n = inFlight + 10
 	_, keys := holdTracked(t, locks, "push:close:", n)
 	gateWatcherReads(t, srv)
-	h := locks.managed().push
-	h.onInvalidate(srv.Addr(), keys)
+	locks.Driver().Invalidated(srv.Addr(), keys)
 	eventually(t, "the workers' reads hanging, the other keys queued", func() bool {
 		reading, batches, queued, _ := holderChecks(locks)
-		return reading == inFlight && batches == pushCheckWorkers && queued == n-inFlight
+		return reading == inFlight && batches == actor.PushCheckWorkers && queued == n-inFlight
 	})
 	start := time.Now()
 	locks.Close()
 	took := time.Since(start)
 	t.Logf("Locks.Close took %v", took)
-	if took >= pushCheckTimeout {
+	if took >= actor.PushCheckTimeout {
 		t.Errorf("Locks.Close took %v: it waited for the hanging reads", took)
 	}
 	reading, batches, queued, workers := holderChecks(locks)
-	h.mu.Lock()
-	entries, retries := len(h.keys), len(h.retries)
-	h.mu.Unlock()
+	entries, retries := locks.Driver().PushEntries(), locks.Driver().PushRetries()
 	if reading+batches+queued+workers+entries+retries != 0 {
 		t.Fatalf("after Close: %d reading in %d batches, %d queued, %d workers, %d entries, %d retries; want none",
 			reading, batches, queued, workers, entries, retries)

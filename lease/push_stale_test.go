@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/internal/simtest"
 	"github.com/respire-go/respire/sim"
@@ -17,19 +18,13 @@ import (
 // recheckAsked reports whether the holders' read of wireKey in flight was
 // asked for another round (a change, or a new holder, came during it).
 func recheckAsked(locks *Locks, wireKey string) bool {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.keys[wireKey]
-	return e != nil && e.check && e.recheck
+	k := locks.Driver().PushKey(wireKey)
+	return k.Reading && k.Recheck
 }
 
 // isHeldByHub reports whether a keep-alive holder of wireKey is registered.
 func isHeldByHub(locks *Locks, wireKey string) bool {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.held.get(wireKey) != nil
+	return locks.Driver().PushKey(wireKey).Holders > 0
 }
 
 // gate returns a channel to hold a reply with and its opener (also run
@@ -82,7 +77,7 @@ func TestPushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter(t *testing.T)
 			slices.Contains(args, key)
 	}})
 	c.Node(0).ResetLog()
-	locks.managed().push.onInvalidate(c.Node(0).Addr(), []string{key, other}) // as the push of a renewal of each
+	locks.Driver().Invalidated(c.Node(0).Addr(), []string{key, other}) // as the push of a renewal of each
 	waitLog(t, c.Node(0), func(e sim.Entry) bool { return e.Args[0] == "GET" && e.Args[1] == key })
 	if reading, batches, _, _ := holderChecks(locks); reading != 2 || batches != 1 {
 		t.Fatalf("%d holders' reads in %d batches; want both keys in one", reading, batches)
@@ -105,44 +100,6 @@ func TestPushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter(t *testing.T)
 	t.Logf("the waiter took the key %v after the stale read settled", r.at.Sub(start))
 	if slow.State() != StateHeld {
 		t.Fatalf("the other key's holder: %v; want held", slow.State())
-	}
-}
-
-// TestPushChangeDuringReadIsSeen_AFreeKeyFoundWhileTheBatonIsOutIsTriedAgain:
-// a holders' read that finds the key free while the baton is out (its
-// waiter's SET NX may have been sent before the key was free) makes that
-// waiter try once more at once when it comes back, though the read left
-// the key tracked: it does not park on a free key. The hub's pieces are
-// driven directly, in the order the race takes.
-func TestPushChangeDuringReadIsSeen_AFreeKeyFoundWhileTheBatonIsOutIsTriedAgain(t *testing.T) {
-	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
-	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	h := locks.managed().push
-	const key = "push:missed"
-	w := &pushWaiter{wake: make(chan struct{}, 1)}
-	h.mu.Lock()
-	e := h.entry(key)
-	e.waiters = append(e.waiters, w)
-	// A change hands w the baton: it goes to try SET NX. A holders' read
-	// is in flight, and its holder leaves meanwhile; the read finds the
-	// key free (and tracks it).
-	h.passBatonLocked(e)
-	e.check = true
-	h.settleReadLocked(holderRead{key: key, e: e, gen: e.gen}, false, nil)
-	armed, missed := e.armed, e.missed
-	h.mu.Unlock()
-	defer h.leave(key, w)
-	<-w.wake
-	if !armed || !missed {
-		t.Fatalf("after the read: armed %v, missed %v; want the key tracked and the baton's waiter told to try again", armed, missed)
-	}
-	// w's SET NX failed (it ran before the key was free): its next wait
-	// must return at once, not park a minute on the tracked key.
-	ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
-	defer cancel()
-	pw := w
-	if err := h.wait(ctx, key, time.Minute, time.Minute, &pw); err != nil {
-		t.Fatalf("the baton's waiter's next wait: %v; want an immediate try", err)
 	}
 }
 
@@ -171,13 +128,7 @@ func watcherConn(t *testing.T, proxy *faultproxy.Proxy, srv *sim.Server) *faultp
 
 // waitersOf returns how many waiters of wireKey are registered.
 func waitersOf(locks *Locks, wireKey string) int {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e := h.keys[wireKey]; e != nil {
-		return len(e.waiters)
-	}
-	return 0
+	return locks.Driver().PushKey(wireKey).Waiters
 }
 
 // TestPushChangeDuringReadIsSeen_AnAbandonedReadIsMadeAgainForTheOthers: a
@@ -278,7 +229,7 @@ func TestPushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter(t *testing.
 // not wait for the background read that tracks a key again for the
 // waiters left after one took it, when the watcher does not answer: it is
 // cancelled, and Close takes about rueidis' one-second escape for the
-// watcher's pending read (it took pushCheckTimeout and more before).
+// watcher's pending read (it took actor.PushCheckTimeout and more before).
 func TestPushWakesOneWaiterPerRelease_CloseCancelsTheRearm(t *testing.T) {
 	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
 	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
@@ -309,7 +260,7 @@ func TestPushWakesOneWaiterPerRelease_CloseCancelsTheRearm(t *testing.T) {
 	locks.Close()
 	took := time.Since(start)
 	t.Logf("Locks.Close took %v", took)
-	if took >= pushCheckTimeout/2 {
+	if took >= actor.PushCheckTimeout/2 {
 		t.Fatalf("Locks.Close took %v: it waited for the hanging re-read", took)
 	}
 }

@@ -3,33 +3,25 @@ package lease
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
 )
 
 // pushStatsOf returns what the push hub of locks did so far.
-func pushStatsOf(locks *Locks) pushStats {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stats
-}
+func pushStatsOf(locks *Locks) actor.PushStats { return locks.Driver().PushStats() }
 
 // parkedWaiters returns how many waiters of wireKey are parked on a tracked
 // key (armed, no baton out).
 func parkedWaiters(locks *Locks, wireKey string) int {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.keys[wireKey]
-	if e == nil || !e.armed || e.baton != nil {
+	k := locks.Driver().PushKey(wireKey)
+	if !k.Entry || !k.Armed || k.BatonOut {
 		return 0
 	}
-	return len(e.waiters)
+	return k.Waiters
 }
 
 // holderArmed reports whether a holder of wireKey is registered and its key
@@ -38,14 +30,11 @@ func parkedWaiters(locks *Locks, wireKey string) int {
 // their key is tracked; one exists only while a read is due or waiters
 // wait (then its armed flag says whether the key is tracked).
 func holderArmed(locks *Locks, wireKey string) bool {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.held.get(wireKey) == nil || h.retries[wireKey] != nil {
+	k := locks.Driver().PushKey(wireKey)
+	if k.Holders == 0 || k.RetryPending {
 		return false
 	}
-	e := h.keys[wireKey]
-	return e == nil || e.armed && !e.queued && !e.check
+	return !k.Entry || k.Armed && !k.Queued && !k.Reading
 }
 
 type acquired struct {
@@ -162,32 +151,14 @@ func TestPushDetectsLoss_NeverRefutesALaterHolder(t *testing.T) {
 				t.Fatalf("round %d: Release = %v, %v; want Released (cause %v)", i, out, err, context.Cause(lock.Context()))
 			}
 		}
-		if n := pushStatsOf(locks).refuted; n != 0 {
+		if n := pushStatsOf(locks).Refuted; n != 0 {
 			t.Fatalf("%d holders refuted; want 0", n)
 		}
 	})
 }
 
-// heldChain returns the holders chained for wireKey in locks' push hub,
-// first first.
-func heldChain(locks *Locks, wireKey string) []*Lock {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var chain []*Lock
-	for l := h.held.get(wireKey); l != nil; l = l.pushNext {
-		chain = append(chain, l)
-	}
-	return chain
-}
-
 // pushEntries returns how many keys of locks' push hub have an entry.
-func pushEntries(locks *Locks) int {
-	h := locks.managed().push
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.keys)
-}
+func pushEntries(locks *Locks) int { return locks.Driver().PushEntries() }
 
 // TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle: a keep-alive holder whose
 // key is tracked costs no pushKey, only its place in the hub's held chain;
@@ -206,13 +177,13 @@ func TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T) {
 	if n := pushEntries(locks); n != 0 {
 		t.Fatalf("%d entries while the holder's key is tracked; want 0", n)
 	}
-	if chain := heldChain(locks, "push:idle"); len(chain) != 1 || chain[0] != lock {
+	if chain := locks.Driver().PushHolders("push:idle"); len(chain) != 1 || chain[0] != lock.core() {
 		t.Fatalf("held chain %v; want the lock alone", chain)
 	}
-	before := pushStatsOf(locks).holderReads
+	before := pushStatsOf(locks).HolderReads
 	srv.Exec("PEXPIRE", "push:idle", "30000")
 	eventually(t, "the holder's read after the change", func() bool {
-		return pushStatsOf(locks).holderReads > before && holderArmed(locks, "push:idle")
+		return pushStatsOf(locks).HolderReads > before && holderArmed(locks, "push:idle")
 	})
 	if n := pushEntries(locks); n != 0 || lock.State() != StateHeld {
 		t.Fatalf("%d entries after the read, state %v; want 0, Held", n, lock.State())
@@ -220,7 +191,7 @@ func TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T) {
 	if out, err := lock.Release(ctx); out != Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
 	}
-	if chain := heldChain(locks, "push:idle"); len(chain) != 0 {
+	if chain := locks.Driver().PushHolders("push:idle"); len(chain) != 0 {
 		t.Fatalf("held chain %v after the release; want none", chain)
 	}
 	eventually(t, "no entry left", func() bool { return pushEntries(locks) == 0 })
@@ -255,53 +226,13 @@ func TestPushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart(t *testing.T) {
 	if second.State() != StateHeld {
 		t.Fatalf("second holder %v (cause %v); want Held", second.State(), context.Cause(second.Context()))
 	}
-	if chain := heldChain(locks, "push:two"); len(chain) != 1 || chain[0] != second || first.pushNext != nil {
+	if chain := locks.Driver().PushHolders("push:two"); len(chain) != 1 || chain[0] != second.core() {
 		t.Fatalf("held chain %v; want the second holder alone", chain)
 	}
 	if out, err := second.Release(ctx); out != Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
 	}
-	if chain := heldChain(locks, "push:two"); len(chain) != 0 {
+	if chain := locks.Driver().PushHolders("push:two"); len(chain) != 0 {
 		t.Fatalf("held chain %v after the release; want none", chain)
 	}
-}
-
-// TestPushDetectsLoss_HolderChainUnlinksAnyHolder: holders of one key are
-// chained, latest first; unlinking one in the middle, the first, then the
-// last keeps the others chained in order, and the key leaves held with its
-// last holder, leaving other keys' chains alone.
-func TestPushDetectsLoss_HolderChainUnlinksAnyHolder(t *testing.T) {
-	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
-	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
-	h := locks.managed().push
-	a, b, c, other := &Lock{wireKey: "k"}, &Lock{wireKey: "k"}, &Lock{wireKey: "k"}, &Lock{wireKey: "j"}
-	locked := func(f func()) { h.mu.Lock(); defer h.mu.Unlock(); f() }
-	locked(func() {
-		for _, l := range []*Lock{a, b, other, c} {
-			h.linkHolderLocked(l)
-		}
-	})
-	for _, step := range []struct {
-		unlink *Lock
-		want   []*Lock
-	}{{nil, []*Lock{c, b, a}}, {b, []*Lock{c, a}}, {c, []*Lock{a}}, {a, nil}} {
-		if step.unlink != nil {
-			locked(func() { h.unlinkHolderLocked(step.unlink) })
-			if step.unlink.pushNext != nil {
-				t.Fatal("an unlinked holder still points into the chain")
-			}
-		}
-		if got := heldChain(locks, "k"); !slices.Equal(got, step.want) {
-			t.Fatalf("chain %v; want %v", got, step.want)
-		}
-	}
-	locked(func() {
-		if h.held.get("k") != nil || h.held.get("j") != other || h.held.n != 1 {
-			t.Errorf("%d keys held; want only j's holder", h.held.n)
-		}
-		h.unlinkHolderLocked(other)
-		if h.held.n != 0 {
-			t.Errorf("%d keys held; want none", h.held.n)
-		}
-	})
 }

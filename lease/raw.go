@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/respire-go/respire/conn"
 )
 
 // TryTake acquires key for token with a lease of ttl (rounded up to whole
@@ -21,7 +23,7 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	res, err := l.core.pool.Acquire(ctx, l.key(key), token.wire(), ms)
+	res, err := l.core.transport.Do(ctx, conn.AcquireOp(l.key(key), token.wire(), ms), nil)
 	return res.Owned, opError("TryTake", key, err)
 }
 
@@ -39,7 +41,7 @@ func (l *Locks) ResetExpiry(ctx context.Context, key string, token Token, ttl ti
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	res, err := l.core.pool.Extend(ctx, l.key(key), token.wire(), ms)
+	res, err := l.core.transport.Do(ctx, conn.ExtendOp(l.key(key), token.wire(), ms), nil)
 	l.logFailure(ctx, "ResetExpiry", key, err)
 	return res.Owned, opError("ResetExpiry", key, err)
 }
@@ -57,7 +59,7 @@ func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, err
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	res, err := l.core.pool.Release(ctx, l.key(key), token.wire())
+	res, err := l.core.transport.Do(ctx, conn.ReleaseOp(l.key(key), token.wire()), nil)
 	l.logFailure(ctx, "Release", key, err)
 	return res.Owned, opError("Release", key, err)
 }
@@ -71,7 +73,7 @@ func (l *Locks) OwnerToken(ctx context.Context, key string) (token Token, found 
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	res, err := l.core.pool.Owner(ctx, l.key(key))
+	res, err := l.core.transport.Do(ctx, conn.OwnerOp(l.key(key)), nil)
 	if err != nil || !res.Owned {
 		return Token{}, false, opError("OwnerToken", key, err)
 	}
@@ -99,6 +101,6 @@ func validate(key string, token Token, ttl time.Duration, needTTL bool) (int64, 
 
 func (l *Locks) logFailure(ctx context.Context, op, key string, err error) {
 	if err != nil {
-		l.core.logger.DebugContext(ctx, "lease: raw operation failed", l.core.keyArgs(l.key(key), "op", op, "error", err)...)
+		l.core.logger.DebugContext(ctx, "lease: raw operation failed", l.core.driver.KeyArgs(l.key(key), "op", op, "error", err)...)
 	}
 }

@@ -260,7 +260,7 @@ func (o *ownership) check(t *testing.T, locks []*Lock) (kept, lost int) {
 	for _, lock := range locks {
 		end, ended := o.ended[lock]
 		for _, w := range o.wins {
-			if w.key == lock.wireKey && (!ended || w.at.Before(end)) {
+			if w.key == lock.core().WireKey() && (!ended || w.at.Before(end)) {
 				t.Errorf("two owners: an outsider took %s at %s while the lock's context was live (ended %v at %s)",
 					w.key, w.at.Format("15:04:05.000"), ended, end.Format("15:04:05.000"))
 			}

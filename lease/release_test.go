@@ -38,7 +38,7 @@ func TestConcurrentReleasesShareOneDelete(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); starter() }()
 	}
-	eventually(t, "joiners parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.waiting() == 3 })
+	eventually(t, "joiners parked", func() bool { return lock.core().Waiters() == 3 })
 	close(gate)
 	wg.Wait()
 	for range 3 {
@@ -66,7 +66,7 @@ func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testin
 	joinCtx, cancelJoin := context.WithCancel(ctx)
 	joinerErr := make(chan error, 1)
 	go func() { _, err := lock.Release(joinCtx); joinerErr <- err }()
-	eventually(t, "joiner parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.waiting() == 2 })
+	eventually(t, "joiner parked", func() bool { return lock.core().Waiters() == 2 })
 	cancelJoin()
 	if err := <-joinerErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("joiner = %v; want context.Canceled", err)
@@ -298,7 +298,7 @@ func TestStarterCancelledBeforeTheSendHandsTheReleaseToAJoiner(t *testing.T) {
 		}
 		joined <- out
 	}()
-	eventually(t, "joiner parked", func() bool { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.waiting() == 2 })
+	eventually(t, "joiner parked", func() bool { return lock.core().Waiters() == 2 })
 	close(starterCtx.release)
 	if err := <-starterErr; !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrNotSubmitted) {
 		t.Fatalf("starter = %v; want its cancellation, not submitted", err)

@@ -85,10 +85,10 @@ func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire after the failover = %v", err)
 	}
-	if got := nodes.exec(t, fresh, "GET", lock.wireKey); !strings.Contains(got, lock.Token().wire()) {
+	if got := nodes.exec(t, fresh, "GET", lock.core().WireKey()); !strings.Contains(got, lock.Token().wire()) {
 		t.Fatalf("the lock taken after the failover is not on the new primary %s: GET = %q", fresh, got)
 	}
-	if s := locks.managed().standalone.Load(); s == nil || s.Node() != fresh {
+	if s := locks.Driver().StandaloneSession(); s == nil || s.Node() != fresh {
 		t.Fatalf("the lock's session is on %v; want the new primary %s", s, fresh)
 	}
 	_ = lock.Close()

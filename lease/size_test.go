@@ -1,11 +1,12 @@
 package lease
 
 import (
-	"context"
-	"math"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/sim"
 )
 
 // maxLockBytes bounds a Lock (a 256-byte size class): every byte of it is
@@ -19,49 +20,35 @@ func TestLockStaysSmall(t *testing.T) {
 	}
 }
 
-// TestNewCallerSkipsZeroWhenTheCounterWraps: caller ids are 32 bits (to keep
-// the Handle small) and 0 means "no caller" (a keep-alive or timer input) to
-// the core, so the 2³²-th request of one lock must not get it.
-func TestNewCallerSkipsZeroWhenTheCounterWraps(t *testing.T) {
-	l := &Lock{callers: math.MaxUint32}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if id := l.newCaller(context.Background()); id != 1 {
-		t.Fatalf("the caller after %d got id %d; want 1", uint32(math.MaxUint32), id)
-	}
-	if id := l.newCaller(context.Background()); id != 2 {
-		t.Fatalf("next id %d; want 2", id)
-	}
-}
-
 // TestHeldKeepAliveLockKeepsNoCommandSlotsWhileIdle: a keep-alive lock
 // between renewals carries no lockCmds (what keeps the Lock at 256 bytes
 // costs nothing while held), makes one for each renewal and drops it once
 // the renewal is confirmed; a lock without keep-alive has its own from the
 // start (one allocation with the Lock) and keeps it.
 func TestHeldKeepAliveLockKeepsNoCommandSlotsWhileIdle(t *testing.T) {
-	srv, clock, lock := acquireWithClock(t, 10*time.Second, WithKeepAlive())
-	if cmds := lockCmdsOf(lock); cmds != nil {
-		t.Fatalf("a held keep-alive lock keeps its command slots after the SET: %+v", cmds.ops)
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	lock, err := locks.Acquire(ctxT(t), "k", 10*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if lock.core().HasCommandSlots() {
+		t.Fatal("a held keep-alive lock keeps its command slots after the SET")
 	}
 	srv.ResetLog()
 	clock.Advance(estimateOf(10*time.Second) - 5*time.Second)
 	waitLog(t, srv, isRenewal("k"))
 	eventually(t, "renewal confirmed", func() bool { return renewedFresh(lock) })
-	eventually(t, "command slots dropped", func() bool { return lockCmdsOf(lock) == nil })
+	eventually(t, "command slots dropped", func() bool { return !lock.core().HasCommandSlots() })
 
-	plain, err := lock.locks.Acquire(ctxT(t), "plain", 10*time.Second)
+	plain, err := locks.Acquire(ctxT(t), "plain", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	if lockCmdsOf(plain) == nil {
+	if !plain.core().HasCommandSlots() {
 		t.Fatal("a lock without keep-alive has no command slots for its release")
 	}
-}
-
-func lockCmdsOf(l *Lock) *lockCmds {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cmds
 }

@@ -39,7 +39,7 @@ func TestAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCle
 		locks := f.locks(t, WithIdleCheck(time.Hour)) // no liveness PING ahead of the SET
 		clock := &actor.ManualClock{}
 		useClock(locks, clock)
-		session := f.connOf(t, locks.managed().standalone.Load())
+		session := f.connOf(t, locks.Driver().StandaloneSession())
 		for _, call := range calls {
 			for _, takenOver := range []bool{false, true} {
 				name := call.name
@@ -63,7 +63,7 @@ func TestAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCle
 						t.Fatalf("%s with a reply after the lease = %v, %v; want no lock and ErrAcquiredTooLate", call.name, r.lock, r.err)
 					}
 					assertOneLeasePrefix(t, call.name, r.err)
-					locks.managed().background.Wait() // the clean-up has settled
+					locks.Driver().WaitIdle() // the clean-up has settled
 					if takenOver {
 						if owner := f.srv.Exec("GET", key); owner != "$13\r\nanother-owner\r\n" {
 							t.Fatalf("GET = %q; the clean-up must leave another owner's key", owner)

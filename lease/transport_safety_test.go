@@ -369,7 +369,11 @@ func TestSurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession(t
 			t.Fatal(err)
 		}
 		f.sessionConn(t, culprit).Stall(faultproxy.ToClient)
-		clock.Advance(5 * time.Second) // every keep-alive renews; the replies are held (4 batches on the wire, the rest queued)
+		// Every keep-alive renews (due 4.898s in); the replies are held (4
+		// batches on the wire, the rest queued). Not a full 5s: that would also
+		// end the push reads started at the acquisitions (bounded by 5s on the
+		// same clock), and a watcher given up makes the session PING first.
+		clock.Advance(4950 * time.Millisecond)
 		waitEntry(t, f.srv, func(e sim.Entry) bool { return hasIFEQ(e.Args) && strings.HasPrefix(e.Args[1], "k") })
 		before := kills(f.target)
 		resetCtx, cancel := context.WithCancel(ctx)
@@ -430,7 +434,7 @@ func TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *t
 	forEachFaultyServer(t, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		c := f.connOf(t, locks.managed().standalone.Load())
+		c := f.connOf(t, locks.Driver().StandaloneSession())
 		c.Stall(faultproxy.ToClient) // the SET runs; its reply is held
 		before := kills(f.target)
 		type outcome struct {
@@ -445,7 +449,7 @@ func TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *t
 		if got.a.Acquired() || !errors.Is(got.err, conn.ErrOutcomeUnknown) {
 			t.Fatalf("TryAcquire on a reset socket = %v, %v; want not acquired, outcome unknown", got.a.Acquired(), got.err)
 		}
-		locks.managed().background.Wait() // the clean-up has its answer
+		locks.Driver().WaitIdle() // the clean-up has its answer
 		if kills(f.target) <= before {
 			t.Fatal("the clean-up of an uncertain acquisition did not fence the socket that carried its SET")
 		}

@@ -37,9 +37,9 @@ func TestUnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal(t *te
 		t.Fatalf("TryAcquire = %v; want context.Canceled", err)
 	}
 	close(gate)
-	locks.managed().inflight.Wait()
-	locks.managed().background.Wait() // the clean-up has its answer
-	if n := locks.managed().timers.armed(); n != 0 {
+	locks.Driver().WaitIdle()
+	locks.Driver().WaitIdle() // the clean-up has its answer
+	if n := locks.Driver().ArmedTimers(); n != 0 {
 		t.Fatalf("%d timers armed after the abandoned acquisition; want none (nothing may renew it)", n)
 	}
 	clock.Advance(time.Minute)
@@ -63,26 +63,23 @@ func TestUnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtIt
 	srv.Inject(sim.Fault{Kind: sim.ReplaceReply, Command: "WAIT", Reply: ":0\r\n"})
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Times: 1000,
 		Error: "NOREPLICAS Not enough good replicas to write."})
-	opts := []AcquireOption{WithKeepAlive(), withReplicas(1, 10*time.Millisecond)}
-	lock, reply, err := acquireFenced(ctxT(t), locks, "TryAcquire", "k", "counter", 10*time.Second, opts)
-	if lock != nil || err != nil || !reply.NotReplicated || reply.Released {
-		t.Fatalf("acquireFenced = %v, %+v, %v; want no lock, not replicated, not released", lock, reply, err)
+	f := &actor.Fenced{CounterKey: "counter"}
+	lock, err := locks.AcquireFenced(ctxT(t), "TryAcquire", "k", 10*time.Second, f, WithKeepAlive(),
+		WithReplicas(1, 10*time.Millisecond))
+	if lock != nil || !errors.Is(err, actor.ErrNotReplicated) || !f.Reply.NotReplicated || f.Reply.Released {
+		t.Fatalf("AcquireFenced = %v, %+v, %v; want no lock, not replicated, not released", lock, f.Reply, err)
 	}
-	m := locks.managed()
-	m.inflight.Wait()
-	if n := m.timers.armed(); n != 1 {
+	m := locks.Driver()
+	m.WaitIdle()
+	if n := m.ArmedTimers(); n != 1 {
 		t.Fatalf("%d timers armed; want 1 (the deadline watch, no renewal)", n)
 	}
-	holders := func() bool {
-		m.push.mu.Lock()
-		defer m.push.mu.Unlock()
-		return m.push.held.get("k") != nil
-	}
+	holders := func() bool { return m.PushKey("k").Holders > 0 }
 	if !holders() {
 		t.Fatal("the handle is not among the push hub's holders: the check below would prove nothing")
 	}
 	clock.Advance(estimateOf(10 * time.Second))
-	eventually(t, "the handle ended at its deadline", func() bool { return m.timers.armed() == 0 && !holders() })
+	eventually(t, "the handle ended at its deadline", func() bool { return m.ArmedTimers() == 0 && !holders() })
 	for _, e := range srv.Log() {
 		if isRenewal("k")(e) {
 			t.Fatalf("renewal %q sent for a handle nobody received", e.Args)

@@ -127,7 +127,7 @@ func TestWaitUntilDone_AcquiresAsSoonAsTheHolderReleases(t *testing.T) {
 // over [0, 1), not a constant: waiters that start together spread out.
 func TestPollJitter_PollingSleepsOfALocksAreDrawnUniformly(t *testing.T) {
 	_, locks := managedSim(t, sim.Redis84)
-	jitter := locks.managed().jitter
+	jitter := locks.Driver().Jitter()
 	const draws = 2000
 	var buckets [10]int
 	for range draws {

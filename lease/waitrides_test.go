@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/respire-go/respire/internal/realserver"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/internal/realserver"
 
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/sim"
@@ -81,7 +82,7 @@ func TestWaitRidesOutTransportErrors_ASetWhoseReplyWasLostIsSettledAndAcquired(t
 	forEachFaultyServer(t, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		session := f.connOf(t, locks.managed().standalone.Load())
+		session := f.connOf(t, locks.Driver().StandaloneSession())
 		before := kills(f.target)
 		f.srv.ResetLog()
 		session.BlackHole(faultproxy.ToClient) // the server runs what it gets; its replies vanish
@@ -116,7 +117,7 @@ func TestWaitRidesOutTransportErrors_ASetThatNeverArrivedIsSettledAndTriedAgain(
 	forEachFaultyServer(t, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		session := f.connOf(t, locks.managed().standalone.Load())
+		session := f.connOf(t, locks.Driver().StandaloneSession())
 		before := kills(f.target)
 		f.srv.ResetLog()
 		session.Stall(faultproxy.ToServer)
@@ -155,7 +156,7 @@ func TestWaitRidesOutTransportErrors_AContendedTryWhoseReplyWasLostWaitsOn(t *te
 			locks := f.locks(t, opts...)
 			ctx := ctxT(t)
 			f.srv.Exec("SET", "k", "other", "PX", "60000")
-			session := f.connOf(t, locks.managed().standalone.Load())
+			session := f.connOf(t, locks.Driver().StandaloneSession())
 			f.srv.ResetLog()
 			session.BlackHole(faultproxy.ToClient)
 			result := acquireAsync(ctx, locks, "k", time.Minute, WithWait(5*time.Second), WithRetryEvery(20*time.Millisecond))
@@ -293,9 +294,9 @@ func TestWaitRidesOutTransportErrors_TheBudgetEndsWithTheLastError(t *testing.T)
 			t.Fatalf("Acquire(WithWait(%v)) with the server unreachable = %v after %v; want not submitted, "+
 				"once the budget is spent", budget, err, waited)
 		}
+		start = time.Now() // before the ctx's deadline starts counting
 		ctx, cancel := context.WithTimeout(ctxT(t), budget)
 		defer cancel()
-		start = time.Now()
 		_, err = locks.Acquire(ctx, "k", time.Minute, WithWaitUntilDone())
 		if waited := time.Since(start); waited < budget || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire(WithWaitUntilDone) with the server unreachable = %v after %v; want the ctx's cause "+

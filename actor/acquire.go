@@ -1,0 +1,229 @@
+package actor
+
+import (
+	"context"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// AcquireSpec is one acquisition, its arguments already checked (package
+// lease validates them before anything is sent).
+type AcquireSpec struct {
+	WireKey   string        // the key with its view's prefix
+	KeyStart  int           // the length of that prefix
+	TTL       time.Duration // whole milliseconds, longer than the drift margin
+	KeepAlive bool          // start a keep-alive owned by the lock once acquired
+	// Wait is the polling budget (0: one try); UntilDone waits as long as
+	// ctx lasts instead. RetryEvery is the mean polling interval (0: the
+	// default); RetryEverySet says the caller chose it (a push waiter then
+	// sleeps it too, not the longer safety net).
+	Wait          time.Duration
+	UntilDone     bool
+	RetryEvery    time.Duration
+	RetryEverySet bool
+	// Fenced makes every try the fencing script of package coordination
+	// instead of SET NX PX; nil for a plain lease.
+	Fenced *Fenced
+}
+
+// Acquire takes spec.WireKey under a fresh token per try (SET NX PX on
+// the key's session, the connection that also carries the lock's renewals
+// and release), waiting as spec says, and returns the lock, or nil, nil
+// when another owner held the key for the whole wait. Each try's handle
+// exists before its SET is sent and decides everything that follows: a
+// refusal is its Acquiring -contended-> NotAcquired (the try's Lock is then
+// reused by the next try, so a refused try allocates only its token); an
+// unknown outcome is settled when the caller waits (rule
+// WaitRidesOutTransportErrors) and abandoned otherwise, with a clean-up in
+// the background. ctx governs every command of the call and the sleeps
+// between tries; once acquired, ctx no longer matters. It blocks.
+func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	t := tries{d: d, spec: spec, ms: int64(spec.TTL / time.Millisecond)}
+	if !spec.KeepAlive {
+		// Open the key's session before the lease estimate starts: the dial
+		// and handshake of a cold pool must not count against the lease (the
+		// estimate still starts before the SET is written). An error here is
+		// met again, and reported, by the acquisition itself. (With a
+		// keep-alive, the renewal permission check of the first try opens
+		// it: see tries.one.)
+		_, _ = d.sessionFor(ctx, spec.WireKey)
+	}
+	t.poll = sm.Poll{Start: d.clock.Now(), Wait: spec.Wait, RetryEvery: spec.RetryEvery, UntilDone: spec.UntilDone}
+	lock, err := t.run(ctx)
+	if lock == nil || spec.Fenced == nil || !spec.Fenced.Reply.Unconfirmed() {
+		return lock, err
+	}
+	spec.Fenced.Reply.NotReplicated = true
+	spec.Fenced.Reply.Released = lock.endUnreturned(ctx)
+	return nil, ErrNotReplicated
+}
+
+// run tries, and waits between tries as t's spec says.
+func (t *tries) run(ctx context.Context) (*Lock, error) {
+	d := t.d
+	for {
+		lock, err := t.one(ctx)
+		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
+			return lock, err
+		}
+		sleep, again := t.poll.Next(d.clock.Now(), d.jitter())
+		if !again {
+			return nil, err // the last try's answer: not acquired, or its error
+		}
+		if d.push != nil {
+			return t.pushed(ctx, sleep)
+		}
+		if err := Sleep(ctx, d.spawn, d.clock, sleep); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pushed goes on with a waiting acquisition after a try that did not
+// acquire, with push (push_wait.go): between tries it waits for the key's
+// invalidation, or for the retry interval as a safety net.
+func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
+	d := t.d
+	var waiter *pushWaiter
+	defer func() { d.push.leave(t.spec.WireKey, waiter) }()
+	for {
+		if err := d.push.wait(ctx, t.spec.WireKey, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
+			return nil, err
+		}
+		lock, err := t.one(ctx)
+		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
+			return lock, err
+		}
+		var again bool
+		if sleep, again = t.poll.Next(d.clock.Now(), d.jitter()); !again {
+			return nil, err
+		}
+	}
+}
+
+// pushSafetyNetFactor is how much longer than the polling sleep a waiter
+// parked on a tracked key sleeps when the caller left the retry interval at
+// its default: the invalidation wakes it, and the sleep is only the net for
+// a push lost on a live watcher, which the servers do not do (a broken
+// watcher wakes every waiter itself). 20 × 50 ms: about one try a second.
+const pushSafetyNetFactor = 20
+
+// pushedSleep is the sleep of a waiter parked on a tracked key, given the
+// polling sleep: the same with an explicit retry interval, else
+// pushSafetyNetFactor times it, cut to the remaining budget (one more try
+// follows, as polling).
+func (t *tries) pushedSleep(now, sleep time.Duration) time.Duration {
+	if t.spec.RetryEverySet {
+		return sleep
+	}
+	long := sleep * pushSafetyNetFactor
+	if t.poll.UntilDone {
+		return long
+	}
+	return max(sleep, min(long, t.poll.Wait-(now-t.poll.Start)))
+}
+
+// one makes one try: the keep-alive's permission check if it has not
+// passed yet, then the try. nil, nil is a refusal.
+func (t *tries) one(ctx context.Context) (*Lock, error) {
+	if t.spec.KeepAlive && !t.checked {
+		if err := t.permit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	lock, err := t.try(ctx)
+	if lock != nil && t.spec.KeepAlive && t.d.push != nil {
+		t.d.push.watchHeld(lock)
+	}
+	return lock, err
+}
+
+// try makes one acquisition with a fresh token, through the handle of a
+// Lock made (or reused) for it: InputAcquire, then the SET (or the fenced
+// script) sent right here, on the caller's goroutine, its completion
+// stepped, and, when the core asks for it, the settling of an uncertain
+// SET (EffectSettleAcquire). The core decides what each answer means.
+func (t *tries) try(ctx context.Context) (*Lock, error) {
+	d := t.d
+	lock := d.tries.get(d)
+	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, d.newToken(), uint16(t.spec.KeyStart)
+	if t.spec.KeepAlive {
+		// Shared, and it keeps no values: holding ctx would keep a
+		// request's context (its timer, its values) alive for as long as
+		// the lock is held, and nobody can ask for its Context.
+		lock.keepAlive = ownedKeepAlive
+	}
+	lock.renewOn(t.node)
+	lock.mu.Lock()
+	id := lock.newCaller(ctx)
+	job := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: t.spec.TTL, KeepAlive: t.spec.KeepAlive,
+		Settle: t.settles(), Drift: d.drift, Now: d.clock.Now()}, id)
+	for job.op != 0 {
+		d.inflight.Add() // Shutdown waits for the command and the step of its completion
+		lock.mu.Unlock()
+		done := t.execute(ctx, lock, job)
+		lock.mu.Lock()
+		if done.kind == eventDone && done.outcome == sm.OutcomeOK && ctx.Err() != nil {
+			// The SET applied but the caller gave up: never return the handle.
+			lock.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: d.clock.Now()}, id)
+		}
+		job = jobNone
+		if next, ok := lock.input(done); ok {
+			job = lock.step(next, id)
+		}
+		d.inflight.Done()
+	}
+	res, _ := lock.collect(id)
+	refused := lock.h.State() == sm.NotAcquired
+	lock.mu.Unlock()
+	switch {
+	case res.OK:
+		return lock, nil
+	case refused:
+		d.tries.put(lock) // nothing else can reach it: the next try reuses it
+		return nil, nil
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx) // the caller gave up; a clean-up runs in the background
+	}
+	return nil, res.Err
+}
+
+// execute sends the try's SET (or fenced script), or settles it.
+func (t *tries) execute(ctx context.Context, lock *Lock, j job) event {
+	if j.kind == sm.EffectSettleAcquire {
+		return t.settle(ctx, lock, j)
+	}
+	cmdCtx, cancel := t.d.commandContext(ctx)
+	defer cancel()
+	var res conn.Result
+	var err error
+	if f := t.spec.Fenced; f != nil {
+		res, err = f.send(cmdCtx, t.d, lock.wireKey, lock.token, t.ms, j.route)
+	} else {
+		res, err = t.d.acquireOn(cmdCtx, lock.wireKey, conn.AcquireOp(lock.wireKey, lock.token, t.ms), j.route)
+	}
+	return event{kind: eventDone, op: j.op, outcome: acquireOutcome(res.Owned, err), err: err}
+}
+
+// acquireOn sends the acquisition op (SET NX PX, or the fenced script) on
+// its key's session, the one that carries the lock's release and renewals
+// too, once more on a fresh session when the first was found dead before
+// the hand-off. It follows redirects; route records every session that
+// carries it.
+func (d *Driver) acquireOn(ctx context.Context, wireKey string, op conn.Op, route *conn.Route) (conn.Result, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := d.sessionFor(ctx, wireKey)
+		if err != nil {
+			return conn.Result{}, err
+		}
+		res, err := d.run(ctx, s, op, route)
+		if attempt > 0 || !conn.RetriableOnFreshSession(err) {
+			return res, err
+		}
+	}
+}

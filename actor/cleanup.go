@@ -1,0 +1,67 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// cleanupTimeout bounds the background compare-and-delete that removes the
+// lock of an acquisition whose caller gave up after the SET was sent. It
+// never delays the caller; only Shutdown waits for it.
+const cleanupTimeout = 5 * time.Second
+
+// cleanupRetry is the pause between clean-up deletes that could not be sent.
+const cleanupRetry = 50 * time.Millisecond
+
+// cleanupDelete deletes key if it still holds token, once the SET that an
+// abandoned acquisition sent on setOn can no longer run after the delete:
+// on setOn itself while it lives (the delete queues behind the SET on the
+// same socket); otherwise — setOn retired, or that delete's outcome unknown
+// — it fences the socket (nothing it carried can run after the kill's
+// reply), reads the key on a fresh session, and deletes it only if it still
+// holds the token: a delete that ran, or a SET that never did, left it
+// without, so a delete sent then is the first to run. It goes on until the
+// key is settled or ctx ends. Without an identity setOn cannot be fenced and
+// the delete is best effort (the key then lives at most until its expiry).
+// release is the compare-and-delete of the acquisition's kind (a mutex's,
+// or a semaphore permit's).
+func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, key, token string, release conn.Op) error {
+	if setOn != nil && !setOn.Retired() {
+		if _, err := setOn.Do(ctx, release, nil); settled(err) {
+			return err
+		}
+	}
+	unsettled := setOn
+	for {
+		if unsettled != nil {
+			if err := d.transport.Fence(ctx, unsettled); err != nil && !errors.Is(err, conn.ErrNoIdentity) {
+				return err // the SET or a delete may still run: nothing more can be proved
+			}
+			unsettled = nil
+		}
+		res, err := d.transport.Do(ctx, conn.OwnerOp(key), nil)
+		if err == nil && (!res.Owned || res.Token != token) {
+			return nil // gone, or another owner's
+		}
+		if err == nil {
+			route := &conn.Route{}
+			if _, err = d.transport.Do(ctx, release, route); settled(err) {
+				return err
+			}
+			unsettled = route.Session() // unknown: fence it and look again
+		}
+		if errors.Is(err, conn.ErrPoolClosed) || Sleep(ctx, d.spawn, d.clock, cleanupRetry) != nil {
+			return err
+		}
+	}
+}
+
+// settled reports whether a delete's outcome is known for good: an answer,
+// or a server error reply that a later attempt would get too (not a
+// redirect, CLUSTERDOWN, LOADING…: those did not run and are tried again).
+func settled(err error) bool {
+	return err == nil || (conn.ClassOf(err) == conn.Definite && !errors.Is(err, conn.ErrDidNotRun))
+}

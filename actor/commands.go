@@ -1,0 +1,232 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// This file sends a lock's renewals and releases, and keeps the commands
+// it has in flight.
+
+// lockCmds is a lock's commands in flight: at most two at once (a renewal
+// and a release, or the SET and nothing else), each with the Route that
+// records its carrier and may abort it. It lives outside the Lock because
+// a held lock is idle almost all the time: a keep-alive lock gives it back
+// whenever no command is in flight, and any lock once its lease ended with
+// none in flight (see forgetOp), which keeps the Lock in the 256-byte size
+// class. Given back only when no command of the lock is in flight, it is
+// reused: a Route is used by a transport only during the call it was given
+// to, and by the driver only until the completion it carried was stepped.
+type lockCmds struct {
+	ops    [2]sm.OpID    // the commands in flight (0: a free slot)
+	routes [2]conn.Route // the Route of each command in flight (ops[i]'s)
+}
+
+// freeCmds keeps lockCmds for reuse (a channel, as freeWaitLists).
+var freeCmds = make(chan *lockCmds, 4096)
+
+func getCmds() *lockCmds {
+	select {
+	case c := <-freeCmds:
+		return c
+	default:
+		return new(lockCmds)
+	}
+}
+
+func putCmds(c *lockCmds) {
+	c.ops = [2]sm.OpID{}
+	c.routes[0].Reset()
+	c.routes[1].Reset()
+	select {
+	case freeCmds <- c:
+	default: // enough are kept
+	}
+}
+
+// trackOp gives op one of the lock's two command slots and returns its
+// Route; l.mu is held.
+func (l *Lock) trackOp(op sm.OpID) *conn.Route {
+	if l.cmds == nil {
+		l.cmds = getCmds()
+	}
+	c := l.cmds
+	for i := range c.ops {
+		if c.ops[i] == 0 {
+			c.ops[i] = op
+			c.routes[i].Reset()
+			return &c.routes[i]
+		}
+	}
+	panic("actor: a third command in flight on one lock")
+}
+
+// routeOf returns op's Route, or nil when op is not in flight; l.mu is held.
+func (l *Lock) routeOf(op sm.OpID) *conn.Route {
+	if c := l.cmds; c != nil {
+		for i := range c.ops {
+			if c.ops[i] == op {
+				return &c.routes[i]
+			}
+		}
+	}
+	return nil
+}
+
+// carrierOf returns the session that carried op's last attempt, nil if op
+// never reached one; l.mu is held.
+func (l *Lock) carrierOf(op sm.OpID) conn.Session {
+	if r := l.routeOf(op); r != nil {
+		return r.Session()
+	}
+	return nil
+}
+
+// forgetOp frees op's slot once its completion has been stepped; l.mu is
+// held. With no command left in flight, a keep-alive lock, or one whose
+// lease ended, gives its lockCmds back (the next command takes one); a lock
+// without keep-alive keeps them for its release.
+func (l *Lock) forgetOp(op sm.OpID) {
+	c := l.cmds
+	if c == nil {
+		return
+	}
+	for i := range c.ops {
+		if c.ops[i] == op {
+			c.ops[i] = 0
+		}
+	}
+	if c.ops == [2]sm.OpID{} && (l.keepAlive != nil || l.ending != nil) {
+		l.cmds = nil
+		putCmds(c)
+	}
+}
+
+// recycle makes l, a refused try's Lock, zero again for the next try.
+func (l *Lock) recycle() {
+	if l.cmds != nil {
+		putCmds(l.cmds)
+	}
+	*l = Lock{}
+}
+
+// execute sends a renewal or release for a caller and returns its
+// completion. It blocks for the round trip.
+func (l *Lock) execute(ctx context.Context, j job) event {
+	ctx, cancel := l.d.commandContext(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		ev := l.executeOnce(ctx, j)
+		if attempt > 0 || ev.outcome != sm.OutcomeNotSubmitted || !conn.RetriableOnFreshSession(ev.err) {
+			return ev
+		}
+		// The session was found dead before the command was handed to it:
+		// once more on a fresh session.
+	}
+}
+
+func (l *Lock) executeOnce(ctx context.Context, j job) event {
+	s, err := l.d.sessionFor(ctx, l.wireKey)
+	if err != nil {
+		return event{kind: eventDone, op: j.op, outcome: sm.OutcomeNotSubmitted, err: err}
+	}
+	if j.kind == sm.EffectSendRenew {
+		return l.executeRenew(ctx, j, s)
+	}
+	unfenced := false
+	if err := l.d.mayFence(ctx, s); err != nil {
+		var permErr *PermissionError
+		if !errors.As(err, &permErr) {
+			return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
+		}
+		unfenced = true
+		l.d.warnUnfenced(err)
+	}
+	res, err := l.d.run(ctx, s, conn.ReleaseOp(l.wireKey, l.token), j.route)
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
+}
+
+func (l *Lock) executeRenew(ctx context.Context, j job, s conn.Session) event {
+	ms := ceilMillis(j.ttl)
+	err := l.d.transport.ClientAlive() // a closed client ends the keep-alive, here as in the batches
+	unfenced := false
+	if err == nil {
+		unfenced, err = l.d.renewalPermit(ctx, s) // fenced unless unfenced renewal was chosen
+	}
+	if err != nil {
+		return event{kind: eventDone, op: j.op, outcome: notSentOutcome(err), err: err}
+	}
+	if o := l.d.obs; o != nil && j.due > 0 {
+		o.RenewalSent(l, j.due, l.d.clock.Now())
+	}
+	res, err := l.d.run(ctx, s, conn.ExtendOp(l.wireKey, l.token, ms), j.route)
+	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
+}
+
+// run sends op on session s, the key's current session, and follows a
+// redirect through the transport. route records every session that carries
+// it.
+func (d *Driver) run(ctx context.Context, s conn.Session, op conn.Op, route *conn.Route) (conn.Result, error) {
+	res, err := s.Do(ctx, op, route)
+	if isRedirect(err) {
+		return d.transport.Do(ctx, op, route)
+	}
+	return res, err
+}
+
+// notSentOutcome classifies a failure that happened before the command was
+// handed to the connection: a server error reply stays definite; anything
+// else proves only that our command was not sent.
+func notSentOutcome(err error) sm.Outcome {
+	if outcomeOf(false, err) == sm.OutcomeDefinite {
+		return sm.OutcomeDefinite
+	}
+	return sm.OutcomeNotSubmitted
+}
+
+// outcomeOf classifies a command's answer for the handle. A reply proving
+// the command did not run and that a later attempt may succeed counts as
+// not submitted (a keep-alive retries it while the deadline lasts; a
+// release restores Held). A command refused because the driver was closed
+// did not run either, but no retry can succeed: it counts as a definite
+// failure, so a keep-alive ends at once.
+func outcomeOf(ok bool, err error) sm.Outcome {
+	if err == nil {
+		if ok {
+			return sm.OutcomeOK
+		}
+		return sm.OutcomeMismatch
+	}
+	var permErr *PermissionError
+	switch {
+	case errors.As(err, &permErr):
+		return sm.OutcomeDefinite
+	case errors.Is(err, conn.ErrDidNotRun):
+		return sm.OutcomeNotSubmitted // CLUSTERDOWN, TRYAGAIN, READONLY…: nothing ran, a retry may succeed
+	case conn.ClassOf(err) == conn.Definite:
+		return sm.OutcomeDefinite
+	case conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrPoolClosed):
+		return sm.OutcomeDefinite
+	case conn.ClassOf(err) == conn.NotSubmitted:
+		return sm.OutcomeNotSubmitted
+	}
+	return sm.OutcomeUncertain
+}
+
+// isRedirect reports a MOVED/ASK answer (the command did not run there).
+func isRedirect(err error) bool {
+	if err == nil {
+		return false
+	}
+	var e *conn.Error
+	return errors.As(err, &e) && e.Redirect != nil
+}
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

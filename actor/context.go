@@ -1,0 +1,149 @@
+package actor
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// leaseWatch is a context and its cancel: the lock's (created on first
+// Context call, with lock set) or a keep-alive's.
+type leaseWatch struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lock   *Lock // set for the lock's own context: its Err and Value check the lease's end
+}
+
+// Context returns the context that is cancelled when the lease ends, with
+// the reason as its cause (see lease.Lock.Context for the causes): a
+// *leaseWatch whose Err and Value compare the driver's clock with the
+// lease's end when called (exact after a pause), and whose Done is closed
+// by the deadline timer. It is created on the first call and the same
+// context is returned afterwards. It does not block.
+func (l *Lock) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watch == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		l.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: l}
+		if l.ending != nil {
+			cancel(l.endingCause(*l.ending))
+		} else {
+			l.step(sm.Input{Kind: sm.InputWatch, Now: l.d.clock.Now()}, 0)
+			l.observeLocked()
+		}
+	}
+	return l.watch
+}
+
+// Deadline implements context.Context: the lock's context has none.
+func (w *leaseWatch) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done implements context.Context: closed by a timer once the lease ended.
+func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
+
+// Err implements context.Context exactly: a lease whose end has passed on
+// the monotonic clock is ended now, synchronously, before Err answers.
+func (w *leaseWatch) Err() error {
+	w.lock.endIfDue()
+	return w.ctx.Err()
+}
+
+// Value implements context.Context. It checks the lease's end first, so
+// that context.Cause (which reads the cause through Value) is exact too.
+func (w *leaseWatch) Value(key any) any {
+	w.lock.endIfDue()
+	return w.ctx.Value(key)
+}
+
+// String names the context without revealing anything of the lock.
+func (w *leaseWatch) String() string { return "lease.Lock.Context" }
+
+// endIfDue ends the lease now if its estimate ran out: the check of the
+// lock's exact Err. It takes l.mu only when the end is due.
+func (l *Lock) endIfDue() {
+	deadline := time.Duration(l.leaseDeadline.Load())
+	if deadline == 0 || l.d.clock.Now() < deadline {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observeLocked()
+}
+
+// endLease records why the lease ended and ends the lock's context, if
+// any; l.mu is held.
+func (l *Lock) endLease(why sm.Ending) {
+	l.ending = endingOf(why)
+	if l.flags.has(flagPushed) {
+		l.d.push.unwatchHeld(l)
+	}
+	if l.watch != nil {
+		l.watch.cancel(l.endingCause(why))
+	}
+}
+
+// plainEndings holds every ending without an error, so that recording
+// the usual end of a lease (released, expired, refused) allocates nothing.
+var plainEndings = func() (t [8][8]sm.Ending) {
+	for c := range t {
+		for r := range t[c] {
+			t[c][r] = sm.Ending{Cause: sm.Cause(c), Reason: sm.Reason(r)}
+		}
+	}
+	return t
+}()
+
+// endingOf returns why as a pointer to keep in a Lock (8 bytes, not 24):
+// a shared one when it carries no error.
+func endingOf(why sm.Ending) *sm.Ending {
+	if why.Err == nil && int(why.Cause) < len(plainEndings) && int(why.Reason) < len(plainEndings[0]) {
+		return &plainEndings[why.Cause][why.Reason]
+	}
+	failure := why // escapes: copied here, not at every call
+	return &failure
+}
+
+// endingCause is the lock context's cause for why; l.mu is held. A lease
+// that ran out after the rueidis client was closed says both.
+func (l *Lock) endingCause(why sm.Ending) error {
+	if why.Cause == sm.CauseExpired && l.flags.has(flagClientClosed) {
+		return expiredError{conn.ErrClientClosed}
+	}
+	return endingError(why)
+}
+
+// expiredError is ErrExpired with the reason no renewal came.
+type expiredError struct{ why error }
+
+func (e expiredError) Error() string {
+	return sm.ErrExpired.Error() + ": " + strings.TrimPrefix(e.why.Error(), "lease: ")
+}
+func (e expiredError) Unwrap() error        { return e.why }
+func (e expiredError) Is(target error) bool { return target == sm.ErrExpired }
+
+// StopAndRelease stops the keep-alive, then releases the lock (InputClose), bounded
+// by ctx: when ctx ends before the keep-alive was stopped, it is stopped at
+// once, or it would renew the lease for ever instead of letting it end. It
+// returns the core's answer and the request's error; package lease decides
+// what to swallow.
+func (l *Lock) StopAndRelease(ctx context.Context) (sm.Result, error) {
+	res, err := l.Request(ctx, sm.Input{Kind: sm.InputClose})
+	if err != nil && ctx.Err() != nil {
+		l.stopKeepAliveNow()
+	}
+	return res, err
+}
+
+// stopKeepAliveNow stops the lock's keep-alive, if one is active, without
+// waiting for a renewal in flight. It does not block.
+func (l *Lock) stopKeepAliveNow() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.h.KeepAliveActive() {
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: l.d.clock.Now()}, 0)
+	}
+}

@@ -1,0 +1,46 @@
+package actor
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/simtest"
+	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+const simPassword = "pw"
+
+// testDriver returns a driver (push on) over rueidis on a fresh sim node of
+// profile, shut down when the test ends.
+func testDriver(t *testing.T, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
+	t.Helper()
+	srv := simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: simPassword,
+		DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	cfg := Config{Transport: conn.NewPool(client), NewToken: testToken, Drift: sm.DefaultDrift(), Push: true}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	d := New(cfg)
+	t.Cleanup(func() { <-d.Shutdown() })
+	return srv, d
+}
+
+// testToken is a random owner token, as package lease makes them.
+func testToken() string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+func strconvItoa(i int) string { return strconv.Itoa(i) }

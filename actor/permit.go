@@ -1,0 +1,110 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// This file is the fencing permission of sessions: managed renewal and
+// fenced release need CLIENT ID and CLIENT KILL on the session's
+// connection, probed once per session with the harmless SKIPME form.
+
+// fenceVerdict is the cached answer of mayFence for one session.
+type fenceVerdict struct{ err error }
+
+// mayFence reports whether session s can be fenced: its CLIENT ID is known
+// and the user may run CLIENT KILL (probed once per session with the SKIPME
+// form). It returns nil when permitted, a *PermissionError when the server
+// definitively refused (cached for the session's life), or another error
+// (not cached) when the probe could not be answered. It blocks only the
+// first time per session.
+func (d *Driver) mayFence(ctx context.Context, s conn.Session) error {
+	if v, known := d.fencing.Load(s); known {
+		return v.(fenceVerdict).err
+	}
+	err := d.probe(ctx, s)
+	var permErr *PermissionError
+	if err != nil && !errors.As(err, &permErr) {
+		return err
+	}
+	d.fencing.Range(func(old, _ any) bool {
+		if old.(conn.Session).Retired() {
+			d.fencing.Delete(old)
+		}
+		return true
+	})
+	d.fencing.Store(s, fenceVerdict{err: err})
+	return err
+}
+
+func (d *Driver) probe(ctx context.Context, s conn.Session) error {
+	if _, ok := s.Identity(); !ok {
+		idErr := s.IdentityError()
+		if idErr == nil {
+			idErr = conn.ErrNoIdentity
+		}
+		if isPermissionDenial(idErr) {
+			return &PermissionError{Command: "CLIENT ID", Err: idErr}
+		}
+		return &conn.Error{Class: conn.Definite, Op: "identity", Addr: s.Node(), Session: s, Err: idErr}
+	}
+	err := s.ProbeKill(ctx)
+	if err != nil && conn.ClassOf(err) == conn.Definite && isPermissionDenial(err) {
+		return &PermissionError{Command: "CLIENT KILL", Err: err}
+	}
+	return err
+}
+
+// renewalSession routes key to its session and checks that managed renewal
+// may run there (see renewalPermit). It blocks for the routing and, once per
+// session, the probe.
+func (d *Driver) renewalSession(ctx context.Context, wireKey string) (conn.Session, error) {
+	s, err := d.sessionFor(ctx, wireKey)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.renewalPermit(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// renewalPermit reports whether renewals may run on s: fenced when the user
+// may run CLIENT ID and CLIENT KILL there; unfenced (true) when not, if
+// Config.UnfencedRenewal chose that; otherwise the *PermissionError.
+func (d *Driver) renewalPermit(ctx context.Context, s conn.Session) (unfenced bool, err error) {
+	err = d.mayFence(ctx, s)
+	var permErr *PermissionError
+	if err != nil && d.unfencedRenewal && errors.As(err, &permErr) {
+		d.unfencedRenewalWarning.Do(func() {
+			d.logger.Warn("lease: renewing without fencing (WithUnfencedRenewal): the user may not run "+
+				"CLIENT ID/CLIENT KILL; a renewal with an unknown outcome ends the lock and may still run later",
+				"error", err)
+		})
+		return true, nil
+	}
+	return false, err
+}
+
+// warnUnfenced logs, once per driver, that releases go unfenced.
+func (d *Driver) warnUnfenced(err error) {
+	d.unfencedWarning.Do(func() {
+		d.logger.Warn("lease: releasing without fencing: the user may not run CLIENT ID/CLIENT KILL; "+
+			"an interrupted release cannot be fenced", "error", err)
+	})
+}
+
+// isPermissionDenial reports whether err is a server reply that definitively
+// refuses a CLIENT subcommand to this user: NOPERM, or ERR unknown command /
+// unknown subcommand / wrong number of arguments.
+func isPermissionDenial(err error) bool {
+	if err == nil {
+		return false
+	}
+	text := strings.ToLower(err.Error())
+	return strings.Contains(text, "noperm") || strings.Contains(text, "unknown command") ||
+		strings.Contains(text, "unknown subcommand") || strings.Contains(text, "wrong number of arguments")
+}

@@ -1,0 +1,101 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+
+	sm "github.com/respire-go/respire/statemachine"
+)
+
+// Request steps the lock with in on behalf of a new caller and waits for
+// its answer: the way every user request reaches a handle (release, reset,
+// keep-alive start and stop, close). A command the step starts for this
+// caller runs right here, on the caller's goroutine, governed by ctx, and
+// its completion is stepped here too. When ctx ends while the caller waits
+// for others (a joined release, a queued reset, a fence), the caller stops
+// waiting and the handle goes on; if a fence is still pending then, the
+// error matches ErrFencePending (the lock is no longer held, and Shutdown
+// waits for the fence). It returns within moments of ctx's end: nothing
+// after it waits for the server. in.Caller and in.Now are set here.
+func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
+	if ctx.Err() != nil {
+		return sm.Result{}, context.Cause(ctx)
+	}
+	l.mu.Lock()
+	in.Caller = l.newCaller(ctx)
+	in.Now = l.d.clock.Now()
+	job := l.step(in, in.Caller)
+	var ownErr error // the uncertain error of a command this caller ran
+	for job.op != 0 {
+		l.d.inflight.Add() // Shutdown waits for the command and the step of its completion
+		l.mu.Unlock()
+		done := l.execute(ctx, job)
+		l.mu.Lock()
+		if done.outcome == sm.OutcomeUncertain {
+			ownErr = done.err
+		}
+		job = jobNone
+		if next, ok := l.input(done); ok {
+			job = l.step(next, in.Caller)
+		}
+		l.d.inflight.Done()
+	}
+	if res, ok := l.collect(in.Caller); ok {
+		l.mu.Unlock()
+		return res, nil
+	}
+	ready := make(chan struct{})
+	l.waiters.list[l.waiterIndex(in.Caller)].ready = ready
+	l.mu.Unlock()
+	err := l.d.spawn.Wait(ctx, ready)
+	if err == nil {
+		l.mu.Lock()
+		res, _ := l.collect(in.Caller)
+		l.mu.Unlock()
+		return res, nil
+	}
+	switch {
+	case l.abandon(in.Caller):
+		err = fencePending(err, ownErr)
+	case ownErr != nil:
+		// The command this caller ran had an unknown outcome (its fence
+		// may have answered already): say so, not only why we stopped.
+		err = fmt.Errorf("%w: %w", err, ownErr)
+	}
+	return sm.Result{}, err
+}
+
+// fencePending is the error of a caller whose ctx ended while a fence of
+// its lock was pending.
+func fencePending(cause, commandErr error) error {
+	if commandErr == nil {
+		return fmt.Errorf("%w: %w", ErrFencePending, cause)
+	}
+	return fmt.Errorf("%w: %w: %w", ErrFencePending, cause, commandErr)
+}
+
+// abandon tells the handle that caller id stopped waiting, and reports
+// whether a fence of the lock is still pending. An answer that came in
+// meanwhile is dropped.
+func (l *Lock) abandon(id sm.CallerID) (fencing bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fencing = l.h.State() == sm.Uncertain || l.h.State() == sm.Recovering
+	i := l.waiterIndex(id)
+	if i < 0 {
+		return fencing
+	}
+	if l.waiters.list[i].done {
+		l.removeWaiter(i)
+		return fencing
+	}
+	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.d.clock.Now()}, 0)
+	if i := l.waiterIndex(id); i >= 0 {
+		if l.waiters.list[i].done {
+			l.removeWaiter(i) // the core answered the cancellation
+		} else {
+			l.waiters.list[i].gone = true // its command still runs; nobody waits for the answer
+		}
+	}
+	return fencing
+}
