@@ -107,6 +107,17 @@ func (w *witness) ours(cmds []redis.Cmder) bool {
 	return true
 }
 
+// touches reports whether cmds hold any command of the transport's (only
+// this package makes wireCmds, and one round trip at a time uses a Conn).
+func (w *witness) touches(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if _, ok := c.(wireCmd); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // record reads what go-redis stored in each command right after next
 // returned.
 func (w *witness) record(cmds []redis.Cmder) {
@@ -171,6 +182,9 @@ func (h witnessHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { ret
 func (h witnessHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		w := h.w
+		if !w.touches(cmds) {
+			return next(ctx, cmds) // go-redis' own (the handshake of a new connection)
+		}
 		w.calls++
 		if w.calls > 1 || !w.ours(cmds) {
 			w.moved = true
