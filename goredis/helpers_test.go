@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,3 +102,5 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 
 // classOf is conn.ClassOf, for messages.
 func classOf(err error) string { return conn.ClassOf(err).String() }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

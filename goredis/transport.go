@@ -38,7 +38,7 @@ var (
 	// servers, which no lock can span).
 	ErrUnsupportedClient = errors.New("goredis: the client must be a *redis.Client (standalone or from NewFailoverClient) or a *redis.ClusterClient")
 	// ErrUnboundedIO: the client's options let a read or write wait
-	// forever (ReadTimeout or WriteTimeout negative, and
+	// forever (ReadTimeout or WriteTimeout -1 or -2, and
 	// ContextTimeoutEnabled off): go-redis interrupts I/O only by a
 	// deadline, so a frozen server would hold a session, and Close, for as
 	// long as TCP does.
@@ -123,9 +123,10 @@ func NewTransport(client redis.UniversalClient, opts ...Option) (*Transport, err
 }
 
 // boundedIO refuses options under which a read or write has no deadline.
-// After go-redis' normalisation a negative timeout means "none".
+// It reads normalised options (Client.Options): there 0 means "no
+// timeout" (the user's -1) and -1 "no deadline at all" (the user's -2).
 func boundedIO(read, write time.Duration, ctxTimeout bool) error {
-	if ctxTimeout || (read >= 0 && write >= 0) {
+	if ctxTimeout || (read > 0 && write > 0) {
 		return nil
 	}
 	return ErrUnboundedIO
