@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/respire-go/respire/conn"
 )
 
@@ -141,7 +143,7 @@ func checkFence(t *testing.T, tr conn.Transport) {
 
 func checkExtendMany(t *testing.T, tr conn.Transport) {
 	ctx := ctxFor(t, 5*time.Second)
-	k1, k2, tok := key(t, "1"), key(t, "2"), token(t)
+	k1, k2, tok := key(t, "{e}1"), key(t, "{e}2"), token(t)
 	mustDo(t, tr, conn.AcquireOp(k1, tok, 10000))
 	mustDo(t, tr, conn.AcquireOp(k2, tok, 10000))
 	s, err := tr.SessionForKey(ctx, k1)
@@ -151,7 +153,7 @@ func checkExtendMany(t *testing.T, tr conn.Transport) {
 	aborted := &conn.Route{}
 	aborted.Abort()
 	rs := s.ExtendMany(ctx, []conn.ExtendRequest{{Key: k1, Token: tok, TTLMillis: 20000},
-		{Key: k2, Token: "other", TTLMillis: 20000}, {Key: key(t, "3"), Token: tok, TTLMillis: 20000},
+		{Key: k2, Token: "other", TTLMillis: 20000}, {Key: key(t, "{e}3"), Token: tok, TTLMillis: 20000},
 		{Key: k2, Token: tok, TTLMillis: 20000, Route: aborted}})
 	if len(rs) != 4 || rs[0].Err != nil || !rs[0].Owned || rs[1].Err != nil || rs[1].Owned ||
 		rs[2].Err != nil || rs[2].Owned || !errors.Is(rs[3].Err, conn.ErrAborted) {
@@ -254,4 +256,30 @@ func checkClose(t *testing.T, tr conn.Transport) {
 		t.Fatalf("after Close: %v", err)
 	}
 	tr.Close() // idempotent
+}
+
+// TestGoRedisConformance_SameAsPoolOnCluster runs the checks that hold on
+// any topology on both transports over the real 3+3 cluster.
+func TestGoRedisConformance_SameAsPoolOnCluster(t *testing.T) {
+	onCluster := map[string]bool{"AcquireExtendReleaseOwner": true, "FenceKillsAndIsShared": true,
+		"ExtendManyInOrder": true, "FencedAcquireCounts": true, "DoneContextIsNotSubmitted": true,
+		"WatchReadIsPushed": true, "RetireAllKeepsServing": true}
+	for _, c := range conformance {
+		if !onCluster[c.name] {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			addrs, pw := realCluster(t)
+			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Password: pw})
+			t.Cleanup(func() { _ = client.Close() })
+			for name, tr := range map[string]conn.Transport{"rueidis": rueidisPool(t, addrs, pw), "goredis": newTransport(t, client)} {
+				t.Run(name, func(t *testing.T) {
+					if !tr.Cluster() {
+						t.Fatal("not in cluster mode")
+					}
+					c.run(t, tr)
+				})
+			}
+		})
+	}
 }
