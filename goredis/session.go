@@ -53,8 +53,11 @@ func (s *session) Node() string { return s.node }
 // Retired implements conn.Session.
 func (s *session) Retired() bool { return s.retired.Load() }
 
-// Demoted implements conn.Session.
-func (s *session) Demoted() bool { return s.demoted.Load() }
+// Demoted implements conn.Session: the session's node stopped being the
+// primary while it lived (Sentinel: another node is the master now).
+func (s *session) Demoted() bool {
+	return s.demoted.Load() || (s.t.mode == modeSentinel && !s.t.IsPrimary(s.node))
+}
 
 // Identity implements conn.Session.
 func (s *session) Identity() (conn.Identity, bool) { return s.identity, s.hasIdentity }
