@@ -236,7 +236,16 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 		}
 		return nil
 	}
-	o.Protocol, o.MaxRetries, o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 3, -1, 1, 0, 0
+	// Every field whose copy would not mean what the listener needs is set
+	// explicitly (Options() holds normalised values, and pointers shared
+	// with the user's client: its push processor, its caches).
+	o.Protocol, o.MaxRetries, o.Limiter = 3, -1, nil
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
+	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
+	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
+	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
+	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
+	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
 	w.listener = redis.NewClient(&o)
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
