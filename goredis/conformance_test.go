@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/sim"
 )
 
 // The same checks of every conn.Transport method run against conn.Pool
@@ -278,6 +280,35 @@ func TestGoRedisConformance_SameAsPoolOnCluster(t *testing.T) {
 						t.Fatal("not in cluster mode")
 					}
 					c.run(t, tr)
+				})
+			}
+		})
+	}
+}
+
+// TestGoRedisConformance_SameAsPoolOnSim runs every check on both
+// transports over the sim server, each of its four profiles (their
+// ladders differ: DELEX on Redis 8.4, SET IFEQ on 8.4 and Valkey, DELIFEQ
+// on Valkey 9.0), through a fault proxy.
+func TestGoRedisConformance_SameAsPoolOnSim(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			for _, c := range conformance {
+				t.Run(c.name, func(t *testing.T) {
+					srv, err := sim.Start(context.Background(), sim.Config{Profile: profile, Password: "pw"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = srv.Close() })
+					p, err := faultproxy.Start(srv.Addr())
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = p.Close() })
+					for name, tr := range map[string]conn.Transport{"rueidis": rueidisPool(t, []string{p.Addr()}, "pw"),
+						"goredis": newTransport(t, goredisClient(t, p.Addr(), "pw"))} {
+						t.Run(name, func(t *testing.T) { c.run(t, tr) })
+					}
 				})
 			}
 		})
