@@ -2,8 +2,10 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,5 +97,57 @@ func TestGoRedisHooksCannotRewrite_FakeReplies(t *testing.T) {
 	p.Conns()[0].Close()
 	if err := <-done; conn.ClassOf(err) != conn.Uncertain {
 		t.Fatalf("lost reply behind a lying hook: %v (%s), want uncertain", err, classOf(err))
+	}
+}
+
+// hookFunc is a user's pipeline hook built from a function.
+type hookFunc func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook
+
+func (h hookFunc) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h hookFunc) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h hookFunc) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return h(next)
+}
+
+// TestGoRedisHooksCannotRewrite_ShortCircuitAndReplay: a hook that
+// returns without calling next (a circuit breaker) sent nothing: not
+// submitted; one that calls next twice (a retrying hook) re-sent the
+// commands: uncertain, and the session is retired.
+func TestGoRedisHooksCannotRewrite_ShortCircuitAndReplay(t *testing.T) {
+	var breaker, replay atomic.Bool
+	srv, _, client := private(t, false)
+	client.AddHook(hookFunc(func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+		return func(ctx context.Context, cmds []redis.Cmder) error {
+			if breaker.Load() {
+				return errors.New("circuit open")
+			}
+			err := next(ctx, cmds)
+			if replay.Load() {
+				err = next(ctx, cmds)
+			}
+			return err
+		}
+	}))
+	tr := newTransport(t, client)
+	k := key(t, "k")
+	s, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	breaker.Store(true)
+	srv.MustExec(t, "CONFIG", "RESETSTAT")
+	if _, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 10000), nil); conn.ClassOf(err) != conn.NotSubmitted {
+		t.Fatalf("short-circuited: %v (%s), want not submitted", err, classOf(err))
+	}
+	if n := attempts(t, srv, "set"); n != 0 || s.Retired() {
+		t.Fatalf("short-circuited: SET attempted %d times, session retired %v", n, s.Retired())
+	}
+	breaker.Store(false)
+	replay.Store(true)
+	if _, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 10000), nil); conn.ClassOf(err) != conn.Uncertain {
+		t.Fatalf("replayed: %v (%s), want uncertain", err, classOf(err))
+	}
+	if !s.Retired() {
+		t.Fatal("session kept after a hook re-sent its commands")
 	}
 }

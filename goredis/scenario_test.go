@@ -217,3 +217,14 @@ func TestGoRedisClientChecked_RefusedBeforeSending(t *testing.T) {
 		t.Fatalf("ring: %v", err)
 	}
 }
+
+// TestGoRedisClientChecked_DialFailureIsNotSubmitted: a client that cannot
+// connect fails the session's open, not submitted (no lock command was
+// involved).
+func TestGoRedisClientChecked_DialFailureIsNotSubmitted(t *testing.T) {
+	tr := newTransport(t, goredisClient(t, "127.0.0.1:1", "", func(o *redis.Options) { o.DialTimeout = time.Second }))
+	_, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp("k", "tok", 1000), nil)
+	if conn.ClassOf(err) != conn.NotSubmitted {
+		t.Fatalf("dial failure: %v (%s)", err, classOf(err))
+	}
+}

@@ -83,6 +83,11 @@ func (t *Transport) openSession(ctx context.Context, node string) (*session, err
 	s := &session{t: t, node: node, rc: ephemeral(nc), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	s.w.install(s.rc)
 	replies, err := s.w.roundTrip(ctx, s.rc, []conn.Command{conn.ClientIDCommand(), conn.ClientInfoCommand()})
+	for _, r := range replies {
+		if err == nil && r.transport != nil {
+			err = r.transport // a dial failure, or the socket failed under the handshake
+		}
+	}
 	if err != nil {
 		_ = s.rc.Close()
 		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "open", Addr: node, Err: err}
