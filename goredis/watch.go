@@ -55,7 +55,7 @@ type watcher struct {
 	mu       sync.Mutex // the reader is used by one read at a time
 	reader   *redis.Conn
 	w        witness
-	last     atomic.Int64 // monoNow of the reader's last reply
+	last     atomic.Int64  // monoNow of the reader's last reply
 	ended    atomic.Bool   // closing or closed: pushes mean nothing any more
 	retired  atomic.Bool   // retireWatcher ran
 	served   bool          // handed to a read: it may have tracked keys (under watch.mu)
@@ -250,7 +250,7 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
 	}
-	w.sub = w.listener.Subscribe(ctx) // no channel
+	w.sub = w.listener.Subscribe(ctx)       // no channel
 	if err := w.sub.Ping(ctx); err != nil { // opens the connection (OnConnect runs); its PONG is read by receive
 		return 0, err
 	}
