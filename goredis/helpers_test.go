@@ -33,6 +33,17 @@ func realStandalone(t *testing.T) (addr, password string) {
 	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
 }
 
+// realStandaloneB is realStandalone for benchmarks.
+func realStandaloneB(b *testing.B) (addr, password string) {
+	b.Helper()
+	addr = os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		b.Skip("RESPIRE_REAL_REDIS70 not set: run under scripts/with-servers.sh")
+	}
+	realserver.Lock(b, addr)
+	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+}
+
 // realCluster returns the real 3+3 cluster's addresses and password,
 // locked for this test, or skips.
 func realCluster(t *testing.T) ([]string, string) {

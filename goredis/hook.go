@@ -64,7 +64,9 @@ func (w *witness) install(rc *redis.Conn) { rc.AddHook(witnessHook{w}) }
 func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Command) ([]result, error) {
 	w.want, w.calls, w.moved = cmds, 0, false
 	w.wire = w.wire[:0]
-	w.snap = w.snap[:0]
+	// A fresh record every round trip: the callers of this batch read theirs
+	// while the next batch is on the wire (rule GoRedisNoForeignReply).
+	w.snap = make([]result, 0, len(cmds))
 	pipe := rc.Pipeline()
 	for _, c := range cmds {
 		args := make([]any, len(c.Args))

@@ -3,6 +3,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,5 +227,37 @@ func TestGoRedisClientChecked_DialFailureIsNotSubmitted(t *testing.T) {
 	_, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp("k", "tok", 1000), nil)
 	if conn.ClassOf(err) != conn.NotSubmitted {
 		t.Fatalf("dial failure: %v (%s)", err, classOf(err))
+	}
+}
+
+// TestGoRedisNoForeignReply_ConcurrentCallersGetTheirOwn: 64 callers
+// sharing one session, each reading its own key's owner many times, each
+// always read its own token (batches of many callers answer each one with
+// its own replies, also while the next batch is on the wire).
+func TestGoRedisNoForeignReply_ConcurrentCallersGetTheirOwn(t *testing.T) {
+	srv, _, client := private(t, false)
+	tr := newTransport(t, client)
+	const callers, rounds = 64, 200
+	for i := range callers {
+		srv.MustExec(t, "SET", "own:"+itoa(int64(i)), "tok"+itoa(int64(i)))
+	}
+	errs := make(chan error, callers)
+	for i := range callers {
+		go func() {
+			k, want := "own:"+itoa(int64(i)), "tok"+itoa(int64(i))
+			for range rounds {
+				res, err := tr.Do(context.Background(), conn.OwnerOp(k), nil)
+				if err != nil || res.Token != want {
+					errs <- fmt.Errorf("caller %d read %q (%v), want %q", i, res.Token, err, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
