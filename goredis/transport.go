@@ -223,6 +223,9 @@ func (t *Transport) Close() {
 // sending nothing; at most once per idle-check period a PING on the
 // client's pool asks (on its own goroutine, waited for a few milliseconds).
 func (t *Transport) ClientAlive() error {
+	if t.isClosed() {
+		return nil // nothing more is sent; later calls answer conn.ErrPoolClosed
+	}
 	if t.clientClosed.Load() {
 		return &conn.Error{Class: conn.NotSubmitted, Op: "client", Err: errClientClosed}
 	}
@@ -246,6 +249,13 @@ func (t *Transport) ClientAlive() error {
 	case <-timer.C:
 	}
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (t *Transport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
 }
 
 // errClientClosed matches conn.ErrClientClosed.

@@ -79,6 +79,9 @@ func (t *Transport) AcquireReplicated(ctx, stop context.Context, leaseKey, count
 	if stop.Err() != nil {
 		return conn.ReplicatedFencedResult{}, &conn.Error{Class: conn.NotSubmitted, Op: op, Err: conn.ErrWaitStopped}
 	}
+	if t.isClosed() {
+		return conn.ReplicatedFencedResult{}, &conn.Error{Class: conn.NotSubmitted, Op: op, Err: conn.ErrPoolClosed}
+	}
 	node, err := t.route(ctx, op, leaseKey)
 	if err != nil {
 		return conn.ReplicatedFencedResult{}, err
