@@ -8,10 +8,12 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: test demo sim chaos chaos-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; then
-## the peer benchmark's own unit tests (bench/ is its own module); then check that the chaos
-## campaign catches a deliberately broken build.
+## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
+## (goredis/ is its own module) on servers of their own; then check that the chaos campaign catches
+## a deliberately broken build.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	bash scripts/with-servers.sh env -C goredis $(GO) test -race -count=1 -timeout 10m ./...
 	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) chaos-mutation
 
@@ -52,6 +54,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	cd bench && $(GO) vet ./...
+	cd goredis && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -227,8 +227,14 @@ func parseRules(name, text string) ([]rule, []notRule, []string) {
 	return rules, notRules, problems
 }
 
+// scannedModules are the nested modules whose tests check rules of this
+// page (their directories relative to the module root): goredis/ is the
+// go-redis transport, whose guarantees are rules here too.
+var scannedModules = map[string]bool{"goredis": true}
+
 // scanTests returns every test function (TestXxx, TestMain included) of the
-// module's *_test.go files, skipping nested modules (bench/), testdata,
+// module's *_test.go files and scannedModules', skipping other nested
+// modules (bench/), testdata,
 // vendor and hidden directories. rootName qualifies tests in the root.
 func scanTests(root, rootName string) ([]testFunc, []string) {
 	var (
@@ -247,7 +253,7 @@ func scanTests(root, rootName string) ([]testFunc, []string) {
 			if p != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor") {
 				return filepath.SkipDir
 			}
-			if p != root {
+			if p != root && !scannedModules[rel] {
 				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
 					return filepath.SkipDir // another module (bench/)
 				}

@@ -1,0 +1,68 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
+)
+
+// TestGoRedisFollowsRedirects_MovedAndAsk: on a sim cluster (every
+// profile), go-redis' slot map made stale by a slot move yields MOVED on
+// the old owner's session, which Do follows to the new owner (the
+// session retired); a slot being migrated yields ASK, followed with
+// ASKING; a session's own Do returns the redirect, Definite.
+func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: []sim.Profile{profile, profile, profile}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+			t.Cleanup(func() { _ = client.Close() })
+			tr := newTransport(t, client)
+			if !tr.Cluster() {
+				t.Fatal("not in cluster mode")
+			}
+			k := "moved-key"
+			ctx := ctxFor(t, 10*time.Second)
+			first, err := tr.SessionForKey(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from := c.NodeFor(k)
+			to := (from + 1) % 3
+			c.MoveSlot(slot(k), to)
+			if _, err := first.Do(ctx, conn.OwnerOp(k), nil); !errors.Is(err, conn.ErrDidNotRun) {
+				t.Fatalf("session Do after a move: %v", err)
+			} else if e := (*conn.Error)(nil); !errors.As(err, &e) || e.Redirect == nil || e.Redirect.Ask {
+				t.Fatalf("not a MOVED: %v", err)
+			}
+			if !first.Retired() {
+				t.Fatal("redirected session not retired")
+			}
+			c.MoveSlot(slot(k), from) // go-redis may have reloaded: move it once more
+			res, err := tr.Do(ctx, conn.AcquireOp(k, "tok", 10000), nil)
+			if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[from] {
+				t.Fatalf("Do after a move: %+v %v", res, err)
+			}
+			ask := "ask-key"
+			target := (c.NodeFor(ask) + 1) % 3
+			c.StartMigration(slot(ask), c.NodeFor(ask), target)
+			res, err = tr.Do(ctx, conn.AcquireOp(ask, "tok", 10000), nil)
+			if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[target] {
+				t.Fatalf("Do during a migration: %+v %v", res, err)
+			}
+			if err := tr.CheckFencedKeys("a{x}", "b{y}"); !errors.Is(err, conn.ErrCrossSlot) {
+				t.Fatalf("cross-slot: %v", err)
+			}
+		})
+	}
+}

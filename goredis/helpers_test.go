@@ -1,0 +1,117 @@
+package goredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/realserver"
+)
+
+// The real servers of scripts/with-servers.sh. Go's internal rule is by
+// import path, so this module (github.com/respire-go/respire/goredis) may
+// import the main module's internal packages in its tests.
+
+// realStandalone returns the address and password of the real Redis 7.0,
+// locked for this test, or skips.
+func realStandalone(t *testing.T) (addr, password string) {
+	t.Helper()
+	addr = os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		t.Skip("RESPIRE_REAL_REDIS70 not set: run under scripts/with-servers.sh")
+	}
+	realserver.Lock(t, addr)
+	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+}
+
+// realStandaloneB is realStandalone for benchmarks.
+func realStandaloneB(b *testing.B) (addr, password string) {
+	b.Helper()
+	addr = os.Getenv("RESPIRE_REAL_REDIS70")
+	if addr == "" {
+		b.Skip("RESPIRE_REAL_REDIS70 not set: run under scripts/with-servers.sh")
+	}
+	realserver.Lock(b, addr)
+	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+}
+
+// realCluster returns the real 3+3 cluster's addresses and password,
+// locked for this test, or skips.
+func realCluster(t *testing.T) ([]string, string) {
+	t.Helper()
+	addrs := os.Getenv("RESPIRE_REAL_CLUSTER70")
+	if addrs == "" {
+		t.Skip("RESPIRE_REAL_CLUSTER70 not set: run under scripts/with-servers.sh")
+	}
+	realserver.Lock(t, addrs)
+	return strings.Split(addrs, ","), os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
+}
+
+// goredisClient is a standalone go-redis client, closed at test end.
+func goredisClient(t testing.TB, addr, password string, tweak ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	o := &redis.Options{Addr: addr, Password: password}
+	for _, f := range tweak {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newTransport wraps client, closed at test end (before the client).
+func newTransport(t testing.TB, client redis.UniversalClient, opts ...Option) *Transport {
+	t.Helper()
+	tr, err := NewTransport(client, opts...)
+	if err != nil {
+		t.Fatalf("NewTransport: %v", err)
+	}
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+// rueidisPool is conn.Pool over a rueidis client of the same servers.
+func rueidisPool(t testing.TB, addrs []string, password string) *conn.Pool {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Password: password, DisableCache: true})
+	if err != nil {
+		t.Fatalf("rueidis: %v", err)
+	}
+	p := conn.NewPool(c)
+	t.Cleanup(func() { p.Close(); c.Close() })
+	return p
+}
+
+// token returns a random owner token.
+func token(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// key returns a fresh key name for this test.
+func key(t testing.TB, what string) string {
+	return "goredis-test:" + t.Name() + ":" + what + ":" + token(t)[:8]
+}
+
+// ctxFor returns a context ending after d, cancelled at test end.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// classOf is conn.ClassOf, for messages.
+func classOf(err error) string { return conn.ClassOf(err).String() }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

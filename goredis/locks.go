@@ -1,0 +1,28 @@
+//go:build respire_lease_transport
+
+// This file waits for lease to take a conn.Transport (issue 20): build it
+// with -tags respire_lease_transport once lease.NewTransport exists.
+
+package goredis
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respire-go/respire/lease"
+)
+
+// New returns the lease locks over client (see NewTransport for the
+// clients it takes and what it needs from their options). It sends
+// nothing; closing the Locks closes the transport, never the client.
+func New(client redis.UniversalClient, opts ...lease.Option) (*lease.Locks, error) {
+	t, err := NewTransport(client)
+	if err != nil {
+		return nil, err
+	}
+	locks, err := lease.NewTransport(t, opts...)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return locks, nil
+}

@@ -1,0 +1,269 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// This file is push: one watcher per node. go-redis reads a connection
+// only while a command waits for its reply, so a watcher is two
+// connections: a listener, the one connection of a private RESP3 client
+// built from the node client's options, kept in a blocking read for good
+// (a PubSub that subscribes to nothing: go-redis' push processor hands
+// every "invalidate" push to the transport while it waits), and a reader,
+// an EphemeralConn of the node client with CLIENT TRACKING ON REDIRECT
+// <listener> OPTIN NOLOOP, on which WatchReadMany sends CLIENT CACHING YES
+// + GET per key (OPTIN tracks only the read right after it). Every end of
+// a watcher — its listener's read failed (the server closed it, a
+// failover, a FLUSHALL's null invalidation), a read on its reader failed,
+// the reader was found dead by its idle PING, an error reply to CLIENT
+// CACHING — tells the handler, keys nil (rule GoRedisWatcherEndIsTold).
+
+// watchState is the transport's watchers and what nodes refused.
+type watchState struct {
+	mu       sync.Mutex
+	handler  func(node string, keys []string)
+	watchers map[string]*watcher
+	refused  map[string]refusal
+	closed   bool
+	opening  singleflight.Group
+}
+
+// refusal is a node's refusal of tracking, held while the node's current
+// session is the one it was learned with.
+type refusal struct {
+	err     error
+	session *session
+}
+
+// watcher is one node's listener and reader.
+type watcher struct {
+	t        *Transport
+	node     string
+	listener *redis.Client // private: its one connection is the listener
+	sub      *redis.PubSub
+	mu       sync.Mutex // the reader is used by one read at a time
+	reader   *redis.Conn
+	w        witness
+	last     atomic.Int64  // monoNow of the reader's last reply
+	ended    atomic.Bool   // closing or closed: pushes mean nothing any more
+	retired  atomic.Bool   // retireWatcher ran
+	served   bool          // handed to a read: it may have tracked keys (under watch.mu)
+	quit     chan struct{} // closed when the watcher ends
+}
+
+// SetInvalidationHandler implements conn.Transport, with conn.Pool's
+// contract: fn gets the keys whose tracking ended on node, or nil when
+// everything tracked there is forgotten (every watcher end but Close's).
+func (t *Transport) SetInvalidationHandler(fn func(node string, keys []string)) {
+	t.watch.mu.Lock()
+	t.watch.handler = fn
+	t.watch.mu.Unlock()
+}
+
+// WatchRead implements conn.Transport: WatchReadMany of one key.
+func (t *Transport) WatchRead(ctx context.Context, key string) (node, token string, found bool, err error) {
+	var one [1]conn.WatchReadResult
+	r := t.WatchReadMany(ctx, []string{key}, one[:0])[0]
+	return r.Node, r.Token, r.Found, r.Err
+}
+
+// watcherFor returns node's live watcher, opening one when there is none
+// (one open per node at a time).
+func (t *Transport) watcherFor(ctx context.Context, node string) (*watcher, error) {
+	for {
+		cur, _ := t.current(node)
+		t.watch.mu.Lock()
+		if t.watch.closed {
+			t.watch.mu.Unlock()
+			return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: conn.ErrPoolClosed}
+		}
+		if r, ok := t.watch.refused[node]; ok {
+			if r.session == cur {
+				t.watch.mu.Unlock()
+				return nil, &conn.Error{Class: conn.Definite, Op: "watch", Addr: node, Err: r.err}
+			}
+			delete(t.watch.refused, node)
+		}
+		if w := t.watch.watchers[node]; w != nil && !w.ended.Load() {
+			w.served = true
+			t.watch.mu.Unlock()
+			return w, nil
+		}
+		t.watch.mu.Unlock()
+		var w *watcher
+		select {
+		case r := <-t.watch.opening.DoChan(node, func() (any, error) { return t.openWatcher(ctx, node) }):
+			if r.Err != nil {
+				if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
+					continue // the caller that led the open gave up; ours is live
+				}
+				return nil, r.Err
+			}
+			w = r.Val.(*watcher)
+		case <-ctx.Done():
+			return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: context.Cause(ctx)}
+		}
+		t.watch.mu.Lock()
+		w.served = true
+		t.watch.mu.Unlock()
+		return w, nil
+	}
+}
+
+// openWatcher opens node's listener and reader and points the reader's
+// tracking at the listener, pipelined with CLIENT INFO (a RESP2 listener
+// or an error reply is a refusal, remembered for the node).
+func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, error) {
+	nc, err := t.nodeClient(ctx, node)
+	if err != nil {
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: err}
+	}
+	w := &watcher{t: t, node: node, quit: make(chan struct{})}
+	id, err := w.listen(ctx, nc.Options())
+	if err != nil {
+		w.close()
+		return nil, t.refuseOrFail(w, err)
+	}
+	w.reader = nc.EphemeralConn()
+	w.w.install(w.reader)
+	results, err := w.w.roundTrip(ctx, w.reader, []conn.Command{conn.TrackingOffCommand(),
+		conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()})
+	if err == nil {
+		for _, r := range results {
+			if r.transport != nil {
+				err = r.transport
+			} else if r.reply.Kind == conn.ReplyError && err == nil {
+				err = &serverError{text: r.reply.Text}
+			}
+		}
+	}
+	if err != nil {
+		w.close()
+		return nil, t.refuseOrFail(w, err)
+	}
+	_, laddr := infoFields(results[2].reply.Text)
+	t.notePrimary(laddr)
+	w.last.Store(monoNow())
+	return w, t.install(w)
+}
+
+// refuseOrFail turns an open failure into its error: a server's error
+// reply (not one saying "not now") is a refusal remembered for the node.
+func (t *Transport) refuseOrFail(w *watcher, err error) error {
+	var se *serverError
+	if !errors.As(err, &se) && !errors.Is(err, errResp2) {
+		return &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: err}
+	}
+	if se != nil && conn.IsDidNotRunReply(se.text) {
+		return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: fmt.Errorf("%w: %s", conn.ErrDidNotRun, se.text)}
+	}
+	why := fmt.Errorf("%w: %w", conn.ErrTrackingRefused, err)
+	cur, _ := t.current(w.node)
+	t.watch.mu.Lock()
+	if t.watch.refused == nil {
+		t.watch.refused = map[string]refusal{}
+	}
+	t.watch.refused[w.node] = refusal{err: why, session: cur}
+	t.watch.mu.Unlock()
+	return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: why}
+}
+
+// install makes w its node's watcher and starts its goroutines.
+func (t *Transport) install(w *watcher) error {
+	t.watch.mu.Lock()
+	defer t.watch.mu.Unlock()
+	if t.watch.closed {
+		w.ended.Store(true)
+		w.close()
+		return &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: conn.ErrPoolClosed}
+	}
+	if t.watch.watchers == nil {
+		t.watch.watchers = map[string]*watcher{}
+	}
+	t.watch.watchers[w.node] = w
+	t.running.Go(w.receive)
+	t.running.Go(w.keepAlive)
+	return nil
+}
+
+// errResp2: the listener speaks RESP2, which carries no pushes.
+var errResp2 = errors.New("the listener connection speaks RESP2 (resp=2): no invalidation pushes")
+
+// listen opens the listener: a private RESP3 client from opts (the node
+// client's: same address or dialer, credentials, TLS), with its own
+// OnConnect learning the connection's CLIENT ID and protocol, and a PubSub
+// on it whose blocking read is the listener. The user's OnConnect runs
+// first. It returns the listener's CLIENT ID.
+func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error) {
+	o := *opts
+	type hello struct {
+		id   int64
+		resp string
+		err  error
+	}
+	got := make(chan hello, 4)
+	user := opts.OnConnect
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		var wt witness
+		wt.install(cn)
+		rs, err := wt.roundTrip(ctx, cn, []conn.Command{conn.ClientIDCommand(), conn.ClientInfoCommand()})
+		h := hello{err: err}
+		if err == nil {
+			h.id, h.resp = rs[0].reply.Int, rs[1].reply.Text
+			if rs[0].reply.Kind != conn.ReplyInt {
+				h.err = replyError(rs[0].reply)
+			}
+		}
+		select {
+		case got <- h:
+		default:
+		}
+		return nil
+	}
+	// Every field whose copy would not mean what the listener needs is set
+	// explicitly (Options() holds normalised values, and pointers shared
+	// with the user's client: its push processor, its caches).
+	o.Protocol, o.MaxRetries, o.Limiter = 3, -1, nil
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
+	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
+	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
+	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
+	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
+	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
+	w.listener = redis.NewClient(&o)
+	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
+		return 0, err
+	}
+	w.sub = w.listener.Subscribe(ctx)       // no channel
+	if err := w.sub.Ping(ctx); err != nil { // opens the connection (OnConnect runs); its PONG is read by receive
+		return 0, err
+	}
+	select {
+	case h := <-got:
+		if h.err != nil {
+			return 0, h.err
+		}
+		if slices.Contains(strings.Fields(h.resp), "resp=2") {
+			return 0, errResp2
+		}
+		return h.id, nil
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
+}
