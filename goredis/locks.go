@@ -1,8 +1,3 @@
-//go:build respire_lease_transport
-
-// This file waits for lease to take a conn.Transport (issue 20): build it
-// with -tags respire_lease_transport once lease.NewTransport exists.
-
 package goredis
 
 import (
