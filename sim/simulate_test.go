@@ -49,13 +49,13 @@ func TestSimulate(t *testing.T) {
 	t.Errorf("%d of %d schedules broke an invariant; failing seeds: %v", len(failed), n, head(failed, 20))
 	opt := dst.Swarm(failed[0])
 	opt.Transcript = true
-	t.Errorf("first failure:\n%s", dst.Run(opt, nil).Report())
+	t.Errorf("first failure:\n%s", dst.Run(opt).Report())
 }
 
 func replay(t *testing.T, seed uint64) {
 	opt := dst.Swarm(seed)
 	opt.Transcript, opt.Mutation = true, dst.Mutation(*mutationFlag)
-	r := dst.Run(opt, nil)
+	r := dst.Run(opt)
 	t.Logf("options: %+v", r.Options)
 	if r.Failed() {
 		t.Fatalf("\n%s", r.Report())
@@ -74,7 +74,7 @@ func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, stat
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
 				opt := dst.Swarm(first + uint64(i))
 				opt.Mutation = mutation
-				r := dst.Run(opt, nil)
+				r := dst.Run(opt)
 				mu.Lock()
 				stats.Add(r.Stats)
 				if r.Failed() {
@@ -97,7 +97,7 @@ func TestSimulateSameSeedSameTranscript(t *testing.T) {
 	for seed := uint64(1); seed <= 50; seed++ {
 		opt := dst.Swarm(seed)
 		opt.Transcript = true
-		a, b := dst.Run(opt, nil), dst.Run(opt, nil)
+		a, b := dst.Run(opt), dst.Run(opt)
 		if a.Transcript == "" {
 			t.Fatalf("seed %d: empty transcript", seed)
 		}
@@ -125,8 +125,8 @@ func TestSimulateCatchesMutation(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(*schedulesFlag); seed++ {
 				opt := dst.Swarm(seed)
 				opt.Mutation = tc.mutation
-				r := dst.Run(opt, nil)
-				if !r.Failed() || dst.Run(dst.Swarm(seed), nil).Failed() {
+				r := dst.Run(opt)
+				if !r.Failed() || dst.Run(dst.Swarm(seed)).Failed() {
 					continue
 				}
 				t.Logf("caught at seed %d: %s", seed, r.Violations[0])
