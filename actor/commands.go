@@ -219,11 +219,11 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 }
 
 // renewalOutcome classifies a renewal's answer (outcomeOf). The mutation
-// build (mutation_on.go) takes an unknown outcome as a confirmed renewal,
-// on purpose.
+// build (mutation_on.go) ignores the answer, on purpose: a renewal the
+// server refused, or whose outcome is unknown, counts as confirmed.
 func renewalOutcome(ok bool, err error) (sm.Outcome, error) {
 	outcome := outcomeOf(ok, err)
-	if mutationRenewalUncertainIsOK && outcome == sm.OutcomeUncertain {
+	if mutationRenewalAnswerIgnored && outcome != sm.OutcomeOK {
 		return sm.OutcomeOK, nil // deliberately wrong: see mutation_on.go
 	}
 	return outcome, err
