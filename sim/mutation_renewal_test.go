@@ -9,8 +9,8 @@ import (
 )
 
 // TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation: built
-// with -tags respire_mutation_renewal, the driver production runs takes a
-// renewal of unknown outcome as confirmed (actor/mutation_on.go); the
+// with -tags respire_mutation_renewal, the driver production runs ignores
+// its renewals' answers (actor/mutation_on.go); the
 // deterministic simulator, which runs that very driver, must catch it
 // within 1,000 schedules (make dst-mutation, part of make test).
 func TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation(t *testing.T) {

@@ -35,11 +35,16 @@ type checker struct {
 	handouts    map[string][]handout // counter -> tokens accepted (invariant 6)
 	scriptRunOf map[string]int64     // owner token -> the fenced script run that handed out its fencing token
 	cleaned     map[string]string    // token -> key, once an ordered release of it answered (invariant 8)
-	// per owner token: the connections that carried a write the driver
-	// was told is uncertain (an acquisition, or a renewal or release)
-	uncertainSet, uncertainWrites map[string][]*connection
-	setsOn                        map[string][]*connection // token -> connections carrying a SET of it not answered yet
-	outsiders                     map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
+	// per owner token: the connections that carried an acquisition the
+	// driver was told is uncertain, and the renewals and releases it was
+	// told are
+	uncertainSet    map[string][]*connection
+	uncertainWrites map[string][]toldUncertain
+	// per owner token: the last id handed out when the core last
+	// dispatched a release of it (EffectSendRelease, seen by the observer)
+	releaseDispatched map[string]int64
+	setsOn            map[string][]*connection // token -> connections carrying a SET of it not answered yet
+	outsiders         map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
 }
 
 type fenceKey struct {
@@ -56,8 +61,9 @@ type keyState struct {
 
 func newChecker() checker {
 	return checker{expiry: map[string]time.Duration{}, fenced: map[fenceKey]bool{}, scriptRunOf: map[string]int64{},
-		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]*connection{},
-		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}}
+		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]toldUncertain{},
+		releaseDispatched: map[string]int64{},
+		setsOn:            map[string][]*connection{}, outsiders: map[string]time.Duration{}}
 }
 
 func (k *checker) fail(w *world, invariant int, format string, args ...any) {
@@ -83,12 +89,13 @@ func (k *checker) onSend(w *world, r *request) {
 		k.fail(w, 3, "%s op %d replayed %s after its outcome became uncertain", op.name, op.id, name)
 	case op.sent > 0 && !(op.replied && op.confirmed):
 		k.fail(w, 3, "%s op %d sent fallback %s without a confirming reply to the previous command", op.name, op.id, name)
-	case op.isWrite() && k.unsealed(k.uncertainWrites[op.token]) != nil:
-		k.fail(w, 3, "%s op %d sent %s while an uncertain write of its token on connection id=%d may still run (not fenced)",
-			op.name, op.id, name, k.unsealed(k.uncertainWrites[op.token]).clientID)
+	case op.isWrite() && k.unsealedBefore(op) != nil:
+		c := k.unsealedBefore(op)
+		k.fail(w, 3, "%s op %d sent %s on %s while an uncertain write of its token on %s may still run (not fenced)",
+			op.name, op.id, name, r.conn.label(), c.label())
 	case (op.isAcquisition() || op.name == "extend") && k.unsealed(k.uncertainSet[op.token]) != nil:
-		k.fail(w, 3, "%s op %d sent %s while the uncertain acquisition of its token on connection id=%d may still run",
-			op.name, op.id, name, k.unsealed(k.uncertainSet[op.token]).clientID)
+		k.fail(w, 3, "%s op %d sent %s on %s while the uncertain acquisition of its token on %s may still run",
+			op.name, op.id, name, r.conn.label(), k.unsealed(k.uncertainSet[op.token]).label())
 	}
 	switch {
 	case op.isAcquisition():
@@ -135,7 +142,7 @@ func without(conns []*connection, c *connection) []*connection {
 // connection is sealed, no later write of its token may go out (an
 // acquisition's uncertainty forbids new acquisitions and renewals only: a
 // delete behind it on its own connection is its clean-up).
-func (k *checker) onUncertain(_ *world, op *opRun) {
+func (k *checker) onUncertain(w *world, op *opRun) {
 	if op.last == nil {
 		return
 	}
@@ -143,7 +150,7 @@ func (k *checker) onUncertain(_ *world, op *opRun) {
 	case op.isAcquisition():
 		k.uncertainSet[op.token] = append(k.uncertainSet[op.token], op.last)
 	case op.isWrite():
-		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], op.last)
+		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], toldUncertain{conn: op.last, told: w.nextID})
 	}
 }
 
@@ -151,9 +158,36 @@ func (k *checker) onUncertain(_ *world, op *opRun) {
 // so the op's last written command, if any, must have been answered.
 func (k *checker) onNotSubmitted(w *world, op *opRun) {
 	if op.sent > 0 && !op.replied {
-		k.fail(w, 3, "%s op %d ended not submitted, but its last command was written on connection id=%d and is unanswered",
-			op.name, op.id, op.last.clientID)
+		k.fail(w, 3, "%s op %d ended not submitted, but its last command was written on %s and is unanswered",
+			op.name, op.id, op.last.label())
 	}
+}
+
+// toldUncertain is a renewal or release the driver was told is
+// uncertain: the connection that carried it, and the last id handed out
+// then (ops with a greater id started after the driver knew).
+type toldUncertain struct {
+	conn *connection
+	told int64
+}
+
+// unsealedBefore returns a connection that may still run an uncertain
+// renewal or release of op's token, which forbids op's write. A release
+// the core dispatched before the driver was told of the uncertainty is
+// exempt: the core lets a delete in flight go on while it fences the
+// renewal (its job may still be opening a session when the renewal's
+// outcome turns uncertain), and a late renewal, compared with the token,
+// cannot bring a deleted key back.
+func (k *checker) unsealedBefore(op *opRun) *connection {
+	for _, u := range k.uncertainWrites[op.token] {
+		if op.name == "release" && k.releaseDispatched[op.token] <= u.told {
+			continue
+		}
+		if c := k.unsealed([]*connection{u.conn}); c != nil {
+			return c
+		}
+	}
+	return nil
 }
 
 // unsealed returns one of conns that may still run what it carried:
@@ -194,7 +228,7 @@ func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 // beforeExec reads the key the command touches (invariants 2 and 5).
 func (k *checker) beforeExec(w *world, c *connection, r *request) keyState {
 	if k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
-		k.fail(w, 5, "%s ran on fenced connection id=%d after its CLIENT KILL reply", r.cmd.Args[0], c.clientID)
+		k.fail(w, 5, "%s ran on fenced %s after its CLIENT KILL reply", r.cmd.Args[0], c.label())
 	}
 	if r.op == nil || !r.op.isWrite() {
 		return keyState{}

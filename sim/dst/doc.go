@@ -96,8 +96,11 @@
 // (3) no uncertain write is replayed, a fallback follows only the exact
 // confirming reply, no write of a token goes out while an earlier write of
 // it that the driver was told is uncertain may still run (its connection
-// neither fenced nor closed by the server), and an operation ends "not
-// submitted" only when its last written command was answered; (4) a live
+// neither fenced nor closed by the server) — but a release the core
+// dispatched before it was told goes on while the renewal is fenced, as
+// the core lets it (a late renewal, compared with the token, cannot bring
+// a deleted key back) —, and an operation ends "not submitted" only when
+// its last written command was answered; (4) a live
 // keep-alive or lock context ends before the server-side lease can have
 // expired; (5) a fenced connection runs nothing after its CLIENT KILL
 // reply; (6) per fencing counter, the tokens the driver returns increase
@@ -113,8 +116,11 @@
 //
 // Mutations break the simulated transport on purpose (Options.Mutation) to
 // prove the checker catches them; the driver's own mutation is a build tag
-// of package actor (respire_mutation_renewal), which the simulator catches
-// too (make dst-mutation).
+// of package actor (respire_mutation_renewal: the renewer ignores its
+// renewal's answer), which the simulator catches within 1,000 schedules
+// (make dst-mutation; at seed 3) and the real-socket chaos campaign too
+// (make chaos-mutation). A binary built with a mutation tag names it in
+// its replay commands.
 //
 // Nothing in this package is safe for concurrent use: a run belongs to one
 // goroutine. Independent runs may go in parallel (cmd/simcampaign does).

@@ -70,6 +70,11 @@ func (c *connection) stale() bool {
 	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
 }
 
+// label names c in messages: "connection id=<client id> to <node>".
+func (c *connection) label() string {
+	return "connection id=" + strconv.FormatInt(c.clientID, 10) + " to " + c.node.name
+}
+
 // gone reports whether nothing written on c can run any more because the
 // server side is closed (dropped, killed, failed over, or closed once its
 // written commands ran); a fence seals it too (see checker.unsealed).

@@ -35,6 +35,8 @@ func (o *observer) Stepped(l *actor.Lock, in sm.Input, effects []sm.Effect) {
 			w.stats.Recoveries++
 		case e.Kind == sm.EffectCleanupDelete:
 			w.stats.Cleanups++
+		case e.Kind == sm.EffectSendRelease:
+			w.check.releaseDispatched[l.Token()] = w.nextID // invariant 3's exemption (checker.unsealedBefore)
 		}
 	}
 	if !w.trace.enabled {
