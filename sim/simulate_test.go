@@ -12,12 +12,13 @@ import (
 	"github.com/respire-go/respire/sim/dst"
 )
 
-// The deterministic simulation of the lock (sim/dst): the real
-// statemachine core and conn's protocol, many seeded schedules with faults,
-// invariants checked after every event. A failure prints its seed and the
-// one command that replays it:
+// The deterministic simulation of the lock (sim/dst): the shipped driver
+// (actor.Driver, stepping the real statemachine core) in every simulated
+// process, over a simulated transport that drives conn's protocol, many
+// seeded schedules with faults, invariants checked after every event. A
+// failure prints its seed and the one command that replays it:
 //
-//	go test ./sim -run TestSimulate -seed=<n> -v
+//	go test ./sim -run '^TestSimulate$' -seed=<n> -v
 var (
 	seedFlag      = flag.Uint64("seed", 0, "replay one simulation schedule (with its transcript) instead of the CI budget")
 	schedulesFlag = flag.Int("sim.schedules", ciBudget(), "schedules TestSimulate runs (the CI budget: 20,000, or 8,000 under -race)")

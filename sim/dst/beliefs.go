@@ -101,7 +101,7 @@ func (k *checker) checkHandle(w *world, h *handle, owner keyState) {
 		case h.kept != nil && h.kept.Err() == nil:
 			k.fail(w, 4, "%s's keep-alive is live %s after its server-side lease ended (%s)", h.name, w.now-end, l.State())
 			return
-		case contextLive(h.ctx) && h.ctx.Err() == nil:
+		case contextLive(h.ctx):
 			k.fail(w, 4, "%s's context is live %s after its server-side lease ended (%s)", h.name, w.now-end, l.State())
 			return
 		}

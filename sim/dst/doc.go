@@ -102,7 +102,8 @@
 // a deleted key back) —, and an operation ends "not submitted" only when
 // its last written command was answered; (4) a live
 // keep-alive or lock context ends before the server-side lease can have
-// expired; (5) a fenced connection runs nothing after its CLIENT KILL
+// expired (the lock's context by its Done, closed by the driver's timer:
+// its exact Err is not asked); (5) a fenced connection runs nothing after its CLIENT KILL
 // reply; (6) per fencing counter, the tokens the driver returns increase
 // strictly in the order the server handed them out (no rollback is
 // modelled); (7) in fault-free liveness schedules every waiting acquirer
