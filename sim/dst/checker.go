@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Violation is one broken invariant.
@@ -41,10 +42,10 @@ type checker struct {
 	uncertainSet    map[string][]*connection
 	uncertainWrites map[string][]toldUncertain
 	// per owner token: the last id handed out when the core last
-	// dispatched a release of it (EffectSendRelease, seen by the observer)
-	releaseDispatched map[string]int64
-	setsOn            map[string][]*connection // token -> connections carrying a SET of it not answered yet
-	outsiders         map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
+	// dispatched a release, and a renewal, of it (seen by the observer)
+	releaseDispatched, renewDispatched map[string]int64
+	setsOn                             map[string][]*connection // token -> connections carrying a SET of it not answered yet
+	outsiders                          map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
 }
 
 type fenceKey struct {
@@ -62,8 +63,8 @@ type keyState struct {
 func newChecker() checker {
 	return checker{expiry: map[string]time.Duration{}, fenced: map[fenceKey]bool{}, scriptRunOf: map[string]int64{},
 		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]toldUncertain{},
-		releaseDispatched: map[string]int64{},
-		setsOn:            map[string][]*connection{}, outsiders: map[string]time.Duration{}}
+		releaseDispatched: map[string]int64{}, renewDispatched: map[string]int64{},
+		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}}
 }
 
 func (k *checker) fail(w *world, invariant int, format string, args ...any) {
@@ -171,16 +172,29 @@ type toldUncertain struct {
 	told int64
 }
 
+// dispatched records that the core asked the driver to send a release or
+// a renewal of token; last is the last id handed out then.
+func (k *checker) dispatched(token string, kind sm.EffectKind, last int64) {
+	if kind == sm.EffectSendRelease {
+		k.releaseDispatched[token] = last
+	} else {
+		k.renewDispatched[token] = last
+	}
+}
+
 // unsealedBefore returns a connection that may still run an uncertain
 // renewal or release of op's token, which forbids op's write. A release
-// the core dispatched before the driver was told of the uncertainty is
-// exempt: the core lets a delete in flight go on while it fences the
-// renewal (its job may still be opening a session when the renewal's
-// outcome turns uncertain), and a late renewal, compared with the token,
-// cannot bring a deleted key back.
+// or renewal the core dispatched before the driver was told of the
+// uncertainty is exempt: the core fences only the command whose outcome
+// is unknown and lets the other one in flight go on (its job may still be
+// opening a session on another node then) — a delete to free the key, a
+// renewal whose answer it no longer reads — and compared with the token
+// neither can make anyone an owner: a late renewal cannot bring a deleted
+// key back, a late delete removes only this token's key.
 func (k *checker) unsealedBefore(op *opRun) *connection {
 	for _, u := range k.uncertainWrites[op.token] {
-		if op.name == "release" && k.releaseDispatched[op.token] <= u.told {
+		if op.name == "release" && k.releaseDispatched[op.token] <= u.told ||
+			op.name == "extend" && k.renewDispatched[op.token] <= u.told {
 			continue
 		}
 		if c := k.unsealed([]*connection{u.conn}); c != nil {

@@ -96,11 +96,12 @@
 // (3) no uncertain write is replayed, a fallback follows only the exact
 // confirming reply, no write of a token goes out while an earlier write of
 // it that the driver was told is uncertain may still run (its connection
-// neither fenced nor closed by the server) — but a release the core
-// dispatched before it was told goes on while the renewal is fenced, as
-// the core lets it (a late renewal, compared with the token, cannot bring
-// a deleted key back) —, and an operation ends "not submitted" only when
-// its last written command was answered; (4) a live
+// neither fenced nor closed by the server) — except the lock's other
+// command in flight, a release or a renewal the core dispatched before it
+// was told, which the core lets go on while it fences the uncertain one
+// (compared with the token, neither can make anyone an owner) —, and an
+// operation ends "not submitted" only when its last written command was
+// answered; (4) a live
 // keep-alive or lock context ends before the server-side lease can have
 // expired (the lock's context by its Done, closed by the driver's timer:
 // its exact Err is not asked); (5) a fenced connection runs nothing after its CLIENT KILL

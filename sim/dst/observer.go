@@ -35,8 +35,8 @@ func (o *observer) Stepped(l *actor.Lock, in sm.Input, effects []sm.Effect) {
 			w.stats.Recoveries++
 		case e.Kind == sm.EffectCleanupDelete:
 			w.stats.Cleanups++
-		case e.Kind == sm.EffectSendRelease:
-			w.check.releaseDispatched[l.Token()] = w.nextID // invariant 3's exemption (checker.unsealedBefore)
+		case e.Kind == sm.EffectSendRelease || e.Kind == sm.EffectSendRenew:
+			w.check.dispatched(l.Token(), e.Kind, w.nextID) // invariant 3's exemption (checker.unsealedBefore)
 		}
 	}
 	if !w.trace.enabled {
