@@ -67,6 +67,7 @@ type pushKey struct {
 	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
 	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
 	missed  bool          // an invalidation came while the baton was out
+	verify  bool          // that baton came from an invalidation alone: read before trying (push_recheck.go)
 	queued  bool          // in the queue of keys due a holders' read (once at most)
 	check   bool          // a holders' read is in flight
 	recheck bool          // an invalidation (or a new holder) came during that read
@@ -158,7 +159,7 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		// waiters are woken only if it finds the key free.
 		h.startCheckLocked(key)
 	case e != nil:
-		h.passBatonLocked(e)
+		h.passChangedLocked(e)
 	}
 }
 
@@ -176,7 +177,7 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 		return
 	}
 	e.baton = e.waiters[0]
-	e.missed = false
+	e.missed, e.verify = false, false
 	h.stats.batons++
 	select {
 	case e.baton.wake <- struct{}{}:
@@ -228,7 +229,7 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 			if retriableRead(err) {
 				sleep = min(sleep, pushCheckRetry)
 			}
-			return h.park(ctx, w, sleep)
+			return h.parkUntilTry(ctx, key, w, sleep, parked)
 		}
 		if free {
 			return nil
@@ -236,9 +237,9 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 		armed = true
 	}
 	if !armed { // another waiter's read is in flight: not tracked yet
-		return h.park(ctx, w, sleep)
+		return h.parkUntilTry(ctx, key, w, sleep, parked)
 	}
-	return h.park(ctx, w, parked)
+	return h.parkUntilTry(ctx, key, w, parked, parked)
 }
 
 // park waits for w's wake, sleep on the clock, or ctx, through the
