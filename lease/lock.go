@@ -30,8 +30,11 @@ func (l *Lock) core() *actor.Lock { return (*actor.Lock)(l) }
 // Key returns the lock's key without the Locks' key prefix. It does not block.
 func (l *Lock) Key() string { return l.core().Key() }
 
-// Token returns the owner token generated for this acquisition. It is a
-// secret: do not log it (slog redacts it). It does not block.
+// Token returns the owner token generated for this acquisition: the key's
+// whole value, which is NewToken's form, or with WithOwner that followed by
+// a NUL byte and the label (see Token.OwnerLabel); the raw-token API given
+// it compares it whole, as the lock does. It is a secret: do not log it
+// (slog redacts it). It does not block.
 func (l *Lock) Token() Token { return Token{bytes: l.core().Token()} }
 
 // Duration returns the lease duration: the acquired one (rounded up to whole

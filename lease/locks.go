@@ -21,6 +21,11 @@
 // read). A user or server that refuses tracking falls back to polling
 // silently; WithoutPush turns it off.
 //
+// Who holds a lock: WithOwner labels a managed lock with its holder (a
+// host, a pid, a job id), stored in the key after the token, and
+// Locks.Holder reads a key's label and the lease it has left, never its
+// token.
+//
 // Printing or logging any value of this package (fmt, slog) never shows an
 // owner token.
 //
