@@ -21,6 +21,11 @@
 // read). A user or server that refuses tracking falls back to polling
 // silently; WithoutPush turns it off.
 //
+// Locks.Do runs a function under a lock: acquire (waiting as the options
+// say), keep-alive, the function under the lease's context, release, with
+// an error that says whether the lock was lost while it ran
+// (ErrLostDuringWork) or the release's outcome is unknown.
+//
 // Who holds a lock: WithOwner labels a managed lock with its holder (a
 // host, a pid, a job id), stored in the key after the token, and
 // Locks.Holder reads a key's label and the lease it has left, never its
