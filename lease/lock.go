@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/respire-go/respire/actor"
@@ -82,7 +83,9 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 // be called again. If ctx ends after the delete may have reached the server,
 // the handle counts the lock as lost: the keep-alive is cancelled, the
 // connection that carried the delete is fenced with CLIENT KILL, and the
-// error is returned (a later Release returns NotOwned). A caller that joined
+// error (matching ErrOutcomeUnknown) is returned with ReleaseUnknown (a
+// later Release returns NotOwned); every other error comes with the zero
+// outcome, NoOutcome. A caller that joined
 // another caller's release stops waiting when its own ctx ends; the shared
 // release goes on. A server error reply (for example NOPERM) is returned and
 // leaves the lock held. Without CLIENT ID/KILL permission the delete is sent
@@ -97,11 +100,14 @@ func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
 // release is Release without its span.
 func (l *Lock) release(ctx context.Context) (ReleaseOutcome, error) {
 	res, err := l.core().Request(ctx, sm.Input{Kind: sm.InputRelease})
-	if err != nil {
-		return 0, opError("Release", l.Key(), err)
+	if err == nil && res.Err != nil {
+		err = callerError(ctx, res.Err)
 	}
-	if res.Err != nil {
-		return 0, opError("Release", l.Key(), callerError(ctx, res.Err))
+	if err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return ReleaseUnknown, opError("Release", l.Key(), err)
+		}
+		return 0, opError("Release", l.Key(), err)
 	}
 	return releaseOutcomeOf(res.Release), nil
 }
