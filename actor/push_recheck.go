@@ -70,6 +70,9 @@ func (h *pushHub) heldAfterChange(ctx context.Context, key string, w *pushWaiter
 	e = h.entry(key)
 	e.arming = false
 	h.stats.reads++
+	if err == nil && !found {
+		h.keyMissingLocked(key)
+	}
 	if err != nil || !found || e.gen != gen || e.missed {
 		// The try is sent after every change seen so far: a change during
 		// the read needs no second try when the waiter comes back.

@@ -39,6 +39,8 @@ type pushHub struct {
 	cancel  context.CancelFunc
 	retries map[string]Timer // a holder read's pending retry per key (push_hold.go)
 	checks  checkQueue       // keys waiting for their holders' read, and its workers (push_hold.go)
+	// observers follow keys' changes without acquiring (push_observe.go).
+	observers map[string][]*KeyWatch
 }
 
 // close stops new background reads and cancels the holders' reads in
@@ -124,6 +126,7 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if keys == nil {
+		h.notifyObserversLocked("", true, nil)
 		// In a fixed order (sorted), so that a simulation replays it: the
 		// reads queued here are sent in this order.
 		all := make([]string, 0, len(h.keys))
@@ -142,6 +145,7 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 		return
 	}
 	for _, key := range keys {
+		h.notifyObserversLocked(key, false, nil)
 		h.invalidateLocked(key, h.keys[key])
 	}
 }
@@ -270,6 +274,9 @@ func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, e
 	h.stats.reads++
 	if err != nil {
 		return false, err
+	}
+	if !found {
+		h.keyMissingLocked(key)
 	}
 	if e.gen != gen {
 		return true, nil
