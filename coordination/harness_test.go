@@ -116,11 +116,12 @@ func newClient(t *testing.T, addrs []string, password string) rueidis.Client {
 // the Locks is closed when the test ends.
 func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordinator {
 	t.Helper()
-	locks, err := lease.New(client, lease.WithKeyPrefix(prefix))
+	root, err := lease.New(client)
 	if err != nil {
 		t.Fatalf("lease.New: %v", err)
 	}
-	t.Cleanup(locks.Close)
+	t.Cleanup(root.Close)
+	locks := root.WithKeyPrefix(prefix)
 	c, err := New(locks)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -205,7 +205,7 @@ func NewTransport(t conn.Transport, opts ...Option) (*Locks, error) {
 		cfg.Observer = obs
 	}
 	c := &core{transport: t, driver: actor.New(cfg), logger: o.logger, commandTimeout: o.commandTimeout, obs: obs}
-	return &Locks{core: c, prefix: o.keyPrefix}, nil
+	return &Locks{core: c}, nil
 }
 
 // newTokenText is the driver's source of owner tokens: 128 random bits
@@ -224,8 +224,11 @@ func newTokenText() string {
 func (l *Locks) Driver() *actor.Driver { return l.core.driver }
 
 // WithKeyPrefix returns a view whose keys get prefix appended to this view's
-// prefix ("a:" then "b:" gives "a:b:key"). It sends nothing and shares this
-// Locks' sessions, logger and timeout.
+// prefix ("a:" then "b:" gives "a:b:key"): every key sent (SET, GET, DELEX,
+// DELIFEQ, the keys of the scripts) carries it. In cluster mode the
+// prefixed key picks the slot, so a hash tag in the prefix affects
+// placement. It sends nothing and shares this Locks' sessions, logger and
+// timeout; closing any view closes them all.
 func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 	return &Locks{core: l.core, prefix: l.prefix + prefix}
 }

@@ -18,7 +18,7 @@ import (
 func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.T) {
 	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
 	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false), WithKeyPrefix("app:"))
+	locks := newLocks(t, newClient(t, c.Addrs(), "", simPassword, false)).WithKeyPrefix("app:")
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	ctx := ctxT(t)

@@ -15,7 +15,7 @@ import (
 func TestManagedLifecycleOnRealRedis70(t *testing.T) {
 	addr, password := realRedis70(t)
 	lockRealServer(t, addr)
-	locks := newLocks(t, newClient(t, []string{addr}, "", password, false), WithKeyPrefix("respire-test:managed:"))
+	locks := newLocks(t, newClient(t, []string{addr}, "", password, false)).WithKeyPrefix("respire-test:managed:")
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	ctx := ctxT(t)

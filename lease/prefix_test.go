@@ -20,7 +20,7 @@ func keyOf(args []string) string {
 func TestKeyPrefixAppliesToEveryKeyIncludingLuaKeys(t *testing.T) {
 	forEachServer(t, func(t *testing.T, tg *target) {
 		srv := tg.srv
-		root := tg.locks(t, WithKeyPrefix("tenant-a:"))
+		root := tg.locks(t).WithKeyPrefix("tenant-a:")
 		locks := root.WithKeyPrefix("jobs:")
 		if got := locks.KeyPrefix(); got != "tenant-a:jobs:" {
 			t.Fatalf("KeyPrefix() = %q; want tenant-a:jobs:", got)

@@ -72,8 +72,8 @@ func TestPushFollowsTheSlot_RealClusterWatchersPerNode(t *testing.T) {
 	addrs, password := realCluster70(t)
 	realserver.Lock(t, strings.Join(addrs, ","))
 	prefix := fmt.Sprintf("pushcluster:%d:", time.Now().UnixNano())
-	holders := newLocks(t, newClient(t, addrs, "", password, true), WithKeyPrefix(prefix))
-	waiters := newLocks(t, newClient(t, addrs, "", password, true), WithKeyPrefix(prefix))
+	holders := newLocks(t, newClient(t, addrs, "", password, true)).WithKeyPrefix(prefix)
+	waiters := newLocks(t, newClient(t, addrs, "", password, true)).WithKeyPrefix(prefix)
 	outsider := newClient(t, addrs, "", password, true)
 	ctx := ctxT(t)
 	for i := range 12 { // keys on every master of 3 with overwhelming likelihood

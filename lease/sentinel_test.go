@@ -60,7 +60,7 @@ func primaryOf(t *testing.T, client rueidis.Client) string {
 func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
 	client, sentinels, password := realSentinel(t)
 	nodes := &realNodes{password: password}
-	locks := newLocks(t, client, WithKeyPrefix(fmt.Sprintf("sentinel:%d:", time.Now().UnixNano())))
+	locks := newLocks(t, client).WithKeyPrefix(fmt.Sprintf("sentinel:%d:", time.Now().UnixNano()))
 	old := primaryOf(t, client)
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	var held []*Lock
