@@ -15,11 +15,12 @@ import (
 func TestOwnerLabel_FencingTokenLocks(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s server) {
 		ctx := ctxT(t)
-		locks, err := lease.New(s.client, lease.WithKeyPrefix(s.prefix))
+		all, err := lease.New(s.client)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer locks.Close()
+		defer all.Close()
+		locks := all.WithKeyPrefix(s.prefix)
 		c, err := New(locks)
 		if err != nil {
 			t.Fatal(err)
