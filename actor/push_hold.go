@@ -359,6 +359,9 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 	h.stats.holderReads++
 	if err == nil {
 		e.armed = e.armed || e.gen == r.gen
+		if !found {
+			h.keyMissingLocked(r.key)
+		}
 	}
 	holders := h.held.get(r.key) != nil
 	again = e.recheck && err == nil && holders && !h.closed
