@@ -21,17 +21,17 @@ import (
 //	go test ./sim -run '^TestSimulate$' -seed=<n> -v
 var (
 	seedFlag      = flag.Uint64("seed", 0, "replay one simulation schedule (with its transcript) instead of the CI budget")
-	schedulesFlag = flag.Int("sim.schedules", ciBudget(), "schedules TestSimulate runs (the CI budget: 20,000, or 8,000 under -race)")
+	schedulesFlag = flag.Int("sim.schedules", ciBudget(), "schedules TestSimulate runs (the CI budget: 20,000, or 6,000 under -race)")
 	firstSeedFlag = flag.Uint64("sim.first", 1, "first seed of the CI budget")
 	mutationFlag  = flag.Int("sim.mutation", 0, "with -seed: replay a deliberately broken variant (dst.Mutation)")
 )
 
 // ciBudget is TestSimulate's default number of schedules: 20,000, or
-// 8,000 under the race detector, which makes a schedule about five times
+// 6,000 under the race detector, which makes a schedule about five times
 // slower (go run ./cmd/simcampaign runs the long campaigns).
 func ciBudget() int {
 	if raceBuild {
-		return 8000
+		return 6000
 	}
 	return 20000
 }
