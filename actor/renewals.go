@@ -168,7 +168,8 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 			op := conn.ExtendOp(requests[i].Key, requests[i].Token, requests[i].TTLMillis)
 			res.Result, err = r.d.transport.Do(ctx, op, rn.route)
 		}
-		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, unfenced)
+		outcome, err := renewalOutcome(res.Owned, err)
+		rn.lock.deliverDone(rn.op, outcome, err, unfenced)
 	}
 	return true
 }

@@ -98,6 +98,15 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
 		due = max(l.timers.renewAt, 1) // 0 means unknown
 	}
+	completed := in.Kind == sm.InputCommandDone || in.Kind == sm.InputAcquireSettled
+	early := completed && !namesOp(effects, in.Op)
+	if early {
+		// Nothing of this step needs the completed command's slot (no fence,
+		// abort, settling or clean-up of it): free it first, for the
+		// commands the step may start — a recovery's confirmation sends a
+		// waiting reset's renewal and a deferred release at once.
+		l.forgetOp(in.Op)
+	}
 	var mine job
 	for i := range effects {
 		if j := l.apply(&effects[i], self, due); j.op != 0 {
@@ -108,7 +117,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if o := l.d.obs; o != nil {
 		o.Stepped(l, in, effects)
 	}
-	if (in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled {
+	if !early && ((in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled) {
 		l.forgetOp(in.Op)
 	}
 	if deadline, held := l.h.LeaseDeadline(); held {
@@ -120,6 +129,20 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	*buf = effects[:0]
 	effectBuffers.Put(buf)
 	return mine
+}
+
+// namesOp reports whether an effect refers to command op (its carrier or
+// its Route: a fence, an abort, a settling, a clean-up after it).
+func namesOp(effects []sm.Effect, op sm.OpID) bool {
+	for i := range effects {
+		switch effects[i].Kind {
+		case sm.EffectFence, sm.EffectAbort, sm.EffectSettleAcquire, sm.EffectCleanupDelete:
+			if effects[i].Op == op {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // apply executes one effect; l.mu is held. due is when a keep-alive renewal

@@ -8,9 +8,10 @@
 // client and a lease.Locks) with 4–8 workers that acquire, hold, reset and
 // release 2–3 lock keys, while an outsider connected directly to the server
 // takes free keys with SET NX PX and an injector stalls, delays, black-holes,
-// resets and closes connections, pauses the server, kills clients
-// server-side and closes a process's Locks mid-flight. When everything is
-// closed, the checker holds four rules:
+// resets and closes connections, partitions one process from the server
+// (in half of the seeds, longer than most leases), pauses the server,
+// kills clients server-side and closes a process's Locks mid-flight. When
+// everything is closed, the checker holds five rules:
 //
 //   - no-two-owners: per key, the intervals during which different owners
 //     believed they held it (a handle from Acquire's return to the earliest
@@ -21,6 +22,11 @@
 //     and one executed delete that was not refused;
 //   - fence-is-final (sim only): nothing runs for a client after an executed
 //     CLIENT KILL ID … ADDR … of it;
+//   - lease-outlived (sim only): no handle's promise (a sampled
+//     now+RemainingEstimate) ends later, by more than its drift margin,
+//     than its token's lease on the server: the last write of the token
+//     that ran (SET NX PX, or a renewal that answered it renewed) plus its
+//     PX;
 //   - no-orphan: no token survives whose owner was told it released it or
 //     that nobody was given, and (on a sim node, over the whole history) a
 //     clean-up that saw an abandoned acquisition's token deletes it; leases
@@ -35,7 +41,7 @@
 // iterations run vary from run to run, so a failing seed is a strong hint,
 // not a guaranteed reproduction; run it a few times.
 //
-// Limits: a real server has no execution history, so the two sim-only rules
+// Limits: a real server has no execution history, so the three sim-only rules
 // are skipped there (noted) and an orphan is only seen while it lives; a
 // belief is known from samples taken every 20 ms at most while held, so a
 // promise the library made between two samples and broke before the next
@@ -73,6 +79,7 @@ const (
 	RuleResent         Rule = "no-uncertain-resend" // a token's SET NX or delete ran twice
 	RuleFencedRan      Rule = "fence-is-final"      // a command of a fenced connection ran after the fence
 	RuleOrphan         Rule = "no-orphan"           // a token nobody may hold is left on the server
+	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
 	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
 )
 
@@ -172,9 +179,18 @@ func (r Result) Broken() bool {
 	return len(r.Violations) > 0
 }
 
-// Replay returns the command that runs this schedule again.
+// buildTags are the mutation build tags this binary was built with (see
+// buildtag_*.go): a replay needs them too.
+var buildTags []string
+
+// Replay returns the command that runs this schedule again (with the build
+// tags of a deliberately broken build, if this is one).
 func (r Result) Replay() string {
-	cmd := fmt.Sprintf("go run ./cmd/chaos -runs 1 -seed %d", r.Seed)
+	tags := ""
+	if len(buildTags) > 0 {
+		tags = " -tags " + strings.Join(buildTags, ",")
+	}
+	cmd := fmt.Sprintf("go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
 	if r.Target != "" {
 		cmd += " -target " + r.Target
 	}

@@ -38,6 +38,8 @@ func timelineOf(obs observation) []string {
 			what += fmt.Sprintf(" client %d", f.killed)
 		case FaultCloseLocks:
 			what += fmt.Sprintf(" of process %d", f.target%obs.processes)
+		case FaultPartition:
+			what += fmt.Sprintf(" of process %d (%d connections)", f.process-1, len(f.conns))
 		case FaultDropPush, FaultDelayPush:
 			what += " of " + cmp.Or(f.key, "every key")
 		}
