@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -183,16 +182,19 @@ func (l *Lock) SetAcquireSpan(sc *trace.SpanContext) {
 	l.acquireSpan = sc
 }
 
-// Verify asks the primary whether the key still holds this lock's token
-// (GET). It changes no state. It blocks for one round trip.
+// Verify asks the primary whether this lock's lease is still there: the
+// key holds its token (GET), or, for a permit or a read hold, its member
+// is live by the server's clock (the lease read script). It changes no
+// state. It blocks for one round trip.
 func (l *Lock) Verify(ctx context.Context) (bool, error) {
 	ctx, cancel := l.d.commandContext(ctx)
 	defer cancel()
-	res, err := l.d.transport.Do(ctx, conn.OwnerOp(l.wireKey), nil)
+	ref := l.ref()
+	res, err := l.d.transport.Do(ctx, ref.read(), nil)
 	if err != nil {
 		return false, err
 	}
-	return res.Owned && res.Token == l.token, nil
+	return ref.held(res), nil
 }
 
 // newCaller registers a waiting caller; l.mu is held.
