@@ -294,3 +294,86 @@ func TestAbandonedAcquisitionIsCleanedUp_PermitAndWriter(t *testing.T) {
 		_ = reader.Close()
 	})
 }
+
+// Goal: a permit's release whose reply never comes (its ctx ends after the
+// script was sent) ends the permit at once: its keep-alive is cancelled,
+// the socket that carried the release is fenced after it, the caller hears
+// the outcome is unknown with the fence pending, and a later Release says
+// NotOwned.
+func TestPermitIsALeaseLock_AnUncertainReleaseIsFenced(t *testing.T) {
+	srv, locks := managedSim(t, sim.Valkey81)
+	srv.Exec("SCRIPT", "LOAD", conn.HolderReleaseScript)
+	ctx := ctxT(t)
+	permit, err := locks.Semaphore("fence", 2).Acquire(ctx, time.Minute, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	isRelease := func(args []string) bool {
+		return len(args) > 1 && strings.EqualFold(args[0], "EVALSHA") && args[1] == conn.HolderReleaseScriptSHA
+	}
+	gate, fenceGate := make(chan struct{}), make(chan struct{})
+	defer close(gate)
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Match: isRelease})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: fenceGate, Match: func(args []string) bool { return isKill(sim.Entry{Args: args}) }})
+	releaseCtx, cancel := context.WithCancel(ctx)
+	released := make(chan error, 1)
+	go func() { _, err := permit.Release(releaseCtx); released <- err }()
+	del := waitLog(t, srv, func(e sim.Entry) bool { return isRelease(e.Args) })
+	cancel()
+	err = <-released
+	close(fenceGate)
+	if !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, ErrFencePending) {
+		t.Fatalf("Release = %v; want outcome unknown, fence pending", err)
+	}
+	if cause := context.Cause(permit.Context()); !errors.Is(cause, ErrOwnershipLost) {
+		t.Fatalf("Context's cause = %v; want ErrOwnershipLost", cause)
+	}
+	if kill := waitLog(t, srv, isKill); kill.Seq < del.Seq {
+		t.Fatalf("the fence (seq %d) came before the release it fences (seq %d)", kill.Seq, del.Seq)
+	}
+	eventually(t, "lost once the fence answered", func() bool { return permit.State() == StateLost })
+	if out, err := permit.Release(ctx); out != NotOwned || err != nil {
+		t.Fatalf("a later Release = %v, %v; want NotOwned", out, err)
+	}
+}
+
+// Goal: permits and holds count in the lock metrics as any lock: an
+// acquisition, a contention, the held gauge, a release.
+func TestAcquisitionMetrics_PermitsAndHoldsCountAsLocks(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis84})
+	tel := newTelemetry(t)
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), tel.options()...)
+	ctx := ctxT(t)
+	sem := locks.Semaphore("metrics", 1)
+	permit, err := sem.Acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att, err := sem.TryAcquire(ctx, time.Minute); err != nil || att.Acquired() {
+		t.Fatalf("TryAcquire of a full semaphore = %v, %v", att.Acquired(), err)
+	}
+	reader, err := locks.RWLock("metrics").RLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tel.sum(t, "respire.lock.held"); n != 2 {
+		t.Fatalf("respire.lock.held = %d; want 2 (a permit and a read hold)", n)
+	}
+	for _, l := range []*Lock{permit, reader} {
+		if _, err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tel.sum(t, "respire.lock.acquisitions", str(attrResult, "acquired")); n != 2 {
+		t.Fatalf("acquisitions acquired = %d; want 2", n)
+	}
+	if n := tel.sum(t, "respire.lock.acquisitions", str(attrResult, "contended")); n != 1 {
+		t.Fatalf("acquisitions contended = %d; want 1", n)
+	}
+	if n := tel.sum(t, "respire.lock.releases", str(attrOutcome, "released")); n != 2 {
+		t.Fatalf("releases released = %d; want 2", n)
+	}
+	if n := tel.sum(t, "respire.lock.held"); n != 0 {
+		t.Fatalf("respire.lock.held after the releases = %d; want 0", n)
+	}
+}
