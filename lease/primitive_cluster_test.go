@@ -34,7 +34,7 @@ func TestPrimitiveKeysShareASlot_HandlesOnAClusterRenewAndReleaseOnTheirNode(t *
 			if att, err := locks.RWLock(name).TryLock(ctx, 10*time.Second); err != nil || att.Acquired() {
 				t.Fatalf("%s: TryLock with a reader = %v, %v; want refused", name, att.Acquired(), err)
 			}
-			writer, err := locks.RWLock(name + "-w").Lock(ctx, 10*time.Second, WithKeepAlive())
+			writer, err := locks.RWLock(name+"-w").Lock(ctx, 10*time.Second, WithKeepAlive())
 			if err != nil {
 				t.Fatalf("%s: Lock = %v", name, err)
 			}
