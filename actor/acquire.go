@@ -103,10 +103,10 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
 	d := t.d
 	var waiter *pushWaiter
-	key, member := t.waitKey()
-	defer func() { d.push.leave(key, waiter) }()
+	on := t.waitOn()
+	defer func() { d.push.leave(on.key, waiter) }()
 	for {
-		if err := d.push.wait(ctx, key, member, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
+		if err := d.push.wait(ctx, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
 			return nil, err
 		}
 		lock, err := t.one(ctx)

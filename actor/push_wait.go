@@ -73,6 +73,15 @@ type pushKey struct {
 	check   bool          // a holders' read is in flight
 	recheck bool          // an invalidation (or a new holder) came during that read
 	member  bool          // a sorted set (a semaphore's holders, a lock's readers): read with ZSCORE, never GET
+	shared  bool          // its waiters can all get in at once (readers waiting on a writer key): a change wakes every one
+}
+
+// waitOn is what a waiting acquisition waits for a change of: its key, and
+// how the key is read and its waiters woken (see pushKey).
+type waitOn struct {
+	key    string
+	member bool
+	shared bool
 }
 
 // pushWaiter is one waiting acquisition.
@@ -171,6 +180,16 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 // when it comes back (missed): its try may have been sent before the
 // change.
 func (h *pushHub) passBatonLocked(e *pushKey) {
+	if e.shared { // readers: the key free for one is free for all
+		for _, w := range e.waiters {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+		h.stats.batons += len(e.waiters)
+		return
+	}
 	if e.baton != nil {
 		e.missed = true
 		return
@@ -191,17 +210,20 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 // when this waiter is handed the baton (the key changed: try now), when
 // the key was found free while arming, when its sleep passed (the safety
 // net: parked on a tracked key; sleep while the key is not tracked yet),
-// or with ctx's cause. member says the key is a sorted set (a semaphore's
-// holders): its tracking read cannot tell a free permit, so arming it is
-// followed by one more try. *pw registers the waiter on first use; leave
+// or with ctx's cause. on.member says the key is a sorted set (a
+// semaphore's holders): its tracking read cannot tell a free permit, so
+// arming it is followed by one more try; on.shared that every waiter of
+// the key is woken by a change, not only the first. *pw registers the
+// waiter on first use; leave
 // must follow the last wait. On a node that refused tracking it waits
 // sleep for the baton; after a read that failed otherwise (the node busy,
 // loading, unreachable) at most pushCheckRetry, so that the key is tried
 // and read again soon.
-func (h *pushHub) wait(ctx context.Context, key string, member bool, sleep, parked time.Duration, pw **pushWaiter) error {
+func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Duration, pw **pushWaiter) error {
+	key := on.key
 	h.mu.Lock()
 	e := h.entry(key)
-	e.member = e.member || member
+	e.member, e.shared = e.member || on.member, e.shared || on.shared
 	if *pw == nil {
 		*pw = &pushWaiter{wake: make(chan struct{}, 1)}
 		e.waiters = append(e.waiters, *pw)

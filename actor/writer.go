@@ -35,18 +35,18 @@ func markerMillis(every time.Duration) int64 {
 	return 3*ceilMillis(every) + 1000
 }
 
-// waitKey returns the key a waiting acquisition is woken by (push) and
-// whether it is a sorted set: a permit waits for a change of the holders;
-// a reader, refused because of a writer, for a change of the writer key; a
-// mutex for its key.
-func (t *tries) waitKey() (key string, member bool) {
+// waitOn returns what a waiting acquisition is woken by (push): a permit
+// by a change of the holders (a sorted set); a reader, refused because of
+// a writer, by a change of the writer key, as every reader waiting there
+// is (a writer gone lets them all in); a mutex by a change of its key.
+func (t *tries) waitOn() waitOn {
 	switch t.spec.Kind {
 	case KindPermit:
-		return t.spec.WireKey, true
+		return waitOn{key: t.spec.WireKey, member: true}
 	case KindRead:
-		return conn.RWLockOfKey(t.spec.WireKey).WriterKey, false
+		return waitOn{key: conn.RWLockOfKey(t.spec.WireKey).WriterKey, shared: true}
 	}
-	return t.spec.WireKey, false
+	return waitOn{key: t.spec.WireKey}
 }
 
 // token returns the owner token of the next try: a fresh one, except for a

@@ -377,3 +377,39 @@ func TestAcquisitionMetrics_PermitsAndHoldsCountAsLocks(t *testing.T) {
 		t.Fatalf("respire.lock.held after the releases = %d; want 0", n)
 	}
 }
+
+// Goal: readers share: when the writer they wait on leaves, every waiting
+// reader is woken and gets in (not one per change of the writer key, as
+// waiters for a mutex are), their retry interval being a minute.
+func TestPushWakesWaiters_AWritersReleaseWakesEveryReader(t *testing.T) {
+	forEachServer(t, func(t *testing.T, tg *target) {
+		ctx := ctxT(t)
+		writerLocks, readerLocks := tg.locks(t), tg.locks(t)
+		name := primName(t, "readers")
+		writer, err := writerLocks.RWLock(name).Lock(ctx, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const readers = 5
+		got := make(chan acquired, readers)
+		for range readers {
+			go func() {
+				lock, err := readerLocks.RWLock(name).RLock(ctx, 30*time.Second, WithWaitUntilDone(), WithRetryEvery(time.Minute))
+				got <- acquired{lock, err, time.Now()}
+			}()
+		}
+		eventually(t, "every reader parked on the writer key", func() bool {
+			return parkedWaiters(readerLocks, "{"+name+"}:w") == readers
+		})
+		if _, err := writer.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for range readers {
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("a waiting reader after the writer left: %v", r.err)
+			}
+			defer r.lock.Close()
+		}
+	})
+}
