@@ -198,7 +198,7 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	refused := lock.h.State() == sm.NotAcquired
 	lock.mu.Unlock()
 	if t.spec.Kind == KindWrite {
-		t.afterWrite(lock.token, res.OK, refused)
+		t.afterWrite(lock.token, res, refused)
 	}
 	switch {
 	case res.OK:

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/respire-go/respire/conn"
@@ -58,27 +59,44 @@ func (t *tries) token() string {
 	return t.d.newToken()
 }
 
-// afterWrite records what a writer's try with token left on the server:
-// acquired, its marker is gone (replaced by the hold); waiting, its marker
-// is set (the next try reuses token); refused by another writer, no marker
-// of it can be there; an outcome that was unknown gets a fresh token next,
-// and a marker it may have left is deleted (once settled not ours, here;
-// abandoned, by the handle's clean-up). A try that did not run changes
-// nothing.
-func (t *tries) afterWrite(token string, acquired, refused bool) {
+// afterWrite records what a writer's try with token left on the server,
+// from its answer res: acquired, its marker is gone (replaced by the
+// hold); a definite "waiting", its marker is set, and the next try reuses
+// token to refresh it; a definite refusal (another writer), no marker of
+// it can be there; a try that did not run (not sent, or refused by the
+// server before running) changed nothing. Anything else — an outcome that
+// was unknown, a reply that came too late — may have left the hold or the
+// marker of token, which is then deleted (by the handle's clean-up, or
+// here once the try was settled not ours), so the next try takes a fresh
+// token: a try with the same token could run before that clean-up and
+// have its lock deleted under it.
+func (t *tries) afterWrite(token string, res sm.Result, refused bool) {
+	definite := !t.answer.uncertain
 	switch {
-	case acquired:
+	case res.OK:
 		t.marker = ""
-	case t.answer.uncertain:
-		if refused { // settled: the hold is not ours, the marker may be
+	case definite && t.answer.waiting:
+		t.marker = token
+	case definite && refused:
+		t.marker = ""
+	case definite && ranNothing(res.Err):
+	default:
+		if refused { // settled not ours: no clean-up of the handle's deletes the marker it may have left
 			t.d.abandonMarker(t.spec.WireKey, token)
 		}
 		t.marker = ""
-	case t.answer.waiting:
-		t.marker = token
-	case refused:
-		t.marker = ""
 	}
+}
+
+// ranNothing reports whether a try's error proves its command did not run:
+// not sent, or refused by the server (a definite error reply), not a
+// reply that came after the lease could have expired.
+func ranNothing(err error) bool {
+	if err == nil || errors.Is(err, sm.ErrAcquiredTooLate) {
+		return false
+	}
+	class := conn.ClassOf(err)
+	return class == conn.NotSubmitted || class == conn.Definite
 }
 
 // abandonMarker deletes, in the background and bounded, the waiting

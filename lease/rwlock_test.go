@@ -212,3 +212,83 @@ func TestRWLockWriterPreferring_ChurningReadersDoNotStarveAWriter(t *testing.T) 
 		t.Logf("the writer waited %v", waited)
 	})
 }
+
+// Goal: a writer's try whose reply came after its lease could have expired
+// (so the handle abandoned it and deletes what it took) is followed by a
+// try with a fresh token, never the same one: a try with the same token
+// could take the lock before that clean-up ran and have it deleted under
+// it. (Found by the chaos campaign: a reused token's hold deleted twice.)
+func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey81})
+	srv.Exec("SCRIPT", "LOAD", conn.WriteAcquireScript)
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithoutPush())
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	readers := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithoutPush())
+	ctx := ctxT(t)
+	reader, err := readers.RWLock("late").RLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Match: func(args []string) bool {
+		return len(args) > 1 && args[1] == conn.WriteAcquireScriptSHA && writes.Add(1) == 2
+	}})
+	const every = 100 * time.Millisecond
+	got := make(chan acquired, 1)
+	go func() {
+		lock, err := locks.RWLock("late").Lock(ctx, time.Second, WithWait(time.Minute), WithRetryEvery(every))
+		got <- acquired{lock: lock, err: err}
+	}()
+	tokenOf := func(try int) string {
+		t.Helper()
+		var tokens []string
+		eventually(t, "the writer's try", func() bool {
+			tokens = tokens[:0]
+			for _, e := range srv.Log() {
+				if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{late}:w", "")(e) {
+					tokens = append(tokens, e.Args[5])
+				}
+			}
+			return len(tokens) >= try
+		})
+		return tokens[try-1]
+	}
+	first := tokenOf(1) // waiting: the reader is in
+	eventually(t, "the writer's sleep", func() bool { return clock.Pending() == 1 })
+	if _, err := reader.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(every)
+	if late := tokenOf(2); late != first {
+		t.Fatalf("the try after \"waiting\" used another token; want the marker's")
+	}
+	clock.Advance(2 * time.Second) // the held reply will come after the 1 s lease could have expired
+	close(gate)
+	var r acquired
+	for step := 0; ; step++ {
+		eventually(t, "the writer's sleep or its end", func() bool { return clock.Pending() == 1 || len(got) == 1 })
+		if len(got) == 1 {
+			r = <-got
+			break
+		}
+		if step > 50 {
+			t.Fatal("the writer never got the lock")
+		}
+		clock.Advance(every)
+	}
+	if r.err != nil {
+		t.Fatalf("the writer: %v", r.err)
+	}
+	defer r.lock.Close()
+	if next := tokenOf(3); next == first {
+		t.Fatal("the try after a too-late one reused its token")
+	}
+	if r.lock.Token().wire() == first {
+		t.Fatal("the writer holds the lock under the too-late try's token")
+	}
+	if held, err := r.lock.VerifyStillHeld(ctx); err != nil || !held {
+		t.Fatalf("the writer's lock on the server: %v, %v", held, err)
+	}
+}

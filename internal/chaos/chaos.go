@@ -73,7 +73,10 @@ const (
 	RuleResent         Rule = "no-uncertain-resend" // a token's SET NX or delete ran twice
 	RuleFencedRan      Rule = "fence-is-final"      // a command of a fenced connection ran after the fence
 	RuleOrphan         Rule = "no-orphan"           // a token nobody may hold is left on the server
-	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
+	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
+	RuleReaderWriter   Rule = "no-reader-with-writer"
+	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
+	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.
@@ -102,6 +105,11 @@ type Stats struct {
 	OutsiderWrites   int // outsider SET NX that took a key
 	Fences           int // CLIENT KILL … ADDR the sim executed (0 on a real server)
 	AbandonedExpired int // abandoned acquisitions' leases that expired before their clean-up reached the server
+	PrimCalls        int // Semaphore.Acquire, RWLock.RLock and RWLock.Lock calls
+	Permits          int // ... that returned a permit
+	Reads            int // ... that returned a read hold
+	Writes           int // ... that returned the write hold
+	WriterGaveUp     int // write acquisitions that waited and found the lock held for the whole wait
 	// ClosestGap is the smallest gap seen between the end of one owner's
 	// belief, when its lease ended it (not a release call), and the start of
 	// the next owner's on the same key (negative for an overlap): how close
@@ -125,6 +133,11 @@ func (s *Stats) Add(o Stats) {
 	s.OutsiderWrites += o.OutsiderWrites
 	s.Fences += o.Fences
 	s.AbandonedExpired += o.AbandonedExpired
+	s.PrimCalls += o.PrimCalls
+	s.Permits += o.Permits
+	s.Reads += o.Reads
+	s.Writes += o.Writes
+	s.WriterGaveUp += o.WriterGaveUp
 	if o.gapSeen && (!s.gapSeen || o.ClosestGap < s.ClosestGap) {
 		s.ClosestGap, s.gapSeen = o.ClosestGap, true
 	}
@@ -141,9 +154,12 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\nfaults injected: %s",
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\n"+
+		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain\n"+
+		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), strings.Join(faults, ", "))
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap),
+		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, strings.Join(faults, ", "))
 }
 
 // Result is what one schedule did and what the checker found.

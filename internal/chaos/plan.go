@@ -62,6 +62,7 @@ type plan struct {
 	workload  time.Duration   // 300–500 ms
 	timeouts  []time.Duration // per process: WithCommandTimeout, 0 for none
 	faults    []*fault
+	prim      primPlan // the semaphore and the read/write lock (primitives.go)
 }
 
 // newPlan derives a schedule's plan from its seed alone.
@@ -86,6 +87,7 @@ func newPlan(seed uint64) plan {
 	}
 	p.faults = planFaults(rand.New(rand.NewPCG(seed, streamFaults)), p.workload, p.processes)
 	p.faults = addPushFault(rand.New(rand.NewPCG(seed, streamPushFaults)), p.faults, p.workload, p.keys)
+	p.prim = newPrimPlan(seed)
 	return p
 }
 
