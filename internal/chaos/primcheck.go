@@ -25,6 +25,13 @@ import (
 //     vain had the lock held, or a fault in force, within its last
 //     freeLockWindow: no reader's or write hold's lease could have been on
 //     the server then.
+//   - permit-frees: a permit acquisition that waited in vain had, within
+//     its last freeLockWindow with no fault in force, at least limit
+//     permits' leases possibly on the server; so a holder that died
+//     holding one (crashed, primitives.go) frees it by its lease end: its
+//     lease is on the server at most from its acquisition to the
+//     acquisition's return plus the lease (and the over-limit check says
+//     it is not given away before its holder's estimate of that end);
 //   - no-orphan (extended): a permit or read hold told Released is no live
 //     member of its set at the end, a write hold told Released is not in
 //     the writer key.
@@ -50,6 +57,7 @@ func checkPrimitives(obs observation) []Violation {
 	out = append(out, capped(checkOverLimit(obs))...)
 	out = append(out, capped(checkReaderWriter(obs))...)
 	out = append(out, capped(checkWriterStarved(obs))...)
+	out = append(out, capped(checkPermitFrees(obs))...)
 	out = append(out, capped(checkPrimOrphans(obs))...)
 	return out
 }
@@ -172,7 +180,7 @@ func checkWriterStarved(obs observation) []Violation {
 // freeLockIgnored reports a writer that gave up though, for its last
 // freeLockWindow, no fault was in force and no reader's or writer's lease
 // could have been on the server.
-func freeLockIgnored(obs observation, ww writerWait) (Violation, bool) {
+func freeLockIgnored(obs observation, ww primWait) (Violation, bool) {
 	from := ww.end.Add(-freeLockWindow)
 	if !ww.gaveUp || from.Before(ww.start) {
 		return Violation{}, false
@@ -196,7 +204,7 @@ func freeLockIgnored(obs observation, ww writerWait) (Violation, bool) {
 // belief's end plus its lease), every abandoned read or write acquisition
 // from its start to its end plus its lease, and an earlier writer
 // attempt's marker for staleMarker after it gave up.
-func shadows(obs observation, ww writerWait) [][2]time.Time {
+func shadows(obs observation, ww primWait) [][2]time.Time {
 	var out [][2]time.Time
 	for _, h := range obs.holdings {
 		if h.kind == holdRead || h.kind == holdWrite {
@@ -245,6 +253,69 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// lateExecution bounds how long after the last fault that held it up an
+// abandoned acquisition's script may still run (the bytes a stalled or
+// delayed connection held are delivered at once when it lifts).
+const lateExecution = 100 * time.Millisecond
+
+// checkPermitFrees: see the file's doc.
+func checkPermitFrees(obs observation) []Violation {
+	var out []Violation
+	for _, pw := range obs.permits {
+		from := pw.end.Add(-freeLockWindow)
+		if !pw.gaveUp || from.Before(pw.start) {
+			continue
+		}
+		quiet, ok := quietSince(obs, pw.end)
+		if !ok || quiet.After(from) {
+			continue
+		}
+		var could []string
+		for _, s := range permitShadows(obs, quiet) {
+			if s.from.Before(pw.end) && s.until.After(from) {
+				could = append(could, s.who)
+			}
+		}
+		if len(could) < obs.prim.limit {
+			out = append(out, Violation{Rule: RulePermitFrees, Key: obs.prim.sem, Evidence: fmt.Sprintf(
+				"%s waited [%s, %s] in vain, though from %s on, with no fault in force, only %d permits' leases could "+
+					"have been on the server (limit %d): %s", pw.label, rel(obs.start, pw.start), rel(obs.start, pw.end),
+				rel(obs.start, from), len(could), obs.prim.limit, strings.Join(could, "; "))})
+		}
+	}
+	return out
+}
+
+// shadow is a stretch during which a lease may have been on the server.
+type shadow struct {
+	who         string
+	from, until time.Time
+}
+
+// permitShadows returns when each permit's lease may have been on the
+// server: a held permit's from its acquisition to its leaseUntil, an
+// abandoned acquisition's from its start to its end (or the end of the
+// last fault, quiet, if later) plus its lease and lateExecution.
+func permitShadows(obs observation, quiet time.Time) []shadow {
+	var out []shadow
+	for _, h := range obs.holdings {
+		if h.kind == holdPermit {
+			who := h.label + " " + short(h.token)
+			if h.crashed {
+				who += " (died holding it)"
+			}
+			out = append(out, shadow{who: who, from: h.acquiredAt, until: h.leaseUntil()})
+		}
+	}
+	for _, f := range obs.failures {
+		if f.abandoned && f.kind == holdPermit {
+			out = append(out, shadow{who: f.label + " (abandoned)", from: f.start,
+				until: latest(f.end, quiet).Add(f.lease + lateExecution)})
+		}
+	}
+	return out
 }
 
 // checkPrimOrphans: a permit or read hold told Released is no live member

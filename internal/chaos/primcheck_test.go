@@ -53,10 +53,10 @@ func TestRWLockWriterPreferring_TheChaosCheckerFlagsAReaderWithAWriter(t *testin
 func TestRWLockWriterPreferring_TheChaosCheckerFlagsAStarvedWriter(t *testing.T) {
 	stall := &fault{kind: FaultStall, dur: 100 * time.Millisecond}
 	faulted := []faultEvent{{at: at(0), f: stall}, {at: at(100), f: stall, lift: true}}
-	waited := writerWait{label: "w", start: at(10), end: at(800), gaveUp: true}
+	waited := primWait{label: "w", start: at(10), end: at(800), gaveUp: true}
 	reader := prim(holdRead, "r", 150, 200)
 	obs := primObs(reader)
-	obs.writers, obs.events = []writerWait{waited}, faulted
+	obs.writers, obs.events = []primWait{waited}, faulted
 	got := checkWriterStarved(obs)
 	if len(got) != 1 {
 		// The reader came 50 ms after the stall's lift: allowed. But the
@@ -69,7 +69,7 @@ func TestRWLockWriterPreferring_TheChaosCheckerFlagsAStarvedWriter(t *testing.T)
 	late := prim(holdRead, "late", 400, 450)
 	late.settledAt = at(460)
 	obs = primObs(reader, late)
-	obs.writers, obs.events = []writerWait{waited}, faulted
+	obs.writers, obs.events = []primWait{waited}, faulted
 	if got := checkWriterStarved(obs); len(got) != 2 {
 		t.Fatalf("%v; want two violations: a reader admitted 300 ms into a fault-free wait, and the free lock ignored", got)
 	}
@@ -98,5 +98,34 @@ func TestUncertainWriteNeverReplayed_TheChaosCheckerCountsPermitAndReaderScripts
 		exec(9, 6, ":0\r\n", "EVALSHA", conn.HolderReleaseScriptSHA, "1", "{rw}:r", "r"))
 	if got := checkResent(observation{start: t0, history: history}); len(got) != 3 {
 		t.Fatalf("a permit's acquisition, a reader's acquisition and its release each ran twice: %v; want three", got)
+	}
+}
+
+func TestCrashedHolderFreesAtLeaseEnd_TheChaosCheckerFlagsAPermitKeptPastItsLease(t *testing.T) {
+	dead := prim(holdPermit, "dead", 0, 190) // lease 200 ms, acquired at 0: gone from the server by +200ms
+	dead.crashed = true
+	live := prim(holdPermit, "live", 0, 1000)
+	live.settledAt = at(1000)
+	waited := primWait{label: "p", start: at(100), end: at(800), gaveUp: true}
+	obs := primObs(dead, live)
+	obs.permits = []primWait{waited}
+	if got := checkPermitFrees(obs); len(got) != 1 {
+		t.Fatalf("%v; want one violation: the dead holder's permit was free from +200ms, the waiter gave up at +800ms", got)
+	}
+	dead.crashed = false // alive, it may have renewed: its lease may run to its belief's end plus a lease
+	dead.promise = at(400)
+	if got := checkPermitFrees(obs); len(got) != 0 {
+		t.Fatalf("%v; want none: two leases could be on the server at +500ms", got)
+	}
+	dead.crashed = true
+	obs.failures = []acquireFailure{{label: "gone", kind: holdPermit, abandoned: true, start: at(300), end: at(350), lease: 200 * time.Millisecond}}
+	if got := checkPermitFrees(obs); len(got) != 0 {
+		t.Fatalf("%v; want none: an abandoned acquisition's permit could be on the server until +650ms", got)
+	}
+	obs.failures = nil
+	stall := &fault{kind: FaultStall, dur: 200 * time.Millisecond}
+	obs.events = []faultEvent{{at: at(450), f: stall}, {at: at(650), f: stall, lift: true}}
+	if got := checkPermitFrees(obs); len(got) != 0 {
+		t.Fatalf("%v; want none: a fault in force in the waiter's last 300 ms", got)
 	}
 }

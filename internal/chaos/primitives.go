@@ -64,6 +64,10 @@ func (p primPlan) keys() []string {
 // hold, reset, release).
 type primDecision struct {
 	kind holdKind
+	// crash: the permit's holder dies once it has it (no renewal, no
+	// release: the worker leaves the handle alone), so that its permit must
+	// free at its lease end.
+	crash bool
 	decision
 }
 
@@ -78,18 +82,26 @@ func decidePrim(rng *rand.Rand, w int) primDecision {
 		d.backoff = between(rng, 50*time.Millisecond, 200*time.Millisecond) // readers' turn, after every write
 	case rng.IntN(5) < 3:
 		d.kind = holdPermit
+		if d.crash = rng.IntN(6) == 0; d.crash {
+			d.keepAlive = false
+		}
 	default:
 		d.kind = holdRead
 		d.hold = between(rng, 0, 120*time.Millisecond)
 	}
-	if d.kind != holdWrite && rng.IntN(2) == 0 {
+	switch {
+	case d.kind == holdWrite || rng.IntN(2) == 0:
+	case d.kind == holdPermit: // long enough, some of them, for the check that a dead holder's permit frees
+		d.wait = between(rng, 10*time.Millisecond, 700*time.Millisecond)
+	default:
 		d.wait = between(rng, 10*time.Millisecond, 150*time.Millisecond)
 	}
 	return d
 }
 
-// writerWait is one acquisition of the write hold, for the starvation check.
-type writerWait struct {
+// primWait is one waiting acquisition of the write hold or of a permit,
+// for the checks that a writer is not starved and that a permit frees.
+type primWait struct {
 	label      string
 	start, end time.Time
 	acquired   bool
@@ -103,6 +115,10 @@ func (w *worker) runPrim() {
 		lock, h := w.acquirePrim(d, iter)
 		if lock == nil {
 			sleepFor(d.backoff)
+			continue
+		}
+		if d.crash {
+			h.crash()
 			continue
 		}
 		w.hold(lock, h, d.decision)
@@ -146,11 +162,17 @@ func (w *worker) acquirePrim(d primDecision, iter int) (*lease.Lock, *holding) {
 	end := time.Now()
 	cancel()
 	w.stats.PrimCalls++
-	if d.kind == holdWrite {
-		ww := writerWait{label: label, start: start, end: end, acquired: err == nil, gaveUp: errors.Is(err, lease.ErrNotAcquired)}
-		w.writerWaits = append(w.writerWaits, ww)
-		if ww.gaveUp {
+	pw := primWait{label: label, start: start, end: end, acquired: err == nil, gaveUp: errors.Is(err, lease.ErrNotAcquired)}
+	switch {
+	case d.kind == holdWrite:
+		w.writerWaits = append(w.writerWaits, pw)
+		if pw.gaveUp {
 			w.stats.WriterGaveUp++
+		}
+	case d.kind == holdPermit && d.wait > 0:
+		w.permitWaits = append(w.permitWaits, pw)
+		if pw.gaveUp {
+			w.stats.PermitGaveUp++
 		}
 	}
 	if err != nil {
@@ -162,6 +184,9 @@ func (w *worker) acquirePrim(d primDecision, iter int) (*lease.Lock, *holding) {
 		return nil, nil
 	}
 	w.stats.countPrim(d.kind)
+	if d.crash {
+		w.stats.Crashed++
+	}
 	h := &holding{lock: lock, key: resource, token: string(lock.Token().Bytes()), lease: d.lease, keepAlive: d.keepAlive,
 		acquiredAt: end, label: label, kind: d.kind}
 	h.sample(lock)

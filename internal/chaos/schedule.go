@@ -64,7 +64,8 @@ type observation struct {
 	final     map[string]keyState
 	readErr   error // reading the final state failed
 	prim      primPlan
-	writers   []writerWait
+	writers   []primWait      // the writer's acquisitions
+	permits   []primWait      // the waiting permit acquisitions
 	members   map[string]bool // the permits' and read holds' tokens still members of their set at the end, by server time
 	failures  []acquireFailure
 	events    []faultEvent
@@ -166,6 +167,7 @@ func (s *schedule) run() observation {
 		obs.holdings = append(obs.holdings, w.holdings...)
 		obs.failures = append(obs.failures, w.failures...)
 		obs.writers = append(obs.writers, w.writerWaits...)
+		obs.permits = append(obs.permits, w.permitWaits...)
 		obs.stats.Add(w.stats)
 	}
 	s.finish(inj, obs.holdings, &obs.stats)

@@ -47,6 +47,7 @@ type holding struct {
 	// returned: a Release that answered (Released or NotOwned), a Close
 	// that ended Released.
 	settledAt time.Time
+	crashed   bool // its holder died holding it: no renewal, no release (primitives.go)
 	stopKA    func() bool
 }
 
@@ -83,14 +84,28 @@ func (h *holding) ended(t time.Time, released, settled bool, outcome string) {
 // leaseUntil is the latest time the holding's lease may have been on the
 // server: when a call that settled it returned, or else its belief's end
 // plus its lease (a renewal in flight then may have extended it so far).
+//
+// A crashed holder's lease was set by its acquisition, which ran before
+// the call returned: it cannot be on the server past acquiredAt + lease.
 func (h *holding) leaseUntil() time.Time {
 	end := h.beliefEnd()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.settledAt.IsZero() {
+	switch {
+	case !h.settledAt.IsZero():
 		return h.settledAt
+	case h.crashed:
+		return h.acquiredAt.Add(h.lease)
 	}
 	return end.Add(h.lease)
+}
+
+// crash records that the holder died holding the lock: it neither renews
+// nor releases, and its belief ends with its lease as it estimated it.
+func (h *holding) crash() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.crashed = true
 }
 
 // closeAtEnd closes the handle, as a careful owner's deferred Close would:
@@ -168,9 +183,10 @@ type worker struct {
 	stats    Stats
 	holdings []*holding
 	failures []acquireFailure
-	// writerWaits are the write acquisitions of the schedule's writer (a
-	// primitive worker, primitives.go).
-	writerWaits []writerWait
+	// writerWaits are the write acquisitions of the schedule's writer, and
+	// permitWaits the waiting permit acquisitions (primitive workers,
+	// primitives.go).
+	writerWaits, permitWaits []primWait
 }
 
 func (w *worker) run() {
