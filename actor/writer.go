@@ -64,12 +64,13 @@ func (t *tries) token() string {
 // hold); a definite "waiting", its marker is set, and the next try reuses
 // token to refresh it; a definite refusal (another writer), no marker of
 // it can be there; a try that did not run (not sent, or refused by the
-// server before running) changed nothing. Anything else — an outcome that
-// was unknown, a reply that came too late — may have left the hold or the
-// marker of token, which is then deleted (by the handle's clean-up, or
-// here once the try was settled not ours), so the next try takes a fresh
-// token: a try with the same token could run before that clean-up and
-// have its lock deleted under it.
+// server before running) changed nothing; an unknown outcome settled not
+// ours (fenced, then read back) may have left the marker of token, which
+// the next try refreshes with the same token. Anything else — an unknown
+// outcome abandoned, a reply that came too late — may have left the hold
+// or the marker of token, which the handle's clean-up deletes, so the next
+// try takes a fresh token: a try with the same token could run before that
+// clean-up and have its lock deleted under it.
 func (t *tries) afterWrite(token string, res sm.Result, refused bool) {
 	definite := !t.answer.uncertain
 	switch {
@@ -80,10 +81,14 @@ func (t *tries) afterWrite(token string, res sm.Result, refused bool) {
 	case definite && refused:
 		t.marker = ""
 	case definite && ranNothing(res.Err):
+	case refused:
+		// Settled not ours, after its fence: nothing of the try is in
+		// flight, and no clean-up of the handle's runs; the marker it may
+		// have left stays, and the next try, with the same token,
+		// refreshes it (or takes the lock in its place), so that readers
+		// are refused all along.
+		t.marker = token
 	default:
-		if refused { // settled not ours: no clean-up of the handle's deletes the marker it may have left
-			t.d.abandonMarker(t.spec.WireKey, token)
-		}
 		t.marker = ""
 	}
 }

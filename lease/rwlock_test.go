@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -290,5 +291,66 @@ func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
 	}
 	if held, err := r.lock.VerifyStillHeld(ctx); err != nil || !held {
 		t.Fatalf("the writer's lock on the server: %v, %v", held, err)
+	}
+}
+
+// Goal: a waiting writer's try whose reply was lost (the connection closed
+// after the script ran) is fenced and settled "not ours" (the writer key
+// holds its marker); nothing of it is in flight any more, so the next try
+// keeps its token and refreshes that marker: the marker is never deleted
+// while the writer waits, and no reader slips in.
+func TestRWLockWaitingMarkerExpires_ASettledTryKeepsItsMarker(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Redis70})
+	srv.Exec("SCRIPT", "LOAD", conn.WriteAcquireScript)
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithoutPush())
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	readers := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithoutPush())
+	ctx := ctxT(t)
+	reader, err := readers.RWLock("kept").RLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	var writes atomic.Int32
+	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Match: func(args []string) bool {
+		return len(args) > 1 && args[1] == conn.WriteAcquireScriptSHA && writes.Add(1) == 2
+	}})
+	const every = 100 * time.Millisecond
+	wctx, cancel := context.WithCancel(ctx)
+	got := make(chan acquired, 1)
+	go func() {
+		lock, err := locks.RWLock("kept").Lock(wctx, time.Second, WithWait(time.Minute), WithRetryEvery(every))
+		got <- acquired{lock: lock, err: err}
+	}()
+	tries := func() []string {
+		var tokens []string
+		for _, e := range srv.Log() {
+			if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{kept}:w", "")(e) {
+				tokens = append(tokens, e.Args[5])
+			}
+		}
+		return tokens
+	}
+	for try := 1; try <= 3; try++ {
+		eventually(t, "the writer's sleep", func() bool { return clock.Pending() == 1 && len(tries()) >= try })
+		if try < 3 {
+			clock.Advance(every)
+		}
+	}
+	tokens := tries()
+	if tokens[1] != tokens[0] || tokens[2] != tokens[0] {
+		t.Fatal("a try after the settled one used another token; want the marker's")
+	}
+	if got := srv.Exec("GET", "{kept}:w"); got != fmt.Sprintf("$%d\r\nwaiting:%s\r\n", len("waiting:")+len(tokens[0]), tokens[0]) {
+		t.Fatalf("the writer key after the settled try: %q; want the writer's marker", got)
+	}
+	if att, err := readers.RWLock("kept").TryRLock(ctx, time.Minute); err != nil || att.Acquired() {
+		t.Fatalf("a new reader while the writer waits: %v, %v; want refused", att.Acquired(), err)
+	}
+	cancel()
+	if r := <-got; r.err == nil {
+		r.lock.Close()
+		t.Fatal("the writer got the lock while the reader held it")
 	}
 }

@@ -18,7 +18,8 @@ import (
 //   - no-reader-with-writer: a write hold's belief and a read hold's (or
 //     another write hold's) overlap by no more than the later-ending one's
 //     margin;
-//   - writer-not-starved: while the schedule's one writer waits, no reader
+//   - writer-not-starved: while the schedule's one writer waits (from its
+//     first waiting marker on the server: markerSince), no reader
 //     is admitted once no fault has been in force for readerAdmission (its
 //     next try, within a retry interval, has set or refreshed its waiting
 //     marker, which refuses every new reader); and a writer that waited in
@@ -154,15 +155,16 @@ func checkWriterStarved(obs observation) []Violation {
 	var out []Violation
 	readers := primBeliefs(obs, holdRead)
 	for _, ww := range obs.writers {
+		waiting, ok := markerSince(obs, ww)
 		for _, r := range readers {
-			if !r.start.After(ww.start) || !r.start.Before(ww.end) {
+			if !ok || !r.start.After(waiting) || !r.start.Before(ww.end) {
 				continue
 			}
 			quiet, ok := quietSince(obs, r.start)
 			if !ok {
 				continue
 			}
-			quiet = latest(quiet, ww.start)
+			quiet = latest(quiet, waiting)
 			if r.start.Sub(quiet) >= readerAdmission {
 				out = append(out, Violation{Rule: RuleWriterStarved, Key: obs.prim.rw, Evidence: fmt.Sprintf(
 					"%s was admitted at %s while writer %s waited [%s, %s], no fault in force since %s (%s)",
@@ -175,6 +177,30 @@ func checkWriterStarved(obs observation) []Violation {
 		}
 	}
 	return out
+}
+
+// markerSince returns when the writer's wait ww began for the readers:
+// on a sim node, when its first try set its waiting marker (a write
+// acquisition on the writer key that answered 2 during ww; ok false if
+// none did: it never waited on readers there); on a real server, whose
+// executions are not recorded, when the call started. (A call's first try
+// can reach the server much later than the call starts: a process's first
+// dial on a loaded machine.)
+func markerSince(obs observation, ww primWait) (time.Time, bool) {
+	if obs.history == nil {
+		return ww.start, true
+	}
+	key := writerKeyOf(obs.prim)
+	for _, e := range obs.history {
+		if e.At.Before(ww.start) || e.At.After(ww.end) || e.Reply != ":2\r\n" || len(e.Args) < 4 || e.Args[3] != key {
+			continue
+		}
+		if name := strings.ToUpper(e.Args[0]); name == "EVALSHA" && e.Args[1] == conn.WriteAcquireScriptSHA ||
+			name == "EVAL" && e.Args[1] == conn.WriteAcquireScript {
+			return e.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // freeLockIgnored reports a writer that gave up though, for its last
