@@ -29,9 +29,11 @@ sim:
 chaos:
 	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
 
-## chaos-mutation: the campaign must catch a deliberately broken build (ErrClosing taken as "not submitted").
+## chaos-mutation: the campaign must catch deliberately broken builds (ErrClosing taken as "not submitted";
+## a semaphore that admits one permit more than its limit).
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

@@ -91,7 +91,7 @@ func SemaphoreOfHolders(holdersKey string, limit int) Semaphore {
 func (s Semaphore) AcquireOp(token string, ttlMillis int64) Op {
 	return primitiveOp(&primitiveCall{name: "semaphore-acquire", kind: primAcquire,
 		script: SemaphoreAcquireScript, sha: SemaphoreAcquireScriptSHA,
-		keys: []string{s.HoldersKey, s.LimitKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit)},
+		keys: []string{s.HoldersKey, s.LimitKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit + mutationLimitSlack)},
 		limit: s.Limit})
 }
 
