@@ -43,8 +43,12 @@ type impl struct {
 	// sem takes a permit of the semaphore name (limit) once, without
 	// waiting; release is nil when it is full. nil when the implementation
 	// has no lease semaphore (semaphore.go).
-	sem   func(name string, limit int) (release func() error, err error)
-	close func()
+	sem func(name string, limit int) (release func() error, err error)
+	// semWait takes a permit, waiting while the semaphore is full, until
+	// ctx is done; semHold takes one with the keep-alive (nil: none).
+	semWait func(ctx context.Context, name string, limit int) (release func() error, err error)
+	semHold func(name string, limit int) (heldLock, error)
+	close   func()
 }
 
 // watchedLock is a lock taken with a keep-alive whose loss is observable.
@@ -143,7 +147,8 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		client.Close()
 		return nil, err
 	}
-	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, close: client.Close}, nil
+	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
+		close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of

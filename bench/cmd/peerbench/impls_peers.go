@@ -100,6 +100,7 @@ func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) 
 	}
 	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
 		serverKeys: func(key string) []string { return []string{key} }, sem: respireSem(locks, c, ttl),
+		semWait: respireSemWait(locks, c, ttl), semHold: respireSemHold(locks, c, ttl),
 		close: func() { locks.Close(); client.Close() }}, nil
 }
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +29,9 @@ const semLimit = 8
 
 // semaphoreScenarios are the semaphore's tables.
 func semaphoreScenarios(cfg config) []*scenario {
-	hasSem := func(im implInfo) bool { return im.sem }
+	hasSem := func(im implInfo) bool { return im.sem && !im.variant }
+	canWait := func(im implInfo) bool { return im.semWait }
+	canHold := func(im implInfo) bool { return im.semHold && !im.variant }
 	return []*scenario{{
 		id: "semaphore-uncontended", family: "semaphore", only: hasSem, skip: "no lease semaphore",
 		title: fmt.Sprintf("semaphore, uncontended: 1 goroutine, acquire+release pairs on one semaphore (limit %d)", semLimit),
@@ -49,7 +54,110 @@ func semaphoreScenarios(cfg config) []*scenario {
 		metrics: []metric{{key: "rate", header: "permits/s", ratio: true}, {key: "attempts", header: "tries/s"},
 			{key: "overlaps", header: "over limit", total: true}, {key: "errors", header: "errors", total: true}},
 		run: runSem64,
+	}, {
+		id: "semaphore-handoff-16", family: "semaphore", only: canWait, skip: "cannot wait", firstModeOnly: true,
+		title: "semaphore hand-off: 16 goroutines waiting on one semaphore (limit 1)",
+		about: fmt.Sprintf("as the hand-off table, with a permit of a semaphore of limit 1 for the key: 16 goroutines wait for "+
+			"the permit (respire-go: Semaphore.Acquire with WithWaitUntilDone, woken by the holders' change; raw-rueidis: "+
+			"the acquisition script again every %v, jittered, as respire-go-poll does), hold it %v, release it, until "+
+			"%d hand-offs. Latency: from a holder's release reply to the next holder's acquisition reply.",
+			rawPollEvery, cfg.waiting.handoffHold, cfg.waiting.handoffs),
+		metrics: []metric{{key: "p50", header: "p50 µs", lowerBetter: true, ratio: true},
+			{key: "p99", header: "p99 µs", lowerBetter: true, ratio: true},
+			{key: "commands", header: "commands/hand-off", lowerBetter: true, ratio: true},
+			{key: "rate", header: "hand-offs/s"},
+			{key: "overlaps", header: "overlaps", total: true}, {key: "errors", header: "errors", total: true}},
+		run: func(e *env, im *impl, rep int) (map[string]float64, error) {
+			shim := *im
+			shim.wait = func(ctx context.Context, key string) (func() error, error) { return im.semWait(ctx, key, 1) }
+			return runHandoff(e, &shim, rep)
+		},
+	}, {
+		id: "semaphore-keepalive", family: "semaphore", only: canHold, skip: "no keep-alive", firstModeOnly: true,
+		title: fmt.Sprintf("semaphore keep-alive memory: %s permits of one semaphore held", group(semHeld)),
+		about: fmt.Sprintf("as the keep-alive memory table, with %d permits of one semaphore (limit %d) for the %d keys: "+
+			"heap + goroutine stacks after GC against before, per permit acquired.", semHeld, semHeld, semHeld),
+		metrics: []metric{{key: "kib", header: "KiB/permit acquired", lowerBetter: true},
+			{key: "held", header: "still held at the end"},
+			{key: "goroutines", header: "goroutines while held", lowerBetter: true},
+			{key: "server", header: "server B/permit acquired", lowerBetter: true},
+			{key: "lost", header: "lost while held", total: true}, {key: "gaveup", header: "given up", total: true},
+			{key: "errors", header: "errors", total: true}},
+		run: func(e *env, im *impl, rep int) (map[string]float64, error) {
+			shim := *im
+			shim.hold = func(key string) (heldLock, error) { return im.semHold(strings.TrimRight(key, "0123456789"), semHeld) }
+			return keepAliveRun(semHeld)(e, &shim, rep)
+		},
 	}}
+}
+
+// semHeld is how many permits the semaphore keep-alive table holds.
+const semHeld = 10000
+
+// rawPollEvery is the mean interval of raw rueidis's waiting acquisition.
+const rawPollEvery = 50 * time.Millisecond
+
+// pollSem waits for a permit by trying sem again every rawPollEvery
+// (jittered ±50 %), until ctx is done.
+func pollSem(sem func(name string, limit int) (func() error, error)) func(context.Context, string, int) (func() error, error) {
+	return func(ctx context.Context, name string, limit int) (func() error, error) {
+		for {
+			release, err := sem(name, limit)
+			if err != nil || release != nil {
+				return release, err
+			}
+			sleep := rawPollEvery/2 + time.Duration(rand.Int64N(int64(rawPollEvery)))
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(sleep):
+			}
+		}
+	}
+}
+
+// respireSemWait is respire-go's waiting permit: Semaphore.Acquire with
+// WithWaitUntilDone.
+func respireSemWait(locks *lease.Locks, c calls, ttl time.Duration) func(context.Context, string, int) (func() error, error) {
+	release := respireRelease(c)
+	return func(ctx context.Context, name string, limit int) (func() error, error) {
+		lock, err := locks.Semaphore(name, limit).Acquire(ctx, ttl, lease.WithWaitUntilDone())
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return release(lock) }, nil
+	}
+}
+
+// respireSemHold is respire-go's permit with the keep-alive; nil, nil when
+// the semaphore is full.
+func respireSemHold(locks *lease.Locks, c calls, ttl time.Duration) func(string, int) (heldLock, error) {
+	return func(name string, limit int) (heldLock, error) {
+		ctx, cancel := c.call()
+		defer cancel()
+		lock, err := locks.Semaphore(name, limit).Acquire(ctx, ttl, lease.WithKeepAlive())
+		if errors.Is(err, lease.ErrNotAcquired) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		lock.Context() // as the mutex's: part of a held lock's cost
+		return respireHeld{lock}, nil
+	}
+}
+
+// respireRelease releases a respire-go permit, an error unless Released.
+func respireRelease(c calls) func(lock *lease.Lock) error {
+	return func(lock *lease.Lock) error {
+		ctx, cancel := c.call()
+		defer cancel()
+		out, err := lock.Release(ctx)
+		if err == nil && out != lease.Released {
+			err = fmt.Errorf("%w: %v", errNotOwned, out)
+		}
+		return err
+	}
 }
 
 // runSemUncontended times permit pairs from one goroutine.
@@ -133,6 +241,7 @@ func runSem64(e *env, im *impl, rep int) (map[string]float64, error) {
 
 // respireSem is respire-go's permit: Semaphore.TryAcquire, Lock.Release.
 func respireSem(locks *lease.Locks, c calls, ttl time.Duration) func(name string, limit int) (func() error, error) {
+	release := respireRelease(c)
 	return func(name string, limit int) (func() error, error) {
 		ctx, cancel := c.call()
 		att, err := locks.Semaphore(name, limit).TryAcquire(ctx, ttl)
@@ -141,15 +250,7 @@ func respireSem(locks *lease.Locks, c calls, ttl time.Duration) func(name string
 			return nil, err
 		}
 		lock := att.Lock()
-		return func() error {
-			ctx, cancel := c.call()
-			defer cancel()
-			out, err := lock.Release(ctx)
-			if err == nil && out != lease.Released {
-				err = fmt.Errorf("%w: %v", errNotOwned, out)
-			}
-			return err
-		}, nil
+		return func() error { return release(lock) }, nil
 	}
 }
 
