@@ -384,6 +384,8 @@ func argsText(args []string) string {
 			out[i] = "<release script>"
 		case len(a) == 32:
 			out[i] = short(a)
+		case len(a) == len(conn.WaitingMarkerPrefix)+32 && strings.HasPrefix(a, conn.WaitingMarkerPrefix):
+			out[i] = conn.WaitingMarkerPrefix + short(a[len(conn.WaitingMarkerPrefix):])
 		default:
 			out[i] = a
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/sim"
 )
 
 // The checks of the semaphore and the read/write lock (primitives.go):
@@ -192,11 +194,7 @@ func markerSince(obs observation, ww primWait) (time.Time, bool) {
 	}
 	key := writerKeyOf(obs.prim)
 	for _, e := range obs.history {
-		if e.At.Before(ww.start) || e.At.After(ww.end) || e.Reply != ":2\r\n" || len(e.Args) < 4 || e.Args[3] != key {
-			continue
-		}
-		if name := strings.ToUpper(e.Args[0]); name == "EVALSHA" && e.Args[1] == conn.WriteAcquireScriptSHA ||
-			name == "EVAL" && e.Args[1] == conn.WriteAcquireScript {
+		if !e.At.Before(ww.start) && !e.At.After(ww.end) && e.Reply == ":2\r\n" && isWriteAcquire(e.Args, key) {
 			return e.At, true
 		}
 	}
@@ -221,7 +219,27 @@ func freeLockIgnored(obs observation, ww primWait) (Violation, bool) {
 	}
 	return Violation{Rule: RuleWriterStarved, Key: obs.prim.rw, Evidence: fmt.Sprintf(
 		"writer %s gave up at %s (waited since %s) though no reader or writer could have held the lock since %s, "+
-			"with no fault in force", ww.label, rel(obs.start, ww.end), rel(obs.start, ww.start), rel(obs.start, from))}, true
+			"with no fault in force; %s", ww.label, rel(obs.start, ww.end), rel(obs.start, ww.start), rel(obs.start, from),
+		writerTrail(obs, ww.start, ww.end))}, true
+}
+
+// writerTrail renders what ran on the read/write lock's keys between from
+// and to (the last 40 executions), for a violation's evidence.
+func writerTrail(obs observation, from, to time.Time) string {
+	if obs.history == nil {
+		return "no history on a real server"
+	}
+	rw, _ := conn.NewRWLock("", obs.prim.rw)
+	var ran []sim.Execution
+	for _, e := range obs.history {
+		if !e.At.Before(from) && !e.At.After(to) && (slices.Contains(e.Args, rw.WriterKey) || slices.Contains(e.Args, rw.ReadersKey)) {
+			ran = append(ran, e)
+		}
+	}
+	if len(ran) > 40 {
+		ran = ran[len(ran)-40:]
+	}
+	return fmt.Sprintf("on the lock's keys then (last %d): %s", len(ran), executions(obs.start, ran))
 }
 
 // shadows returns the intervals during which a lease that refuses the
@@ -229,7 +247,8 @@ func freeLockIgnored(obs observation, ww primWait) (Violation, bool) {
 // its acquisition to its leaseUntil (a release that answered, or its
 // belief's end plus its lease), every abandoned read or write acquisition
 // from its start to its end plus its lease, and an earlier writer
-// attempt's marker for staleMarker after it gave up.
+// attempt's marker for staleMarker after it gave up, and what ww's own
+// unsettled tries left behind (leftBehind).
 func shadows(obs observation, ww primWait) [][2]time.Time {
 	var out [][2]time.Time
 	for _, h := range obs.holdings {
@@ -247,7 +266,53 @@ func shadows(obs observation, ww primWait) [][2]time.Time {
 			out = append(out, [2]time.Time{o.start, o.end.Add(staleMarker)})
 		}
 	}
+	return append(out, leftBehind(obs, ww)...)
+}
+
+// leftBehind returns, on a sim node, the leases that tries of ww itself
+// left in the writer key under a token other than its last try's: a hold
+// (reply 1) or a marker (reply 2) of a try whose outcome it could not
+// settle (abandoned, or answered too late), which refuses its later tries
+// until that try's clean-up deletes it or its lease ends (the clean-up's
+// own timeliness is not this check's).
+func leftBehind(obs observation, ww primWait) [][2]time.Time {
+	key := writerKeyOf(obs.prim)
+	var tries []sim.Execution
+	for _, e := range obs.history {
+		if !e.At.Before(ww.start) && !e.At.After(ww.end) && isWriteAcquire(e.Args, key) {
+			tries = append(tries, e)
+		}
+	}
+	if len(tries) == 0 {
+		return nil
+	}
+	last := tries[len(tries)-1].Args[5]
+	var out [][2]time.Time
+	for _, e := range tries {
+		arg := 0
+		switch e.Reply {
+		case ":1\r\n":
+			arg = 6 // ARGV[2], the hold's lease
+		case ":2\r\n":
+			arg = 7 // ARGV[3], the marker's
+		}
+		if arg == 0 || e.Args[5] == last || len(e.Args) <= arg {
+			continue
+		}
+		ms, _ := strconv.ParseInt(e.Args[arg], 10, 64)
+		out = append(out, [2]time.Time{e.At, e.At.Add(time.Duration(ms) * time.Millisecond)})
+	}
 	return out
+}
+
+// isWriteAcquire reports whether args run the write acquisition script on
+// the writer key key (ARGV from args[5] on).
+func isWriteAcquire(args []string, key string) bool {
+	if len(args) < 8 || args[3] != key {
+		return false
+	}
+	name := strings.ToUpper(args[0])
+	return name == "EVALSHA" && args[1] == conn.WriteAcquireScriptSHA || name == "EVAL" && args[1] == conn.WriteAcquireScript
 }
 
 // quietSince returns the start of the stretch, ending at t, during which

@@ -80,6 +80,27 @@ func TestRWLockWriterPreferring_TheChaosCheckerFlagsAStarvedWriter(t *testing.T)
 	}
 }
 
+func TestRWLockWriterPreferring_TheChaosCheckerCountsWhatTheWritersOwnTriesLeft(t *testing.T) {
+	waited := primWait{label: "w", start: at(10), end: at(800), gaveUp: true}
+	try := func(seq int64, ms float64, token, reply string) sim.Execution {
+		e := exec(seq, 5, reply, "EVALSHA", conn.WriteAcquireScriptSHA, "2", "{rw}:w", "{rw}:r", token, "200", "1030")
+		e.At = at(ms)
+		return e
+	}
+	obs := primObs()
+	obs.writers = []primWait{waited}
+	// A try left a marker it could not settle (a fresh token after it); the
+	// later tries are refused by that marker until its lease ends.
+	obs.history = []sim.Execution{try(1, 20, "old", ":2\r\n"), try(2, 400, "new", ":0\r\n"), try(3, 790, "newer", ":0\r\n")}
+	if got := checkWriterStarved(obs); len(got) != 0 {
+		t.Fatalf("%v; want none: its own earlier try's marker lasts to +1050ms", got)
+	}
+	obs.history = []sim.Execution{try(1, 20, "w1", ":2\r\n"), try(2, 400, "w1", ":0\r\n"), try(3, 790, "w1", ":0\r\n")}
+	if got := checkWriterStarved(obs); len(got) != 1 {
+		t.Fatalf("%v; want one: refused with nothing but its own current marker there", got)
+	}
+}
+
 func TestUncertainWriteNeverReplayed_TheChaosCheckerCountsPermitAndReaderScripts(t *testing.T) {
 	history := []sim.Execution{
 		exec(1, 5, ":1\r\n", "EVALSHA", conn.SemaphoreAcquireScriptSHA, "2", "{s}:sem", "{s}:sem:limit", "p", "200", "2"),
