@@ -26,6 +26,11 @@ type AcquireSpec struct {
 	// Fenced makes every try the fencing script of package coordination
 	// instead of SET NX PX; nil for a plain lease.
 	Fenced *Fenced
+	// OwnerSuffix is appended to each try's fresh token, making the key's
+	// whole value, which every owner comparison of the lock then uses
+	// (lease.WithOwner: a NUL byte and the owner's label); "" for none,
+	// which costs nothing.
+	OwnerSuffix string
 	// Kind is what the acquisition takes: the key (KindMutex), or a
 	// semaphore permit, a read hold or the write hold, WireKey then being
 	// the semaphore's holders key, the lock's readers key or its writer key

@@ -50,11 +50,15 @@ func (t *tries) waitOn() waitOn {
 	return waitOn{key: t.spec.WireKey}
 }
 
-// token returns the owner token of the next try: a fresh one, except for a
-// writer whose marker is on the server (the same token refreshes it).
+// token returns the owner token of the next try: a fresh one (with the
+// spec's owner suffix), except for a writer whose marker is on the server
+// (the same token refreshes it).
 func (t *tries) token() string {
 	if t.marker != "" {
 		return t.marker
+	}
+	if t.spec.OwnerSuffix != "" {
+		return t.d.newToken() + t.spec.OwnerSuffix
 	}
 	return t.d.newToken()
 }

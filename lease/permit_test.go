@@ -370,7 +370,7 @@ func TestAcquisitionMetrics_PermitsAndHoldsCountAsLocks(t *testing.T) {
 	if n := tel.sum(t, "respire.lock.acquisitions", str(attrResult, "contended")); n != 1 {
 		t.Fatalf("acquisitions contended = %d; want 1", n)
 	}
-	if n := tel.sum(t, "respire.lock.releases", str(attrOutcome, "released")); n != 2 {
+	if n := tel.sum(t, "respire.lock.releases", str(attrResult, "released")); n != 2 {
 		t.Fatalf("releases released = %d; want 2", n)
 	}
 	if n := tel.sum(t, "respire.lock.held"); n != 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
@@ -206,5 +207,36 @@ func TestPushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T) {
 	locks.Close()
 	if n := pending(); n != 0 {
 		t.Fatalf("%d retry timers left after Close", n)
+	}
+}
+
+// TestPushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry: a
+// holder's read failed and its retry is pending when the holder releases:
+// the retry reads for holders, none is left, so its timer is disarmed at
+// once rather than left armed until it fires (a virtual clock that never
+// moves shows it).
+func TestPushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry(t *testing.T) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, true))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "push:retry:release", 30*time.Second, WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "tracked", func() bool { return holderArmed(locks, "push:retry:release") })
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "CLIENT", Error: "LOADING Redis is loading the dataset in memory",
+		Match: func(args []string) bool { return len(args) > 2 && args[1] == "TRACKING" && args[2] == "OFF" }})
+	for _, id := range trackingClientIDs(srv) {
+		srv.Exec("CLIENT", "KILL", "ID", id)
+	}
+	pending := locks.Driver().PushRetries
+	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
+	if err := lock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d retry timers left after the last holder released", n)
 	}
 }
