@@ -48,17 +48,12 @@ func (k Kind) String() string {
 // a read hold) rather than a key's value.
 func (k Kind) member() bool { return k == KindPermit || k == KindRead }
 
-// The kind lives in two bits of Lock.flags (a Lock has no byte to spare).
-const (
-	kindShift = 2
-	kindMask  = lockFlags(3) << kindShift
-)
 
 // Kind returns what the lock holds. It does not block.
-func (l *Lock) Kind() Kind { return Kind((l.flags & kindMask) >> kindShift) }
+func (l *Lock) Kind() Kind { return l.kind }
 
 // setKind records the lock's kind; l is not shared yet.
-func (l *Lock) setKind(k Kind) { l.flags = l.flags&^kindMask | lockFlags(k)<<kindShift }
+func (l *Lock) setKind(k Kind) { l.kind = k }
 
 // leaseRef names one lease on the server: the key it lives under, the
 // owner token (or, for a waiting writer's marker, the marker's value) and

@@ -42,23 +42,39 @@ type Lock struct {
 	pushNext *Lock
 	callers  sm.CallerID // last CallerID handed out
 	keyStart uint16      // len of the view's prefix: Key is wireKey[keyStart:]
-	flags    lockFlags
-	// ownedEnd is how the keep-alive an acquisition started ended (what its
-	// cause would be, see ownedKeepAlive); CauseNone while it runs or if
-	// there was none.
-	ownedEnd sm.Cause
+	// flags are the lock's yes-or-no facts and how the keep-alive an
+	// acquisition started ended (ownedEnd); written under mu.
+	flags lockFlags
+	// kind is what the lock holds (kind.go): set before the Lock is shared
+	// and never changed, so it is read without mu (its own byte: a byte
+	// written under mu next to it would race with such reads).
+	kind Kind
 	// A Lock is 256 bytes (a size class): every byte is paid by each held
 	// lock (lease.TestLockStaysSmall); rarely used state belongs in side
 	// structs.
 }
 
-// lockFlags are a Lock's yes-or-no facts, as bits (one byte).
+// lockFlags are a Lock's yes-or-no facts, as bits, and in the bits above
+// them the cause of the end of the keep-alive an acquisition started (one
+// byte).
 type lockFlags uint8
 
 const (
 	flagClientClosed lockFlags = 1 << iota // the keep-alive ended because the client was closed
 	flagPushed                             // registered with the push hub as a holder (push_hold.go)
+	// ownedEndShift is where the owned keep-alive's end cause starts.
+	ownedEndShift = iota
 )
+
+// ownedEnd is how the keep-alive an acquisition started ended (what its
+// cause would be, see ownedKeepAlive); CauseNone while it runs or if there
+// was none. l.mu is held.
+func (l *Lock) ownedEnd() sm.Cause { return sm.Cause(l.flags >> ownedEndShift) }
+
+// setOwnedEnd records that end; l.mu is held.
+func (l *Lock) setOwnedEnd(c sm.Cause) {
+	l.flags = l.flags&(1<<ownedEndShift-1) | lockFlags(c)<<ownedEndShift
+}
 
 func (f lockFlags) has(bit lockFlags) bool { return f&bit != 0 }
 

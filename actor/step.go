@@ -143,7 +143,7 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
 		if l.keepAlive == ownedKeepAlive {
-			l.ownedEnd = e.Ending.Cause
+			l.setOwnedEnd(e.Ending.Cause)
 		} else if l.keepAlive != nil {
 			l.keepAlive.end(endingError(e.Ending))
 		}
