@@ -48,7 +48,6 @@ func (k Kind) String() string {
 // a read hold) rather than a key's value.
 func (k Kind) member() bool { return k == KindPermit || k == KindRead }
 
-
 // Kind returns what the lock holds. It does not block.
 func (l *Lock) Kind() Kind { return l.kind }
 
