@@ -90,12 +90,11 @@ type Driver struct {
 	background             track.Tracker // fences and clean-ups; Shutdown waits for them
 	inflight               track.Tracker // lock commands sent and the steps of their completions
 
-	closing    atomic.Bool // Shutdown began: read on every managed command
-	closeOnce  sync.Once
-	closeDone  chan struct{} // closed when the shutdown has finished
-	stop       context.Context
-	stopWork   context.CancelFunc // ends stop when Shutdown begins (WithReplicas' WAIT)
-	shutdownMu sync.Mutex
+	closing   atomic.Bool // Shutdown began: read on every managed command
+	closeOnce sync.Once
+	closeDone chan struct{} // closed when the shutdown has finished
+	stop      context.Context
+	stopWork  context.CancelFunc // ends stop when Shutdown begins (WithReplicas' WAIT)
 }
 
 // New returns a Driver on cfg.Transport. It sends nothing.

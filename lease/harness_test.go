@@ -195,10 +195,3 @@ func forEachServer(t *testing.T, fn func(t *testing.T, tg *target)) {
 	})
 }
 
-// newIdleClient returns a client of a fresh sim node, for tests that do not
-// care about the server.
-func newIdleClient(t *testing.T) rueidis.Client {
-	t.Helper()
-	srv := startSim(t, sim.Config{Profile: sim.Redis70})
-	return newClient(t, []string{srv.Addr()}, "", simPassword, false)
-}
