@@ -194,4 +194,3 @@ func forEachServer(t *testing.T, fn func(t *testing.T, tg *target)) {
 		fn(t, &target{profile: sim.Redis70, srv: srv, password: password, real: true})
 	})
 }
-
