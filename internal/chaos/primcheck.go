@@ -167,7 +167,7 @@ func checkWriterStarved(obs observation) []Violation {
 				continue
 			}
 			quiet = latest(quiet, waiting)
-			if r.start.Sub(quiet) >= readerAdmission {
+			if r.start.Sub(quiet) >= obs.scaled(readerAdmission) {
 				out = append(out, Violation{Rule: RuleWriterStarved, Key: obs.prim.rw, Evidence: fmt.Sprintf(
 					"%s was admitted at %s while writer %s waited [%s, %s], no fault in force since %s (%s)",
 					r.who, rel(obs.start, r.start), ww.label, rel(obs.start, ww.start), rel(obs.start, ww.end),
@@ -205,7 +205,7 @@ func markerSince(obs observation, ww primWait) (time.Time, bool) {
 // freeLockWindow, no fault was in force and no reader's or writer's lease
 // could have been on the server.
 func freeLockIgnored(obs observation, ww primWait) (Violation, bool) {
-	from := ww.end.Add(-freeLockWindow)
+	from := ww.end.Add(-obs.scaled(freeLockWindow))
 	if !ww.gaveUp || from.Before(ww.start) {
 		return Violation{}, false
 	}
@@ -355,7 +355,7 @@ const lateExecution = 100 * time.Millisecond
 func checkPermitFrees(obs observation) []Violation {
 	var out []Violation
 	for _, pw := range obs.permits {
-		from := pw.end.Add(-freeLockWindow)
+		from := pw.end.Add(-obs.scaled(freeLockWindow))
 		if !pw.gaveUp || from.Before(pw.start) {
 			continue
 		}
@@ -403,7 +403,7 @@ func permitShadows(obs observation, quiet time.Time) []shadow {
 	for _, f := range obs.failures {
 		if f.abandoned && f.kind == holdPermit {
 			out = append(out, shadow{who: f.label + " (abandoned)", from: f.start,
-				until: latest(f.end, quiet).Add(f.lease + lateExecution)})
+				until: latest(f.end, quiet).Add(f.lease + obs.scaled(lateExecution))})
 		}
 	}
 	return out

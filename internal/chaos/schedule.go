@@ -64,6 +64,7 @@ type observation struct {
 	final     map[string]keyState
 	readErr   error // reading the final state failed
 	prim      primPlan
+	slow      time.Duration   // the scale of the checks' liveness windows (raceSlowdown; 0 means 1)
 	writers   []primWait      // the writer's acquisitions
 	permits   []primWait      // the waiting permit acquisitions
 	members   map[string]bool // the permits' and read holds' tokens still members of their set at the end, by server time
@@ -160,7 +161,8 @@ func (s *schedule) run() observation {
 	inj.liftAll()
 	wg.Wait()
 	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
-		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim}
+		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim,
+		slow: raceSlowdown}
 	obs.stats.Add(s.outsider.stats)
 	obs.stats.Faults = inj.applied
 	for _, w := range workers {
@@ -212,6 +214,15 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 		proc.client.Close()
 	}
 	_ = s.proxy.Close()
+}
+
+// scaled is a liveness window d of the checks, scaled for a slow build
+// (raceSlowdown).
+func (o observation) scaled(d time.Duration) time.Duration {
+	if o.slow > 1 {
+		return d * o.slow
+	}
+	return d
 }
 
 // readFinal reads every lock key's value and PTTL.
