@@ -31,12 +31,13 @@ chaos:
 	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
 
 ## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
-## "not submitted") and the driver's (the renewer ignores its renewal's answer; caught in about one
+## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
-## first violation).
+## first violation) and a semaphore that admits one permit more than its limit.
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
+	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 
 ## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
 ## renewal mutation (the renewer ignores its renewal's answer) within 1,000 schedules.

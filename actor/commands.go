@@ -146,7 +146,7 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		unfenced = true
 		l.d.warnUnfenced(err)
 	}
-	res, err := l.d.run(ctx, s, conn.ReleaseOp(l.wireKey, l.token), j.route)
+	res, err := l.d.run(ctx, s, l.ref().release(), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
@@ -163,7 +163,7 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s conn.Session) event {
 	if o := l.d.obs; o != nil && j.due > 0 {
 		o.RenewalSent(l, j.due, l.d.clock.Now())
 	}
-	res, err := l.d.run(ctx, s, conn.ExtendOp(l.wireKey, l.token, ms), j.route)
+	res, err := l.d.run(ctx, s, l.ref().renew(ms), j.route)
 	outcome, err := renewalOutcome(res.Owned, err)
 	return event{kind: eventDone, op: j.op, outcome: outcome, err: err, unfenced: unfenced}
 }

@@ -166,7 +166,7 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
 		if l.keepAlive == ownedKeepAlive {
-			l.ownedEnd = e.Ending.Cause
+			l.setOwnedEnd(e.Ending.Cause)
 		} else if l.keepAlive != nil {
 			l.keepAlive.end(endingError(e.Ending))
 		}
@@ -246,13 +246,19 @@ func (l *Lock) fence(op sm.OpID) {
 	})
 }
 
-// cleanup deletes the lock of an abandoned acquisition, bounded, in the
-// background, once its SET (carried by setOn) can no longer run after the
-// delete (see Driver.cleanupDelete).
+// cleanup deletes the lease of an abandoned acquisition, bounded, in the
+// background, once its command (carried by setOn) can no longer run after
+// the delete (see Driver.cleanupDelete): the key, the permit or the read
+// hold; for a writer, its hold and then the waiting marker the try may
+// have set instead.
 func (l *Lock) cleanup(setOn conn.Session) {
 	ctx, cancel := l.d.bound(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := l.d.cleanupDelete(ctx, setOn, l.wireKey, l.token, conn.ReleaseOp(l.wireKey, l.token)); err != nil {
+	err := l.d.cleanupDelete(ctx, setOn, l.ref())
+	if err == nil && l.Kind() == KindWrite {
+		err = l.d.cleanupDelete(ctx, setOn, markerOf(l.wireKey, l.token))
+	}
+	if err != nil {
 		l.d.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.d.KeyArgs(l.wireKey, "error", err)...)
 	}
 }

@@ -80,7 +80,11 @@ const (
 	RuleFencedRan      Rule = "fence-is-final"      // a command of a fenced connection ran after the fence
 	RuleOrphan         Rule = "no-orphan"           // a token nobody may hold is left on the server
 	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
-	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
+	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
+	RuleReaderWriter   Rule = "no-reader-with-writer"
+	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
+	RulePermitFrees    Rule = "permit-frees"       // a permit waiter gave up though fewer than limit leases could be held
+	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.
@@ -109,6 +113,13 @@ type Stats struct {
 	OutsiderWrites   int // outsider SET NX that took a key
 	Fences           int // CLIENT KILL … ADDR the sim executed (0 on a real server)
 	AbandonedExpired int // abandoned acquisitions' leases that expired before their clean-up reached the server
+	PrimCalls        int // Semaphore.Acquire, RWLock.RLock and RWLock.Lock calls
+	Permits          int // ... that returned a permit
+	Reads            int // ... that returned a read hold
+	Writes           int // ... that returned the write hold
+	WriterGaveUp     int // write acquisitions that waited and found the lock held for the whole wait
+	PermitGaveUp     int // permit acquisitions that waited and found the semaphore full for the whole wait
+	Crashed          int // permits whose holder died holding them (no renewal, no release)
 	// ClosestGap is the smallest gap seen between the end of one owner's
 	// belief, when its lease ended it (not a release call), and the start of
 	// the next owner's on the same key (negative for an overlap): how close
@@ -132,6 +143,13 @@ func (s *Stats) Add(o Stats) {
 	s.OutsiderWrites += o.OutsiderWrites
 	s.Fences += o.Fences
 	s.AbandonedExpired += o.AbandonedExpired
+	s.PrimCalls += o.PrimCalls
+	s.Permits += o.Permits
+	s.Reads += o.Reads
+	s.Writes += o.Writes
+	s.WriterGaveUp += o.WriterGaveUp
+	s.PermitGaveUp += o.PermitGaveUp
+	s.Crashed += o.Crashed
 	if o.gapSeen && (!s.gapSeen || o.ClosestGap < s.ClosestGap) {
 		s.ClosestGap, s.gapSeen = o.ClosestGap, true
 	}
@@ -148,9 +166,13 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\nfaults injected: %s",
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\n"+
+		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain, "+
+		"%d permits of holders that died, %d permit waits in vain\n"+
+		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), strings.Join(faults, ", "))
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap),
+		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp, strings.Join(faults, ", "))
 }
 
 // Result is what one schedule did and what the checker found.

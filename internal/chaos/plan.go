@@ -64,6 +64,7 @@ type plan struct {
 	workload  time.Duration   // 300–500 ms
 	timeouts  []time.Duration // per process: WithCommandTimeout, 0 for none
 	faults    []*fault
+	prim      primPlan // the semaphore and the read/write lock (primitives.go)
 }
 
 // newPlan derives a schedule's plan from its seed alone.
@@ -89,6 +90,7 @@ func newPlan(seed uint64) plan {
 	p.faults = planFaults(rand.New(rand.NewPCG(seed, streamFaults)), p.workload, p.processes)
 	p.faults = addPushFault(rand.New(rand.NewPCG(seed, streamPushFaults)), p.faults, p.workload, p.keys)
 	p.faults = addPartition(rand.New(rand.NewPCG(seed, streamPartition)), p.faults, p.workload, p.timeouts)
+	p.prim = newPrimPlan(seed)
 	return p
 }
 

@@ -305,3 +305,16 @@ func (w *world) pushArrived(c *connection, a answer) {
 		h(c.node.addr, a.keys)
 	}
 }
+
+// WatchScoreMany implements conn.Transport for sorted-set members (a
+// semaphore's permits, a read/write lock's readers). The simulator's
+// workload takes neither, so every read is refused as a server refusing
+// tracking would be: the driver then polls.
+func (t *simTransport) WatchScoreMany(_ context.Context, reads []conn.MemberRead, out []conn.WatchReadResult) []conn.WatchReadResult {
+	out = slices.Grow(out[:0], len(reads))[:len(reads)]
+	clear(out)
+	for i := range out {
+		out[i].Err = &conn.Error{Class: conn.Definite, Op: "watch", Err: conn.ErrTrackingRefused}
+	}
+	return out
+}

@@ -99,8 +99,9 @@ func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) 
 		return respireHeld{lock}, nil
 	}
 	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
-		serverKeys: func(key string) []string { return []string{key} },
-		close:      func() { locks.Close(); client.Close() }}, nil
+		serverKeys: func(key string) []string { return []string{key} }, sem: respireSem(locks, c, ttl),
+		semWait: respireSemWait(locks, c, ttl), semHold: respireSemHold(locks, c, ttl),
+		close: func() { locks.Close(); client.Close() }}, nil
 }
 
 // respireHeld is a respire-go lock with its keep-alive.
