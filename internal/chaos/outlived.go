@@ -22,11 +22,17 @@ type leaseEnd struct {
 // token's lease on the server plus the drift margin. The library counts
 // its estimate from before each send and the server from when it ran the
 // write, so the server's lease can only outlive the promise; a renewal of
-// unknown outcome taken as confirmed breaks that.
+// unknown outcome taken as confirmed breaks that. It judges mutex leases
+// (a key's value): a permit's or hold's lease is a sorted-set score written
+// by the primitives' scripts, which the limit and reader/writer checks of
+// primcheck.go judge.
 func checkOutlived(obs observation) []Violation {
 	ends := serverLeaseEnds(obs.history)
 	var out []Violation
 	for _, h := range obs.holdings {
+		if h.kind != holdMutex {
+			continue
+		}
 		belief := h.beliefEnd()
 		if !belief.After(h.acquiredAt) {
 			continue
