@@ -5,7 +5,7 @@ SIM_RUNS  ?= 1000000
 CHAOS_RUNS ?= 10000
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test demo sim chaos chaos-mutation dst-mutation bench lint fmt
+.PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
@@ -15,6 +15,7 @@ test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	bash scripts/with-servers.sh env -C goredis $(GO) test -race -count=1 -timeout 10m ./...
 	cd bench && $(GO) test -count=1 ./cmd/...
+	$(MAKE) allocs
 	$(MAKE) chaos-mutation
 	$(MAKE) dst-mutation
 
@@ -29,6 +30,11 @@ sim:
 ## chaos: a randomised fault campaign through the real client (rueidis, lease, fault proxy) on sim nodes.
 chaos:
 	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
+
+## allocs: the allocation checks of the hot path, without the race detector (its instrumentation
+## allocates, so under -race they only check a loose bound).
+allocs:
+	$(GO) test -count=1 -run 'AllocatesNoMore|CostsNothingWhenUnused' ./lease
 
 ## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
 ## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one

@@ -117,7 +117,10 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if o := l.d.obs; o != nil {
 		o.Stepped(l, in, effects)
 	}
-	if !early && ((in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled) {
+	if early || (in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled {
+		// Again when freed early (op ids are never reused, so this only
+		// frees nothing twice): the step may have ended the lease, and the
+		// lock's command slots then go back to their pool.
 		l.forgetOp(in.Op)
 	}
 	if deadline, held := l.h.LeaseDeadline(); held {
