@@ -40,6 +40,12 @@ type request struct {
 // caller whose ctx ends after the hand-off returns at once, Uncertain, and
 // the session goes on for its other callers (rule GoRedisCallerNeverWaitsOnTheSocket).
 func (s *session) exchange(ctx context.Context, op string, cmds []conn.Command, route *conn.Route) ([]result, error) {
+	return s.submit(ctx, op, cmds, route, true)
+}
+
+// submit is exchange; report false keeps the commands from the observer
+// (ExtendMany's pipelined renewals).
+func (s *session) submit(ctx context.Context, op string, cmds []conn.Command, route *conn.Route, report bool) ([]result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, s.notSent(op, err)
 	}
@@ -48,6 +54,9 @@ func (s *session) exchange(ctx context.Context, op string, cmds []conn.Command, 
 	}
 	if !route.Carry(s) {
 		return nil, s.notSent(op, conn.ErrAborted)
+	}
+	if report {
+		s.t.report(ctx, cmds...)
 	}
 	r := &request{cmds: cmds, done: make(chan struct{}), ctx: ctx}
 	if !s.enqueue(r) {

@@ -35,7 +35,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []conn.ExtendRequest)
 	if len(cmds) == 0 {
 		return results
 	}
-	replies, err := s.exchange(ctx, "extend", cmds, nil)
+	replies, err := s.submit(ctx, "extend", cmds, nil, false)
 	if err == nil {
 		err = s.checkPrimary("extend")
 	}
@@ -192,7 +192,10 @@ func (s *session) Fenced() bool {
 // Sentinel mode: a kill that reached another node than s's proves the
 // master moved (s is then demoted, nothing to kill).
 func (t *Transport) sendFence(ctx context.Context, s *session, id conn.Identity) error {
-	t.retireFor(s, conn.RetiredFenced)
+	t.unlist(s)
+	if s.markRetired(conn.RetiredFenced) {
+		defer t.reportRetired(s.node, conn.RetiredFenced)
+	}
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {
 		if e := ctx.Err(); e != nil {

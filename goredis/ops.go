@@ -133,8 +133,9 @@ func (s *session) checkPrimary(op string) error {
 // interpret consumes a reply of an acquisition, extension, release or
 // owner query; done false means the next fallback step is due.
 func (s *session) interpret(op string, o *conn.Operation, r result) (conn.Result, bool, error) {
+	step := o.Step()
 	out := o.Interpret(r.reply)
-	s.caps.AddNew(out.Learned)
+	s.learn(step, out)
 	if !out.Done {
 		return conn.Result{}, false, nil
 	}
@@ -150,6 +151,7 @@ func (s *session) interpretFenced(op string, f *conn.FencedAcquire, r result) (c
 	out := f.Interpret(r.reply)
 	switch {
 	case !out.Done:
+		s.scriptNotCached()
 		return conn.Result{}, false, nil // NOSCRIPT: the script did not run; EVAL it
 	case out.Redirect != nil || out.Err != nil:
 		res, err := s.finishError(op, out.Redirect, out.Err, r.server)
@@ -167,6 +169,7 @@ func (s *session) interpretScript(op string, c *conn.ScriptCall, r result) (conn
 	out := c.Interpret(r.reply)
 	switch {
 	case !out.Done:
+		s.scriptNotCached()
 		return conn.Result{}, false, nil
 	case out.LimitMismatch != nil:
 		if r.server != nil {

@@ -57,6 +57,7 @@ type Transport struct {
 	cluster *redis.ClusterClient // cluster
 	addr    string               // standalone: the node's address as the client names it
 
+	obs          *conn.Observer         // telemetry (SetObserver); nil: none
 	idleCheck    atomic.Int64           // see SetIdleCheck
 	primary      atomic.Pointer[string] // Sentinel: the node the latest Conn reached (laddr)
 	lastProbe    atomic.Int64           // monoNow of the last client probe (ClientAlive)

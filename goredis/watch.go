@@ -137,8 +137,9 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	}
 	w.reader = nc.EphemeralConn()
 	w.w.install(w.reader)
-	results, err := w.w.roundTrip(ctx, w.reader, []conn.Command{conn.TrackingOffCommand(),
-		conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()})
+	open := []conn.Command{conn.TrackingOffCommand(), conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()}
+	t.report(ctx, open...)
+	results, err := w.w.roundTrip(ctx, w.reader, open)
 	if err == nil {
 		for _, r := range results {
 			if r.transport != nil {

@@ -251,6 +251,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, nodes []string, idx []i
 	for _, i := range idx {
 		cmds = append(cmds, conn.CachingYesCommand(), conn.OwnerCommand(keys[i]))
 	}
+	t.report(ctx, cmds...)
 	w.mu.Lock()
 	results, err := w.w.roundTrip(ctx, w.reader, cmds)
 	w.mu.Unlock()
