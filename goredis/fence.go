@@ -60,15 +60,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []conn.ExtendRequest)
 
 // drive finishes an Operation from its current step on this session.
 func (s *session) drive(ctx context.Context, op string, o *conn.Operation, route *conn.Route) (conn.Result, error) {
-	for {
-		r, err := s.step(ctx, op, o.Command(), false, route)
-		if err != nil {
-			return conn.Result{Session: s}, err
-		}
-		if res, done, err := s.interpret(op, o, r); done {
-			return res, err
-		}
-	}
+	return s.driveAsking(ctx, op, o, false, route)
 }
 
 // ProbeKill implements conn.Session: CLIENT KILL ID <own id> SKIPME yes on
@@ -78,11 +70,11 @@ func (s *session) ProbeKill(ctx context.Context) error {
 	if !ok {
 		return &conn.Error{Class: conn.NotSubmitted, Op: "probe", Addr: s.node, Session: s, Err: conn.ErrNoIdentity}
 	}
-	results, err := s.exchange(ctx, "probe", []conn.Command{conn.ProbeKillCommand(id.ID)}, nil)
+	r, err := s.exchangeOne(ctx, "probe", newWireCmd(ctx, conn.ProbeKillCommand(id.ID).Args), nil)
 	if err != nil {
 		return err
 	}
-	if r := results[0]; r.reply.Kind == conn.ReplyError {
+	if r.reply.Kind == conn.ReplyError {
 		return definite("probe", s, r)
 	}
 	return nil

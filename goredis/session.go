@@ -32,7 +32,9 @@ type session struct {
 	identityErr error
 
 	mu      sync.Mutex
+	busy    bool // the Conn is in use: by the drainer, or by a caller (drain.go)
 	queue   []*request
+	batch   []*request    // the drainer's batch buffer (take)
 	wake    chan struct{} // cap 1: the queue grew, or the session retired
 	stopped chan struct{} // closed once the drainer ended and the Conn is closed
 
