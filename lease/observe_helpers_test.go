@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // telemetry is an OpenTelemetry SDK that keeps what it records in memory:
@@ -88,97 +86,6 @@ func (tel *telemetry) sum(t testing.TB, name string, want ...attribute.KeyValue)
 		}
 	}
 	return n
-}
-
-// count is the number of measurements of the histogram name whose
-// attributes include want.
-func (tel *telemetry) count(t testing.TB, name string, want ...attribute.KeyValue) uint64 {
-	t.Helper()
-	m, ok := tel.metric(t, name)
-	if !ok {
-		return 0
-	}
-	data, ok := m.Data.(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("metric %s is a %T; want a float64 histogram", name, m.Data)
-	}
-	if m.Unit != "s" {
-		t.Errorf("histogram %s has unit %q; want s", name, m.Unit)
-	}
-	var n uint64
-	for _, dp := range data.DataPoints {
-		if has(dp.Attributes, want) {
-			n += dp.Count
-		}
-	}
-	return n
-}
-
-// attrKeys lists every attribute key the metric name uses.
-func (tel *telemetry) attrKeys(t testing.TB, name string) []string {
-	t.Helper()
-	m, _ := tel.metric(t, name)
-	var sets []attribute.Set
-	switch data := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		for _, dp := range data.DataPoints {
-			sets = append(sets, dp.Attributes)
-		}
-	case metricdata.Histogram[float64]:
-		for _, dp := range data.DataPoints {
-			sets = append(sets, dp.Attributes)
-		}
-	}
-	var keys []string
-	for _, s := range sets {
-		for _, kv := range s.ToSlice() {
-			if !slices.Contains(keys, string(kv.Key)) {
-				keys = append(keys, string(kv.Key))
-			}
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// ended returns the ended spans called name.
-func (tel *telemetry) ended(name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range tel.spans.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// attr returns the value of span's attribute key as text, "" if absent.
-func attr(span sdktrace.ReadOnlySpan, key string) string {
-	for _, kv := range span.Attributes() {
-		if string(kv.Key) == key {
-			return kv.Value.String()
-		}
-	}
-	return ""
-}
-
-// events returns the names of span's events.
-func events(span sdktrace.ReadOnlySpan) []string {
-	var out []string
-	for _, e := range span.Events() {
-		out = append(out, e.Name)
-	}
-	return out
-}
-
-// linksTo reports whether span links to the span context sc.
-func linksTo(span sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
-	for _, l := range span.Links() {
-		if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
-			return true
-		}
-	}
-	return false
 }
 
 // noSecretIn fails when text shows any of the tokens.
