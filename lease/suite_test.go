@@ -340,6 +340,9 @@ func TestResetExpiryFalseLosesTheLockAndLaterResetsSendNothing(t *testing.T) {
 func TestResetTimedOutAfterTheSendIsFencedAndLost(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "ResetTimedOutAfterTheSendIsFencedAndLost")
 }
+func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "SentinelFailover_SessionsFollowTheNewPrimary")
+}
 func TestStarterCancelledBeforeTheSendHandsTheReleaseToAJoiner(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "StarterCancelledBeforeTheSendHandsTheReleaseToAJoiner")
 }
