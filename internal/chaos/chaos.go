@@ -62,6 +62,9 @@ type Options struct {
 	Target string
 	// Password of Target's default user.
 	Password string
+	// Transport is the client the processes run their locks on (the zero
+	// Transport is Rueidis).
+	Transport Transport
 }
 
 // Rule names one of the checker's rules.
@@ -149,6 +152,7 @@ func (s Stats) String() string {
 // Result is what one schedule did and what the checker found.
 type Result struct {
 	Seed       uint64
+	Transport  string      // the processes' transport (Transport.Name)
 	Target     string      // the real server, "" for a sim node
 	Profile    sim.Profile // the sim node's profile ("" on a real server)
 	Stats      Stats
@@ -172,9 +176,13 @@ func (r Result) Broken() bool {
 	return len(r.Violations) > 0
 }
 
-// Replay returns the command that runs this schedule again.
+// Replay returns the command that runs this schedule again (the go-redis
+// transport's campaign is the goredis module's cmd/chaos).
 func (r Result) Replay() string {
 	cmd := fmt.Sprintf("go run ./cmd/chaos -runs 1 -seed %d", r.Seed)
+	if r.Transport != "" && r.Transport != Rueidis.Name {
+		cmd = fmt.Sprintf("cd goredis && go run ./cmd/chaos -runs 1 -seed %d -transport %s", r.Seed, r.Transport)
+	}
 	if r.Target != "" {
 		cmd += " -target " + r.Target
 	}
@@ -188,7 +196,10 @@ func (r Result) Replay() string {
 func Run(opt Options) Result {
 	start := time.Now()
 	p := newPlan(opt.Seed)
-	res := Result{Seed: opt.Seed, Target: opt.Target}
+	if opt.Transport.Locks == nil {
+		opt.Transport = Rueidis
+	}
+	res := Result{Seed: opt.Seed, Transport: opt.Transport.Name, Target: opt.Target}
 	if opt.Target == "" {
 		res.Profile = p.profile
 	}

@@ -19,6 +19,7 @@ const (
 	streamFaults                    // the fault schedule
 	streamOutsider                  // the outsider's keys and leases
 	streamPushFaults                // the push faults (a stream of their own: the other faults of a seed stay as they were)
+	streamTransport                 // the transport a campaign draws for the seed (DrawTransport)
 	// worker w draws from stream w (PCG seeded from the seed and w).
 )
 
