@@ -1,6 +1,7 @@
 package goredis
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
@@ -14,7 +15,15 @@ import (
 // New on a go-redis client at its defaults (a *redis.Client for one
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
-var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel}
+var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError}
+
+func suiteServerError(err error) (string, bool) {
+	var redisErr redis.Error
+	if !errors.As(err, &redisErr) {
+		return "", false
+	}
+	return redisErr.Error(), true
+}
 
 func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease.Locks, func()) {
 	t.Helper()

@@ -268,3 +268,14 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 		return 0, context.Cause(ctx)
 	}
 }
+
+// TrackingRefused reports whether node refused tracking to its current
+// session (see conn.ErrTrackingRefused), as conn.Pool's TrackingRefused
+// does; it sends nothing and is safe for concurrent use.
+func (t *Transport) TrackingRefused(node string) bool {
+	cur, _ := t.current(node)
+	t.watch.mu.Lock()
+	defer t.watch.mu.Unlock()
+	r, ok := t.watch.refused[node]
+	return ok && r.session == cur
+}

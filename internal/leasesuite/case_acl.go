@@ -1,14 +1,11 @@
 package leasesuite
 
 import (
-	"errors"
 	"github.com/respire-go/respire/lease"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -97,8 +94,8 @@ func caseMissingPermissionReturnsTheErrorWithoutTryingAnotherImplementation(t *t
 // EVALSHA/EVAL with nothing sent after it.
 func assertDeniedStop(t *testing.T, tg *target, op rawOp, ok bool, err error, got []string, denied string) {
 	t.Helper()
-	var redisErr *rueidis.RedisError
-	if ok || !errors.As(err, &redisErr) {
+	reply, isReply := tg.tr.ServerError(err)
+	if ok || !isReply {
 		t.Fatalf("%s = %v, %v; want false and a server error", op.name, ok, err)
 	}
 	if idx := slices.IndexFunc(op.want, func(c string) bool { return strings.EqualFold(c, denied) }); idx >= 0 {
@@ -106,8 +103,8 @@ func assertDeniedStop(t *testing.T, tg *target, op rawOp, ok bool, err error, go
 		if tg.real {
 			want = tg.visible(op.want[:idx]) // MONITOR does not show commands refused by ACL
 		}
-		if !slices.Equal(got, want) || !strings.HasPrefix(redisErr.Error(), "NOPERM") {
-			t.Fatalf("%s without %s: sent %v, err %q; want %v and NOPERM", op.name, denied, got, redisErr.Error(), want)
+		if !slices.Equal(got, want) || !strings.HasPrefix(reply, "NOPERM") {
+			t.Fatalf("%s without %s: sent %v, err %q; want %v and NOPERM", op.name, denied, got, reply, want)
 		}
 		return
 	}

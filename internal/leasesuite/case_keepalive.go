@@ -10,7 +10,6 @@ import (
 	"weak"
 
 	"github.com/respire-go/respire/actor"
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -258,7 +257,7 @@ func killSession(t *testing.T, srv *sim.Server, lock *lease.Lock) {
 	if !ok || !srv.KillClient(id.ID) {
 		t.Fatalf("cannot kill the session (identity %v)", ok)
 	}
-	coreOf(lock).Driver().Transport().(*conn.Pool).SetIdleCheck(0)
+	idleChecked(t, coreOf(lock).Driver().Transport()).SetIdleCheck(0)
 }
 
 func caseKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T, tr Transport) {

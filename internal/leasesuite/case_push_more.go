@@ -108,7 +108,7 @@ func casePushFallsBackToPolling_TrackingDenied(t *testing.T, tr Transport) {
 				got <- acquired{lock: lock, err: err}
 			}()
 			eventually(t, "the refusal remembered", func() bool {
-				return locks.Driver().Transport().(*conn.Pool).TrackingRefused(tg.srv.Addr()) || locks.Driver().Transport().(*conn.Pool).TrackingRefused(holderNode(locks))
+				return trackingRefused(t, locks, tg.srv.Addr()) || trackingRefused(t, locks, holderNode(locks))
 			})
 			if _, err := holder.Release(ctx); err != nil {
 				t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -169,7 +168,7 @@ func casePushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T, tr Transpor
 	eventually(t, "tracked again after the node served", func() bool {
 		return holderArmed(locks, "push:busy") && len(trackingClientIDs(srv)) == 1
 	})
-	if locks.Driver().Transport().(*conn.Pool).TrackingRefused(srv.Addr()) {
+	if trackingRefused(t, locks, srv.Addr()) {
 		t.Fatal("LOADING was remembered as a refusal")
 	}
 	srv.Exec("DEL", "push:busy")

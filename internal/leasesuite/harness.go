@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/internal/simtest"
 	"github.com/respire-go/respire/lease"
@@ -186,4 +187,31 @@ func forEachServer(t *testing.T, tr Transport, fn func(t *testing.T, tg *target)
 func startRealServer(t *testing.T, addr, password string) *Monitored {
 	t.Helper()
 	return StartMonitored(t, addr, password, assertNoDiscoveryCommands)
+}
+
+// idleChecked returns tr's idle-check control (conn.Pool and the goredis
+// transport both have one), failing t when it has none.
+func idleChecked(t *testing.T, tr conn.Transport) interface {
+	SetIdleCheck(time.Duration) time.Duration
+} {
+	t.Helper()
+	ic, ok := tr.(interface {
+		SetIdleCheck(time.Duration) time.Duration
+	})
+	if !ok {
+		t.Fatalf("the transport %T has no SetIdleCheck", tr)
+	}
+	return ic
+}
+
+// trackingRefused reports whether the transport of locks remembers that
+// node refused tracking (conn.Pool's and the goredis transport's
+// TrackingRefused), failing t when it cannot say.
+func trackingRefused(t *testing.T, locks *lease.Locks, node string) bool {
+	t.Helper()
+	tr, ok := locks.Driver().Transport().(interface{ TrackingRefused(node string) bool })
+	if !ok {
+		t.Fatalf("the transport %T has no TrackingRefused", locks.Driver().Transport())
+	}
+	return tr.TrackingRefused(node)
 }

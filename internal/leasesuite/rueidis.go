@@ -1,6 +1,7 @@
 package leasesuite
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -13,7 +14,15 @@ import (
 
 // Rueidis is the suite's transport over rueidis: lease.New on a rueidis
 // client (with rueidis' client-side caching unless Client.Plain).
-var Rueidis = Transport{Name: "rueidis", Locks: rueidisLocks, Sentinel: rueidisSentinel}
+var Rueidis = Transport{Name: "rueidis", Locks: rueidisLocks, Sentinel: rueidisSentinel, ServerError: rueidisServerError}
+
+func rueidisServerError(err error) (string, bool) {
+	var redisErr *rueidis.RedisError
+	if !errors.As(err, &redisErr) {
+		return "", false
+	}
+	return redisErr.Error(), true
+}
 
 func rueidisLocks(t testing.TB, c Client, opts ...lease.Option) (*lease.Locks, func()) {
 	t.Helper()

@@ -37,6 +37,10 @@ type Transport struct {
 	// Sentinel returns Locks on a new client of the Sentinel set master
 	// behind sentinels (password for the sentinels and the data nodes).
 	Sentinel func(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks
+	// ServerError returns the server's error reply that err carries, as
+	// the client reports it (rueidis' *RedisError, go-redis' redis.Error),
+	// and false when err carries none.
+	ServerError func(err error) (reply string, ok bool)
 }
 
 // Client describes the client a Transport builds.
