@@ -26,6 +26,11 @@ type AcquireSpec struct {
 	// Fenced makes every try the fencing script of package coordination
 	// instead of SET NX PX; nil for a plain lease.
 	Fenced *Fenced
+	// OwnerSuffix is appended to each try's fresh token, making the key's
+	// whole value, which every owner comparison of the lock then uses
+	// (lease.WithOwner: a NUL byte and the owner's label); "" for none,
+	// which costs nothing.
+	OwnerSuffix string
 }
 
 // Acquire takes spec.WireKey under a fresh token per try (SET NX PX on
@@ -152,6 +157,9 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	d := t.d
 	lock := d.tries.get(d)
 	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, d.newToken(), uint16(t.spec.KeyStart)
+	if t.spec.OwnerSuffix != "" {
+		lock.token += t.spec.OwnerSuffix
+	}
 	if t.spec.KeepAlive {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as

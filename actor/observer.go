@@ -33,3 +33,7 @@ func (l *Lock) AcquireSpan() *trace.SpanContext {
 	defer l.mu.Unlock()
 	return l.acquireSpan
 }
+
+// AcquireSpanLocked is AcquireSpan for an Observer's Stepped, which runs
+// with l's mutex held.
+func (l *Lock) AcquireSpanLocked() *trace.SpanContext { return l.acquireSpan }

@@ -145,13 +145,14 @@ func (h *pushHub) linkHolderLocked(l *Lock) {
 }
 
 // unlinkHolderLocked takes l out of its key's chain (a walk of the chain,
-// rarely longer than one), dropping the key from held when none is left;
-// h.mu is held.
+// rarely longer than one), dropping the key from held, and its pending
+// read retry, when none is left; h.mu is held.
 func (h *pushHub) unlinkHolderLocked(l *Lock) {
 	key := l.wireKey
 	if first := h.held.get(key); first == l {
 		if l.pushNext == nil {
 			h.held.remove(key)
+			h.stopRetryLocked(key) // the retry reads for holders: none is left
 		} else {
 			h.held.set(l.pushNext)
 		}
@@ -358,6 +359,9 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 	h.stats.holderReads++
 	if err == nil {
 		e.armed = e.armed || e.gen == r.gen
+		if !found {
+			h.keyMissingLocked(r.key)
+		}
 	}
 	holders := h.held.get(r.key) != nil
 	again = e.recheck && err == nil && holders && !h.closed
@@ -395,6 +399,15 @@ func (h *pushHub) retryCheckLocked(key string) {
 			h.startCheckLocked(key)
 		}
 	})
+}
+
+// stopRetryLocked disarms key's pending holders' read retry, if any;
+// h.mu is held.
+func (h *pushHub) stopRetryLocked(key string) {
+	if t := h.retries[key]; t != nil {
+		t.Stop()
+		delete(h.retries, key)
+	}
 }
 
 // pushRefuted ends the lock after a read proved the key is not ours (only

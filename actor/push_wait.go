@@ -39,6 +39,8 @@ type pushHub struct {
 	cancel  context.CancelFunc
 	retries map[string]Timer // a holder read's pending retry per key (push_hold.go)
 	checks  checkQueue       // keys waiting for their holders' read, and its workers (push_hold.go)
+	// observers follow keys' changes without acquiring (push_observe.go).
+	observers map[string][]*KeyWatch
 }
 
 // close stops new background reads and cancels the holders' reads in
@@ -67,6 +69,7 @@ type pushKey struct {
 	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
 	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
 	missed  bool          // an invalidation came while the baton was out
+	verify  bool          // that baton came from an invalidation alone: read before trying (push_recheck.go)
 	queued  bool          // in the queue of keys due a holders' read (once at most)
 	check   bool          // a holders' read is in flight
 	recheck bool          // an invalidation (or a new holder) came during that read
@@ -123,6 +126,7 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if keys == nil {
+		h.notifyObserversLocked("", true, nil)
 		// In a fixed order (sorted), so that a simulation replays it: the
 		// reads queued here are sent in this order.
 		all := make([]string, 0, len(h.keys))
@@ -141,6 +145,7 @@ func (h *pushHub) onInvalidate(_ string, keys []string) {
 		return
 	}
 	for _, key := range keys {
+		h.notifyObserversLocked(key, false, nil)
 		h.invalidateLocked(key, h.keys[key])
 	}
 }
@@ -158,7 +163,7 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		// waiters are woken only if it finds the key free.
 		h.startCheckLocked(key)
 	case e != nil:
-		h.passBatonLocked(e)
+		h.passChangedLocked(e)
 	}
 }
 
@@ -176,7 +181,7 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 		return
 	}
 	e.baton = e.waiters[0]
-	e.missed = false
+	e.missed, e.verify = false, false
 	h.stats.batons++
 	select {
 	case e.baton.wake <- struct{}{}:
@@ -228,7 +233,7 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 			if retriableRead(err) {
 				sleep = min(sleep, pushCheckRetry)
 			}
-			return h.park(ctx, w, sleep)
+			return h.parkUntilTry(ctx, key, w, sleep, parked)
 		}
 		if free {
 			return nil
@@ -236,9 +241,9 @@ func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Durat
 		armed = true
 	}
 	if !armed { // another waiter's read is in flight: not tracked yet
-		return h.park(ctx, w, sleep)
+		return h.parkUntilTry(ctx, key, w, sleep, parked)
 	}
-	return h.park(ctx, w, parked)
+	return h.parkUntilTry(ctx, key, w, parked, parked)
 }
 
 // park waits for w's wake, sleep on the clock, or ctx, through the
@@ -269,6 +274,9 @@ func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, e
 	h.stats.reads++
 	if err != nil {
 		return false, err
+	}
+	if !found {
+		h.keyMissingLocked(key)
 	}
 	if e.gen != gen {
 		return true, nil

@@ -192,11 +192,17 @@ func (l *Lock) callerContext(id sm.CallerID) context.Context {
 }
 
 // fence kills the session that carried op, from another connection, and
-// reports the answer. A command that never reached a session needs no
-// fence. Fences of one session are shared (conn.Transport.Fence), so the
-// other locks whose commands rode the same socket pay no second kill.
+// reports the answer. It first aborts op's route, so the command is never
+// handed to a socket from now on (it may still be on its way: a renewal
+// waiting for its session's idle check); a command that never reached a
+// session then needs no fence. Fences of one session are shared
+// (conn.Transport.Fence), so the other locks whose commands rode the same
+// socket pay no second kill.
 func (l *Lock) fence(op sm.OpID) {
-	s := l.carrierOf(op)
+	var s conn.Session
+	if r := l.routeOf(op); r != nil {
+		s = r.Abort()
+	}
 	if s == nil {
 		// Answered at once, after this step (l.mu is held here).
 		l.d.goBackground(func() { l.handle(event{kind: eventFence, op: op}) })

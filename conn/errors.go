@@ -4,41 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Class tells what an error proves about a command's effect on the server.
-type Class int
+// It is the state machine's Outcome (one vocabulary for the wire and the
+// core): a classified error is one of its three failure values.
+type Class = sm.Outcome
 
 // The error classes.
 const (
 	// Definite: the server answered with an error reply; the command did not
 	// take effect (or, for MOVED/ASK, did not run on that node).
-	Definite Class = iota + 1
+	Definite = sm.OutcomeDefinite
 	// NotSubmitted: the command provably never reached the wire (context
 	// already done before hand-off, session closing, dial failure). Ownership
 	// is unchanged and retrying is safe.
-	NotSubmitted
+	NotSubmitted = sm.OutcomeNotSubmitted
 	// Uncertain: the command may or may not have run (timeout, cancellation
 	// or connection loss after hand-off). It is never replayed; managed
 	// callers treat ownership as lost and fence the session.
-	Uncertain
+	Uncertain = sm.OutcomeUncertain
 )
 
-// String names the class.
-func (c Class) String() string {
-	switch c {
-	case Definite:
-		return "definite"
-	case NotSubmitted:
-		return "not-submitted"
-	case Uncertain:
-		return "uncertain"
-	}
-	return fmt.Sprintf("class(%d)", int(c))
-}
-
 // phrase says what the class means, for error texts.
-func (c Class) phrase() string {
+func phrase(c Class) string {
 	switch c {
 	case Definite:
 		return "the server refused it"
@@ -96,9 +87,9 @@ type Error struct {
 // Error describes the failure without any token or key bytes.
 func (e *Error) Error() string {
 	if e.Addr == "" {
-		return fmt.Sprintf("%s: %s: %v", e.Op, e.Class.phrase(), e.Err)
+		return fmt.Sprintf("%s: %s: %v", e.Op, phrase(e.Class), e.Err)
 	}
-	return fmt.Sprintf("%s on %s: %s: %v", e.Op, e.Addr, e.Class.phrase(), e.Err)
+	return fmt.Sprintf("%s on %s: %s: %v", e.Op, e.Addr, phrase(e.Class), e.Err)
 }
 
 // Unwrap returns the cause.

@@ -148,10 +148,15 @@ func (p *Pool) reportCommand(ctx context.Context, name string) {
 	}
 }
 
+// ProbeCommandName is what Observer.Command calls the permission probe
+// (ProbeKillCommand: CLIENT KILL ID <own id> SKIPME yes, which kills
+// nothing), so that a trace never shows it as a fence's CLIENT KILL.
+const ProbeCommandName = "CLIENT KILL SKIPME (permission probe)"
+
 // CommandName is the command's name as the server's documentation writes
 // it (Observer.Command's name): the first word, and the subcommand of
-// CLIENT and CLUSTER. It returns a constant string or cmd's own first
-// argument (no allocation).
+// CLIENT and CLUSTER (the permission probe gets ProbeCommandName). It
+// returns a constant string or cmd's own first argument (no allocation).
 func CommandName(cmd Command) string {
 	if len(cmd.Args) == 0 {
 		return ""
@@ -162,6 +167,8 @@ func CommandName(cmd Command) string {
 			return "CLIENT ID"
 		case cmd.Args[1] == "INFO":
 			return "CLIENT INFO"
+		case cmd.Args[1] == "KILL" && len(cmd.Args) > 4 && cmd.Args[4] == "SKIPME":
+			return ProbeCommandName
 		case cmd.Args[1] == "KILL":
 			return "CLIENT KILL"
 		case cmd.Args[1] == "SLOTS":

@@ -28,6 +28,7 @@ const (
 	primOwned                                 // renew, release: 1 yes, 0 no
 	primLease                                 // n > 0 ms left, 0 or -2 not live
 	primCount                                 // n ≥ 0 live holders
+	primOwnerLease                            // n ≥ 0 ms left, -1 no expiry, -2 changed (owner_lease.go)
 )
 
 // primitiveCall is one primitive operation, immutable once built and
@@ -97,7 +98,8 @@ type ScriptOutcome struct {
 	// Waiting: a write acquisition was not granted, but the token's waiting
 	// marker is set and refuses new readers until it expires.
 	Waiting bool
-	// RemainingMillis: a lease read's live holder has this many ms left.
+	// RemainingMillis: a lease read's live holder has this many ms left
+	// (an OwnerLeaseOp: the key's PTTL, -1 for no expiry).
 	RemainingMillis int64
 	// Holders: a count's live holders.
 	Holders int64
@@ -140,6 +142,13 @@ func (c *ScriptCall) Interpret(r Reply) ScriptOutcome {
 	case primCount:
 		if n >= 0 {
 			return ScriptOutcome{Done: true, Holders: n}
+		}
+	case primOwnerLease:
+		if n >= -1 {
+			return ScriptOutcome{Done: true, Owned: true, RemainingMillis: n}
+		}
+		if n == -2 {
+			return ScriptOutcome{Done: true}
 		}
 	}
 	return ScriptOutcome{Done: true, Err: &ServerError{Code: "PROTOCOL",

@@ -17,6 +17,7 @@ func TestScriptsAreFixed_PrimitiveScriptSHA1sMatchTheirSources(t *testing.T) {
 		"HolderCountScript":      {HolderCountScript, HolderCountScriptSHA},
 		"ReadAcquireScript":      {ReadAcquireScript, ReadAcquireScriptSHA},
 		"WriteAcquireScript":     {WriteAcquireScript, WriteAcquireScriptSHA},
+		"OwnerLeaseScript":       {OwnerLeaseScript, OwnerLeaseScriptSHA},
 	} {
 		sum := sha1.Sum([]byte(pair[0]))
 		if got := hex.EncodeToString(sum[:]); got != pair[1] {

@@ -16,7 +16,8 @@ import (
 // the key's session like lease's SET NX PX, the connection that then carries
 // the lock's renewals and release. When another owner holds the lease, the
 // attempt is not acquired and err is nil (lease.WithWait and
-// lease.WithWaitUntilDone poll first, with a fresh owner token per try).
+// lease.WithWaitUntilDone wait first, with a fresh owner token per try:
+// woken by the key's change with push, polling without).
 // It blocks for the round trip(s).
 //
 // The options are lease's — lease.WithKeepAlive, lease.WithWait,

@@ -89,10 +89,14 @@
 // ownership checks and release are lease's, with the native commands and
 // fallbacks of each server.
 //
-// Waiting acquisition polls, like lease.Locks.Acquire with lease.WithWait:
-// a fresh owner token per try and a try about every RetryEvery. The
-// original's client-side-tracking waiter (invalidation pushes, a
-// PTTL-scheduled wake) is not implemented.
+// Waiting acquisition waits as lease.Locks.Acquire with lease.WithWait does
+// (it is the same driver): a fresh owner token per try; with push (the
+// default where the server allows it) a waiter parks on the lease key,
+// tracked on the node's watcher connection, and tries again as soon as the
+// key is deleted, expires or changes hands, with a try about once a second
+// as the safety net (every RetryEvery when lease.WithRetryEvery is given);
+// without push (lease.WithoutPush, or a server that refuses tracking) it
+// polls about every RetryEvery.
 //
 // Durations are rounded up to whole milliseconds, as for lease/ locks (the
 // original truncates and refuses less than 1 ms); a lease no longer than

@@ -118,11 +118,12 @@ func newClient(t *testing.T, addrs []string, password string) rueidis.Client {
 // the Locks is closed when the test ends.
 func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordinator {
 	t.Helper()
-	locks, err := lease.New(client, lease.WithKeyPrefix(prefix))
+	root, err := lease.New(client)
 	if err != nil {
 		t.Fatalf("lease.New: %v", err)
 	}
-	t.Cleanup(locks.Close)
+	t.Cleanup(root.Close)
+	locks := root.WithKeyPrefix(prefix)
 	c, err := New(locks)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -147,20 +148,6 @@ func fencedScripts(log []sim.Entry) int {
 		}
 	}
 	return n
-}
-
-// isRelease reports whether e is a compare-and-delete of key.
-func isRelease(key string) func(sim.Entry) bool {
-	return func(e sim.Entry) bool {
-		name := strings.ToUpper(e.Args[0])
-		switch {
-		case name == "DELEX" || name == "DELIFEQ":
-			return e.Args[1] == key
-		case name == "EVALSHA" || name == "EVAL":
-			return (e.Args[1] == conn.ReleaseScriptSHA || e.Args[1] == conn.ReleaseScript) && e.Args[3] == key
-		}
-		return false
-	}
 }
 
 // The lease and counter keys of the tests' fenced locks.

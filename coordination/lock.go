@@ -60,7 +60,7 @@ func (l *Lock) LogValue() slog.Value {
 	}
 	return slog.GroupValue(slog.String("key", l.Key()), slog.String("counterKey", l.counterKey),
 		slog.Int64("fencingToken", l.fencingToken), slog.String("state", l.State().String()),
-		slog.Duration("remaining", l.RemainingEstimate()))
+		slog.String("remaining", l.RemainingEstimate().Round(time.Millisecond).String()))
 }
 
 // Attempt is the result of TryAcquire: a held Lock, or nothing when another

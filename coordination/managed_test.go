@@ -2,7 +2,6 @@ package coordination
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,48 +10,6 @@ import (
 
 	"github.com/respire-go/respire/sim"
 )
-
-// waitDone waits (bounded) for ctx to end.
-func waitDone(t *testing.T, ctx context.Context) {
-	t.Helper()
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("context not cancelled within 10s")
-	}
-}
-
-// eventually polls cond (bounded) for state that settles asynchronously.
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitRenewed waits (bounded) until lock's lease was confirmed again: its
-// expiry estimate moved past the one it had.
-func waitRenewed(t *testing.T, lock *Lock) {
-	t.Helper()
-	before := lock.ExpiresAtEstimate()
-	eventuallyTrue(t, "a confirmed renewal", func() bool {
-		return lock.ExpiresAtEstimate().After(before.Add(lock.Duration() / 4))
-	})
-}
-
-func filter(log []sim.Entry, match func(sim.Entry) bool) []sim.Entry {
-	var out []sim.Entry
-	for _, e := range log {
-		if match(e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // fmt (every verb) and slog (text and JSON) show a fenced lock's keys,
 // fencing token and state, never its owner token.

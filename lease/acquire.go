@@ -20,6 +20,7 @@ type acquireOptions struct {
 	retryEverySet bool
 	untilDone     bool
 	replicas      replicasOption // WithReplicas (fencing-token acquisitions only)
+	ownerSuffix   string         // WithOwner's NUL and label ("" for none)
 }
 
 // WithKeepAlive starts a keep-alive owned by the lock once acquired: the
@@ -185,7 +186,7 @@ func (l *Locks) spec(op, key string, ttl time.Duration, o acquireOptions, fenced
 	}
 	return actor.AcquireSpec{WireKey: l.key(key), KeyStart: len(l.prefix), TTL: d, KeepAlive: o.keepAlive,
 		Wait: o.wait, UntilDone: o.untilDone, RetryEvery: o.retryEvery, RetryEverySet: o.retryEverySet,
-		Fenced: fenced}, nil
+		Fenced: fenced, OwnerSuffix: o.ownerSuffix}, nil
 }
 
 // applyAcquireOptions is separate so that acquisitions without options do
@@ -212,6 +213,11 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
 		return 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
 			ErrInvalidOption, o.retryEvery, MaxTTL))
+	}
+	if o.ownerSuffix != "" {
+		if err := checkOwnerLabel(o.ownerSuffix[len(ownerSeparator):]); err != nil {
+			return 0, opError(op, key, err)
+		}
 	}
 	return d, nil
 }

@@ -33,11 +33,12 @@ func Example_jobRunner() {
 		panic(err)
 	}
 	defer client.Close()
-	locks, err := lease.New(client, lease.WithKeyPrefix("jobs:"))
+	root, err := lease.New(client)
 	if err != nil {
 		panic(err)
 	}
-	defer locks.Close()
+	defer root.Close()
+	locks := root.WithKeyPrefix("jobs:")
 
 	jobs := []string{"invoices", "reminders", "cleanup"}
 

@@ -32,14 +32,14 @@ func ExampleNew() {
 	}
 	defer client.Close() // deferred calls run last first: the Locks closes before the client
 
-	locks, err := lease.New(client,
-		lease.WithKeyPrefix("myapp:"),           // every key sent gets this prefix
+	root, err := lease.New(client,
 		lease.WithLogger(slog.Default()),        // diagnostics; tokens are never logged
-		lease.WithCommandTimeout(2*time.Second)) // bounds each raw-token call
+		lease.WithCommandTimeout(2*time.Second)) // bounds each lock command
 	if err != nil {
 		panic(err) // ErrNilClient or ErrInvalidOption
 	}
-	defer locks.Close()
+	defer root.Close()
+	locks := root.WithKeyPrefix("myapp:") // every key sent gets this prefix
 
 	lock, err := locks.Acquire(ctx, "report", 30*time.Second)
 	if err != nil {
@@ -67,12 +67,13 @@ func ExampleLocks_WithKeyPrefix() {
 		panic(err)
 	}
 	defer client.Close()
-	locks, err := lease.New(client, lease.WithKeyPrefix("app:"))
+	root, err := lease.New(client)
 	if err != nil {
 		panic(err)
 	}
-	defer locks.Close()
+	defer root.Close()
 
+	locks := root.WithKeyPrefix("app:")
 	tenant := locks.WithKeyPrefix("tenant-a:") // shares the parent's sessions
 	token := lease.NewToken()
 	ok, err := tenant.TryTake(ctx, "report", token, 30*time.Second)

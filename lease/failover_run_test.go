@@ -38,7 +38,7 @@ func TestClusterFailover_RepeatedFailoversUnderContention(t *testing.T) {
 	nodes.waitHealthy(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d workers, %d keys, %v", seed, *failoverWorkers, *failoverKeys, *failoverDuration)
-	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true), WithKeyPrefix(fmt.Sprintf("run:%d:", seed)))
+	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("run:%d:", seed))
 	ctx, stop := context.WithTimeout(context.Background(), *failoverDuration)
 	defer stop()
 	var mu sync.Mutex

@@ -79,7 +79,7 @@ func startContending(t *testing.T, o *ownership, client rueidis.Client, keys []s
 func TestClusterFailover_ACoordinatedFailoverKeepsOrReportsEveryLock(t *testing.T) {
 	nodes := realClusterNodes(t)
 	nodes.waitHealthy(t)
-	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true), WithKeyPrefix(fmt.Sprintf("failover:%d:", time.Now().UnixNano())))
+	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("failover:%d:", time.Now().UnixNano()))
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
 	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
@@ -111,7 +111,7 @@ func TestClusterFailover_ACoordinatedFailoverKeepsOrReportsEveryLock(t *testing.
 func TestClusterFailover_AKilledPrimaryIsReplacedAndItsSlotsServedAgain(t *testing.T) {
 	nodes := realClusterNodes(t)
 	nodes.waitHealthy(t)
-	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true), WithKeyPrefix(fmt.Sprintf("killed:%d:", time.Now().UnixNano())))
+	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("killed:%d:", time.Now().UnixNano()))
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
 	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
@@ -146,7 +146,7 @@ func TestClusterFailover_AKilledPrimaryIsReplacedAndItsSlotsServedAgain(t *testi
 func TestClusterResharding_LocksFollowAMigratingSlot(t *testing.T) {
 	nodes := realClusterNodes(t)
 	nodes.waitHealthy(t)
-	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true), WithKeyPrefix(fmt.Sprintf("reshard:%d:", time.Now().UnixNano())))
+	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("reshard:%d:", time.Now().UnixNano()))
 	ctx := ctxT(t)
 	lock, err := locks.Acquire(ctx, "job", failoverLease, WithKeepAlive())
 	if err != nil {

@@ -28,7 +28,7 @@ func (l *Lock) LogValue() slog.Value {
 		return slog.StringValue("<nil>")
 	}
 	return slog.GroupValue(slog.String("key", l.Key()), slog.String("state", l.State().String()),
-		slog.Duration("remaining", l.RemainingEstimate()))
+		slog.String("remaining", l.RemainingEstimate().Round(time.Millisecond).String()))
 }
 
 // Format prints whether the attempt acquired, and its lock, for every verb.

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/respire-go/respire/actor"
@@ -30,8 +31,11 @@ func (l *Lock) core() *actor.Lock { return (*actor.Lock)(l) }
 // Key returns the lock's key without the Locks' key prefix. It does not block.
 func (l *Lock) Key() string { return l.core().Key() }
 
-// Token returns the owner token generated for this acquisition. It is a
-// secret: do not log it (slog redacts it). It does not block.
+// Token returns the owner token generated for this acquisition: the key's
+// whole value, which is NewToken's form, or with WithOwner that followed by
+// a NUL byte and the label (see Token.OwnerLabel); the raw-token API given
+// it compares it whole, as the lock does. It is a secret: do not log it
+// (slog redacts it). It does not block.
 func (l *Lock) Token() Token { return Token{bytes: l.core().Token()} }
 
 // Duration returns the lease duration: the acquired one (rounded up to whole
@@ -79,7 +83,9 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 // be called again. If ctx ends after the delete may have reached the server,
 // the handle counts the lock as lost: the keep-alive is cancelled, the
 // connection that carried the delete is fenced with CLIENT KILL, and the
-// error is returned (a later Release returns NotOwned). A caller that joined
+// error (matching ErrOutcomeUnknown) is returned with ReleaseUnknown (a
+// later Release returns NotOwned); every other error comes with the zero
+// outcome, NoOutcome. A caller that joined
 // another caller's release stops waiting when its own ctx ends; the shared
 // release goes on. A server error reply (for example NOPERM) is returned and
 // leaves the lock held. Without CLIENT ID/KILL permission the delete is sent
@@ -94,11 +100,14 @@ func (l *Lock) Release(ctx context.Context) (ReleaseOutcome, error) {
 // release is Release without its span.
 func (l *Lock) release(ctx context.Context) (ReleaseOutcome, error) {
 	res, err := l.core().Request(ctx, sm.Input{Kind: sm.InputRelease})
-	if err != nil {
-		return 0, opError("Release", l.Key(), err)
+	if err == nil && res.Err != nil {
+		err = callerError(ctx, res.Err)
 	}
-	if res.Err != nil {
-		return 0, opError("Release", l.Key(), callerError(ctx, res.Err))
+	if err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return ReleaseUnknown, opError("Release", l.Key(), err)
+		}
+		return 0, opError("Release", l.Key(), err)
 	}
 	return releaseOutcomeOf(res.Release), nil
 }

@@ -21,6 +21,16 @@
 // read). A user or server that refuses tracking falls back to polling
 // silently; WithoutPush turns it off.
 //
+// Locks.Do runs a function under a lock: acquire (waiting as the options
+// say), keep-alive, the function under the lease's context, release, with
+// an error that says whether the lock was lost while it ran
+// (ErrLostDuringWork) or the release's outcome is unknown.
+//
+// Who holds a lock: WithOwner labels a managed lock with its holder (a
+// host, a pid, a job id), stored in the key after the token, and
+// Locks.Holder reads a key's label and the lease it has left, never its
+// token.
+//
 // Printing or logging any value of this package (fmt, slog) never shows an
 // owner token.
 //
@@ -35,9 +45,11 @@
 // # Metrics
 //
 // WithMeterProvider records these (OpenTelemetry, scope
-// "github.com/respire-go/respire/lease"; bring your own SDK). Attribute
-// values are fixed words, never a key or a token; WithKeyPrefixAttribute
-// adds respire.lock.key_prefix (the view's prefix) to the lock metrics.
+// "github.com/respire-go/respire/lease" at version Version; bring your own
+// SDK). Attribute values are fixed words, never a key or a token; every
+// result, cause and reason is the one attribute respire.result;
+// WithKeyPrefixAttribute adds respire.lock.key_prefix (the view's prefix)
+// to the lock metrics.
 //
 //   - respire.lock.acquisitions (counter), respire.result: acquired,
 //     contended (another owner held it for the whole wait), abandoned (the
@@ -53,10 +65,10 @@
 //     that did not run, retried).
 //   - respire.lock.renewal.lateness (histogram, s): how long after its due
 //     time a keep-alive renewal was handed to the connection.
-//   - respire.lock.releases (counter), respire.outcome: per delete sent
+//   - respire.lock.releases (counter), respire.result: per delete sent
 //     by Release or Close: released, not-owned, refused (server error
 //     reply, still held), unknown, not-sent.
-//   - respire.lock.losses (counter), respire.cause: a LossReason's name
+//   - respire.lock.losses (counter), respire.result: a LossReason's name
 //     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
 //     deadline-in-flight, read-refused), renewal-failed or expired.
 //   - respire.fences (counter), respire.result: ok or failed, per fence of
@@ -66,7 +78,7 @@
 //     a native command the server lacks (or an uncached script) to the
 //     next implementation.
 //   - respire.sessions.opened (counter), server.address, server.port.
-//   - respire.sessions.retired (counter), respire.reason (dead,
+//   - respire.sessions.retired (counter), respire.result (dead,
 //     transport-error, fenced, redirect, readonly, demoted, superseded,
 //     closed), server.address, server.port.
 //
@@ -74,17 +86,27 @@
 //
 // WithTracerProvider records respire.acquire (waiting included),
 // respire.release and respire.reset as children of the span in the call's
-// ctx, and respire.fence, linked to the lock's respire.acquire span. Each
-// wire command a call sends is an event of its span, named after the
-// command (SET, EVALSHA, DELEX, CLIENT KILL, …). Attributes: respire.result
-// or respire.outcome, error.type (a word: outcome-unknown, not-sent,
+// ctx, and, as roots linked to the lock's respire.acquire span (nothing
+// waits for them): respire.fence, the kill of a connection whose command's
+// outcome was unknown; respire.renew, each keep-alive renewal from its send
+// to its answer; respire.loss, the moment the handle saw its lease end
+// other than by a release, with the cause. Each wire command a call sends
+// is an event of its span, named after the command (SET, EVALSHA, DELEX,
+// CLIENT KILL — a fence's kill —, …); the permission probe, sent once per
+// session before its first command that may need a fence (CLIENT KILL ID
+// <own id> SKIPME yes, which kills nothing), is the event "CLIENT KILL
+// SKIPME (permission probe)". Attributes: respire.result (the words of the
+// metrics: a renewal's result, a release's, a loss's cause),
+// respire.event (the state graph's edge, on respire.renew and
+// respire.loss), error.type (a word: outcome-unknown, not-sent,
 // server-reply, permission, closed, cancelled, …) on failure, and
 // respire.lock.key_prefix with WithKeyPrefixAttribute.
 //
 // # Log events
 //
 // WithLogger receives one record per state change that matters to an
-// operator: "lease: acquired" (debug: ttl, keep_alive, waited), "lease:
+// operator: "lease: acquired" (debug: ttl, keep_alive, waited; durations
+// as text, "30s", never nanoseconds), "lease:
 // fallback learned" (info, once per session and capability: capability,
 // server), "lease: lock lost" (warn: cause, event, error), "lease: release
 // refused" and "lease: release outcome unknown" (warn: outcome, error),
@@ -183,7 +205,7 @@ func NewTransport(t conn.Transport, opts ...Option) (*Locks, error) {
 		cfg.Observer = obs
 	}
 	c := &core{transport: t, driver: actor.New(cfg), logger: o.logger, commandTimeout: o.commandTimeout, obs: obs}
-	return &Locks{core: c, prefix: o.keyPrefix}, nil
+	return &Locks{core: c}, nil
 }
 
 // newTokenText is the driver's source of owner tokens: 128 random bits
@@ -202,8 +224,11 @@ func newTokenText() string {
 func (l *Locks) Driver() *actor.Driver { return l.core.driver }
 
 // WithKeyPrefix returns a view whose keys get prefix appended to this view's
-// prefix ("a:" then "b:" gives "a:b:key"). It sends nothing and shares this
-// Locks' sessions, logger and timeout.
+// prefix ("a:" then "b:" gives "a:b:key"): every key sent (SET, GET, DELEX,
+// DELIFEQ, the keys of the scripts) carries it. In cluster mode the
+// prefixed key picks the slot, so a hash tag in the prefix affects
+// placement. It sends nothing and shares this Locks' sessions, logger and
+// timeout; closing any view closes them all.
 func (l *Locks) WithKeyPrefix(prefix string) *Locks {
 	return &Locks{core: l.core, prefix: l.prefix + prefix}
 }

@@ -32,7 +32,8 @@ type observer struct {
 	metrics    *instruments
 	tracer     trace.Tracer
 	log        *eventLog
-	prefixAttr bool // WithKeyPrefixAttribute
+	prefixAttr bool         // WithKeyPrefixAttribute
+	renewals   renewalSpans // the spans of keep-alive renewals in flight (observe_spans.go)
 }
 
 // newObserver returns the observer the options ask for, or nil when they
@@ -50,7 +51,7 @@ func newObserver(o *options) (*observer, error) {
 		obs.metrics = m
 	}
 	if o.tracerProvider != nil {
-		obs.tracer = o.tracerProvider.Tracer(scope)
+		obs.tracer = o.tracerProvider.Tracer(scope, trace.WithInstrumentationVersion(Version))
 	}
 	if o.logger != nil {
 		obs.log = newEventLog(o.logger, o.keysInLogs)
@@ -107,6 +108,9 @@ func (o *observer) effects(l *Lock, in *sm.Input, effects []sm.Effect) {
 			o.leaseEnded(l, in, e.Ending, edge)
 		}
 	}
+	if o.tracer != nil {
+		o.traceEffects(l, effects)
+	}
 }
 
 // edge observes one edge of the graph; l.mu is held.
@@ -117,10 +121,11 @@ func (o *observer) edge(l *Lock, in *sm.Input, e sm.Event) {
 	case sm.EventRenewed, sm.EventRecovered, sm.EventRenewalRefused, sm.EventResetRejected,
 		sm.EventRenewalUncertain, sm.EventRenewalUncertainUnfenced, sm.EventRenewalInterrupted, sm.EventRenewalRetry:
 		o.countLock(l, lockRenewals, attrResult, renewalResult(e))
+		o.renewalAnswered(l, e, in.Err)
 	case sm.EventReleased, sm.EventReleaseNotOwned, sm.EventReleaseRefused, sm.EventReleaseNotSubmitted,
 		sm.EventReleaseUncertain, sm.EventReleaseUncertainUnfenced:
 		outcome := releaseResult(e)
-		o.countLock(l, lockReleases, attrOutcome, outcome)
+		o.countLock(l, lockReleases, attrResult, outcome)
 		if e != sm.EventReleased && e != sm.EventReleaseNotSubmitted {
 			o.releaseWarning(l, outcome, in.Err)
 		}
@@ -163,20 +168,26 @@ func releaseResult(e sm.Event) string {
 func (o *observer) leaseEnded(l *Lock, in *sm.Input, why sm.Ending, edge sm.Event) {
 	o.addHeld(l, -1)
 	if why.Cause == sm.CauseReleased {
+		if o.tracer != nil {
+			o.forgetRenewal(l)
+		}
 		return
 	}
 	if edge == sm.EventRenewalFailed && why.Cause == sm.CauseRenewalFailure {
 		o.countLock(l, lockRenewals, attrResult, renewalResult(edge)) // a renewal's error reply
 	}
 	cause := lossCause(why)
-	o.countLock(l, lockLosses, attrCause, cause)
-	switch edge {
-	case sm.EventReleaseNotOwned, sm.EventReleaseUncertain, sm.EventReleaseUncertainUnfenced:
-		return // the release's own warning says it
-	}
+	o.countLock(l, lockLosses, attrResult, cause)
 	err := why.Err
 	if err == nil {
 		err = in.Err
+	}
+	if o.tracer != nil {
+		o.traceLoss(l, cause, edge, err)
+	}
+	switch edge {
+	case sm.EventReleaseNotOwned, sm.EventReleaseUncertain, sm.EventReleaseUncertainUnfenced:
+		return // the release's own warning says it
 	}
 	o.lossWarning(l, cause, edge, err)
 }
@@ -265,7 +276,7 @@ func (o *observer) sessionOpened(node string) {
 // sessionRetired is the pool's report of a retired session.
 func (o *observer) sessionRetired(node string, reason conn.RetireReason) {
 	if o.metrics != nil {
-		o.metrics.sessionsRetired.Add(context.Background(), 1, o.serverAttrs(node, attrReason, reason.String()).add...)
+		o.metrics.sessionsRetired.Add(context.Background(), 1, o.serverAttrs(node, attrResult, reason.String()).add...)
 	}
 	o.log.sessionRetired(node, reason)
 }

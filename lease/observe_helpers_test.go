@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // telemetry is an OpenTelemetry SDK that keeps what it records in memory:
@@ -86,6 +88,73 @@ func (tel *telemetry) sum(t testing.TB, name string, want ...attribute.KeyValue)
 		}
 	}
 	return n
+}
+
+// attrKeys lists every attribute key the metric name uses.
+func (tel *telemetry) attrKeys(t testing.TB, name string) []string {
+	t.Helper()
+	m, _ := tel.metric(t, name)
+	var sets []attribute.Set
+	switch data := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		for _, dp := range data.DataPoints {
+			sets = append(sets, dp.Attributes)
+		}
+	case metricdata.Histogram[float64]:
+		for _, dp := range data.DataPoints {
+			sets = append(sets, dp.Attributes)
+		}
+	}
+	var keys []string
+	for _, s := range sets {
+		for _, kv := range s.ToSlice() {
+			if !slices.Contains(keys, string(kv.Key)) {
+				keys = append(keys, string(kv.Key))
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// ended returns the ended spans called name.
+func (tel *telemetry) ended(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// attr returns the value of span's attribute key as text, "" if absent.
+func attr(span sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range span.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// events returns the names of span's events.
+func events(span sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, e := range span.Events() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// linksTo reports whether span links to the span context sc.
+func linksTo(span sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
+	for _, l := range span.Links() {
+		if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
+			return true
+		}
+	}
+	return false
 }
 
 // noSecretIn fails when text shows any of the tokens.

@@ -60,7 +60,9 @@ func (e *eventLog) acquired(wireKey string, ttl time.Duration, keepAlive bool, w
 		return
 	}
 	attrs := e.keyAttr(make([]slog.Attr, 0, 4), wireKey)
-	attrs = append(attrs, slog.Duration("ttl", ttl), slog.Bool("keep_alive", keepAlive), slog.Duration("waited", waited))
+	// Durations as text ("2s", "1.5ms"), not a handler's nanoseconds.
+	attrs = append(attrs, slog.String("ttl", ttl.String()), slog.Bool("keep_alive", keepAlive),
+		slog.String("waited", waited.Round(time.Microsecond).String()))
 	e.logger.LogAttrs(context.Background(), slog.LevelDebug, msgAcquired, attrs...)
 }
 

@@ -13,12 +13,11 @@ import (
 
 // The attribute keys of the metrics and spans. Every value is one of a few
 // fixed words (or a node address, or with WithKeyPrefixAttribute a key
-// prefix): never a key or a token.
+// prefix): never a key or a token. Every result — an acquisition's, a
+// renewal's, a release's delete, a loss's cause, a session's retirement
+// reason, a fence's — is respire.result: one key to group and filter by.
 const (
 	attrResult     = "respire.result"
-	attrOutcome    = "respire.outcome"
-	attrCause      = "respire.cause"
-	attrReason     = "respire.reason"
 	attrCapability = "respire.capability"
 	attrKeyPrefix  = "respire.lock.key_prefix"
 	attrServerAddr = "server.address"
@@ -78,7 +77,7 @@ var (
 // newInstruments creates the instruments of the metrics listed in the
 // package doc with a meter of provider.
 func newInstruments(provider metric.MeterProvider) (*instruments, error) {
-	meter := provider.Meter(scope)
+	meter := provider.Meter(scope, metric.WithInstrumentationVersion(Version))
 	m := &instruments{attrs: map[attrKey]*attrOpts{}}
 	var errs [11]error
 	m.acquisitions, errs[0] = meter.Int64Counter("respire.lock.acquisitions", metric.WithUnit("{acquisition}"),

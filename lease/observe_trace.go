@@ -73,12 +73,13 @@ func (o *observer) traceRelease(ctx context.Context, l *Lock) (ReleaseOutcome, e
 	ctx, span := o.tracer.Start(ctx, spanRelease, trace.WithAttributes(o.spanAttrs(l.core().Prefix())...))
 	defer span.End()
 	out, err := l.release(ctx)
+	if out != 0 {
+		span.SetAttributes(attribute.String(attrResult, releaseOutcomeName(out)))
+	}
 	if err != nil {
 		failSpan(span, err)
-		return out, err
 	}
-	span.SetAttributes(attribute.String(attrOutcome, releaseOutcomeName(out)))
-	return out, nil
+	return out, err
 }
 
 // releaseOutcomeName is the attribute value of a Release's answer.
@@ -88,6 +89,8 @@ func releaseOutcomeName(out ReleaseOutcome) string {
 		return "released"
 	case AlreadyReleased:
 		return "already-released"
+	case ReleaseUnknown:
+		return "unknown"
 	}
 	return "not-owned"
 }

@@ -16,7 +16,6 @@ import (
 type Option func(*options) error
 
 type options struct {
-	keyPrefix      string
 	logger         *slog.Logger
 	commandTimeout time.Duration
 	drift          sm.Drift
@@ -29,13 +28,6 @@ type options struct {
 	prefixAttr     bool // WithKeyPrefixAttribute
 	keysInLogs     bool // WithKeysInLogs
 	withoutPush    bool // WithoutPush
-}
-
-// WithKeyPrefix prepends prefix to every key sent (SET, GET, DELEX, DELIFEQ
-// and the KEYS[1] of the Lua scripts). Default "". In cluster mode the
-// prefixed key picks the slot, so a hash tag in the prefix affects placement.
-func WithKeyPrefix(prefix string) Option {
-	return func(o *options) error { o.keyPrefix = prefix; return nil }
 }
 
 // WithLogger sets the logger for diagnostics and for one structured event
@@ -79,8 +71,10 @@ func WithKeyPrefixAttribute() Option {
 	return func(o *options) error { o.prefixAttr = true; return nil }
 }
 
-// WithCommandTimeout bounds each raw-token call (all its commands, fallback
-// steps and redirects included) by d. Default 0: no timeout beyond the
+// WithCommandTimeout bounds each command by d: every managed lock command
+// (acquisition tries, renewals, releases) and each raw-token call (all its
+// commands, fallback steps and redirects included), and fences when shorter
+// than FenceTimeout. Default 0: no timeout beyond the
 // caller's ctx. A timeout after a command was sent gives an error matching
 // ErrOutcomeUnknown. Negative d, or d longer than MaxTTL, is rejected with
 // ErrInvalidOption.

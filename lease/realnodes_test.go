@@ -47,8 +47,8 @@ func (r *realNodes) exec(t *testing.T, addr string, args ...string) string {
 	if err != nil {
 		t.Fatalf("admin connection to %s: %v", addr, err)
 	}
-	defer c.Close()
-	reply, err := c.Do(args...)
+	defer c.conn.Close()
+	reply, err := c.do(args...)
 	if err != nil {
 		t.Fatalf("%v on %s: %v", args, addr, err)
 	}
@@ -61,8 +61,8 @@ func (r *realNodes) tryExec(addr string, args ...string) string {
 	if err != nil {
 		return ""
 	}
-	defer c.Close()
-	reply, _ := c.Do(args...)
+	defer c.conn.Close()
+	reply, _ := c.do(args...)
 	return reply
 }
 

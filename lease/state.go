@@ -74,7 +74,9 @@ func stateOf(s sm.State) State {
 }
 
 // ReleaseOutcome is the result of Lock.Release. It renders as its name
-// with fmt, slog and encoding.TextMarshaler.
+// with fmt, slog and encoding.TextMarshaler. The zero value, "NoOutcome",
+// comes with an error that says what happened instead (nothing sent, a
+// server error reply: the lock is still held).
 type ReleaseOutcome uint8
 
 // Release outcomes.
@@ -86,13 +88,18 @@ const (
 	// NotOwned: the delete found another owner or no key, or the handle had
 	// lost the lock (nothing sent then).
 	NotOwned
+	// ReleaseUnknown: the delete may or may not have run (it comes with an
+	// error matching ErrOutcomeUnknown); the handle no longer counts on the
+	// lock, and its connection is fenced.
+	ReleaseUnknown
 )
 
-var outcomeNames = [...]string{Released: "Released", AlreadyReleased: "AlreadyReleased", NotOwned: "NotOwned"}
+var outcomeNames = [...]string{0: "NoOutcome", Released: "Released", AlreadyReleased: "AlreadyReleased",
+	NotOwned: "NotOwned", ReleaseUnknown: "Unknown"}
 
 // String returns the outcome's name, for example "Released".
 func (o ReleaseOutcome) String() string {
-	if o != 0 && int(o) < len(outcomeNames) {
+	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
 	}
 	return fmt.Sprintf("ReleaseOutcome(%d)", uint8(o))

@@ -94,6 +94,9 @@ func TestExtensionWireSequencePerServer(t *testing.T) {
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
 }
+func TestFenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent")
+}
 func TestFenceBeforeReturn_CloseOfALostHandleWaitsForItsFence(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FenceBeforeReturn_CloseOfALostHandleWaitsForItsFence")
 }
@@ -261,6 +264,9 @@ func TestPushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T) {
 }
 func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "PushSafetyNet_AParkedWaiterPollsAboutOnceASecond")
+}
+func TestPushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry")
 }
 func TestPushSurvivesWatcherReconnect_AWaitersFailedReadIsTriedAgainSoon(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_AWaitersFailedReadIsTriedAgainSoon")

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +10,17 @@ import (
 
 // Helpers of the tests of lease's public surface (Lock.Context, errors,
 // fmt/slog, bounded Close, a closed rueidis client, waiting).
+
+// lossOf returns cause as a *LossError, failing t unless it is one that
+// also matches ErrOwnershipLost.
+func lossOf(t *testing.T, cause error) *LossError {
+	t.Helper()
+	var loss *LossError
+	if !errors.As(cause, &loss) || !errors.Is(cause, ErrOwnershipLost) {
+		t.Fatalf("cause %v (%T); want a *LossError matching ErrOwnershipLost", cause, cause)
+	}
+	return loss
+}
 
 // causeOf waits (bounded) for ctx to end and returns its cause.
 func causeOf(t *testing.T, ctx context.Context) error {

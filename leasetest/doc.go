@@ -48,8 +48,8 @@
 // # Keys
 //
 // The faults take wire keys: the key as the server stores it, with the key
-// prefix of the lease.Locks view that took the lock (lease.WithKeyPrefix,
-// Locks.WithKeyPrefix, Locks.KeyPrefix) in front. A lock acquired as
+// prefix of the lease.Locks view that took the lock (Locks.WithKeyPrefix,
+// Locks.KeyPrefix) in front. A lock acquired as
 // "report" by a view with prefix "jobs:" is stolen with Steal("jobs:report").
 //
 // # The server

@@ -32,7 +32,7 @@ func exportReport(ctx context.Context, exported chan<- int) error {
 func Example_jobStopsWhenItsLockIsLost() {
 	srv := leasetest.NewServer() // in a test: srv := leasetest.Start(t)
 	defer srv.Close()
-	locks := srv.Locks(lease.WithKeyPrefix("jobs:"))
+	locks := srv.Locks().WithKeyPrefix("jobs:")
 
 	ctx := context.Background()
 	lock, err := locks.Acquire(ctx, "report", 30*time.Second, lease.WithKeepAlive())

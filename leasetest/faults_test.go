@@ -30,7 +30,7 @@ var keyFaults = []struct {
 // view's prefix is part of them.
 func TestKitFaultsAreObserved_PushHolderLosesAtOnce(t *testing.T) {
 	forEachProfile(t, func(t *testing.T, srv *leasetest.Server) {
-		locks := srv.Locks(lease.WithKeyPrefix("jobs:"))
+		locks := srv.Locks().WithKeyPrefix("jobs:")
 		for _, fault := range keyFaults {
 			t.Run(fault.name, func(t *testing.T) {
 				ctx := boundedCtx(t)

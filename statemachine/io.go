@@ -1,6 +1,9 @@
 package statemachine
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // OpID names one command the core asked the runtime to send. The runtime reports exactly
 // one completion (InputCommandDone) per OpID and remembers which session carried it, so a
@@ -34,6 +37,24 @@ const (
 	OutcomeDefinite                        // the server answered with an error reply
 	OutcomeUncertain                       // may have run: cancelled/timed out after the write, connection lost
 )
+
+// String names the outcome: "ok", "mismatch", "not-submitted", "definite",
+// "uncertain" (the last three are conn's error classes).
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeMismatch:
+		return "mismatch"
+	case OutcomeNotSubmitted:
+		return "not-submitted"
+	case OutcomeDefinite:
+		return "definite"
+	case OutcomeUncertain:
+		return "uncertain"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
 
 // InputKind says what happened.
 type InputKind uint8

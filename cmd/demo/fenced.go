@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -46,11 +45,11 @@ func (s *stage) fenced(ctx context.Context) error {
 	_, err = lock.Release(releaseCtx)
 	cancel()
 	<-watched
-	if !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFencePending) {
+	if !errors.Is(err, lease.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFencePending) {
 		return fmt.Errorf("release: want an unknown outcome with the fence pending, got %v", err)
 	}
 	s.say("fenced", "worker-a Acquire(%v); the server holds the reply to its Release (a scripted fault)", longLease)
-	s.say("", "worker-a stops waiting → the error matches conn.ErrOutcomeUnknown and lease.ErrFencePending,")
+	s.say("", "worker-a stops waiting → the error matches lease.ErrOutcomeUnknown and lease.ErrFencePending,")
 	s.say("", "state %v: the lock is no longer held; its session is being fenced", lock.State())
 	letFenceGo()
 	mark = s.mark()

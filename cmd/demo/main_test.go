@@ -58,7 +58,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"context.Cause = ErrOwnershipLost",
 		"then Release → Released",
 		"Release again → AlreadyReleased (0 commands sent)",
-		"the error matches conn.ErrOutcomeUnknown and lease.ErrFencePending,",
+		"the error matches lease.ErrOutcomeUnknown and lease.ErrFencePending,",
 		"state Uncertain: the lock is no longer held; its session is being fenced",
 		"worker-a Release again → NotOwned (no delete sent), answered after waiting for the fence",
 		"once the session that carried the delete was killed with CLIENT KILL",

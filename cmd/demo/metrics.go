@@ -37,8 +37,8 @@ func newMeters() (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
 }
 
 // printMetrics prints what both workers' Locks recorded during the scenes,
-// one line per metric: each value of its word attribute (result, outcome,
-// cause, reason, capability) with its count; histograms with their mean.
+// one line per metric: each value of its word attribute (respire.result,
+// or respire.capability) with its count; histograms with their mean.
 func printMetrics(ctx context.Context, p *printer, reader *sdkmetric.ManualReader) error {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {

@@ -1,7 +1,7 @@
 // Command lockctl holds, inspects and releases respire-go lease locks from
 // the shell, like flock(1) and `etcdctl lock` do for files and etcd:
 //
-//	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER] -- CMD ARGS...
+//	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER] [--owner LABEL] -- CMD ARGS...
 //	lockctl status [-q] [--fenced COUNTER] [--show-token] KEY...
 //	lockctl release KEY --token HEX
 //	lockctl watch [--interval 100ms] KEY...
@@ -39,8 +39,9 @@
 //     CMD stopped by SIGSTOP is a pause: lockctl keeps renewing.
 //
 // status prints, per key, whether an owner is present, the owner's
-// fingerprint (the same as watch shows) and its remaining time to live
-// (PTTL), never the owner token unless --show-token is given, and exits 1
+// fingerprint (the same as watch shows), its remaining time to live (PTTL)
+// and the owner label its holder set (lease.WithOwner, run --owner), never
+// the owner token unless --show-token is given, and exits 1
 // when a key has no owner (-q prints nothing, for `lockctl status -q KEY &&
 // ...`). Tokens have one written form: the upper-case hexadecimal of the
 // key's exact bytes (lease.Token.Hex), which status --show-token prints and

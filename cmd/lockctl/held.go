@@ -29,15 +29,19 @@ func (plainLock) FencingToken() int64 { return 0 }
 type acquireRequest struct {
 	key, counter string // counter: the fencing counter key, "" for a plain lock
 	ttl, wait    time.Duration
-	unfenced     bool // --unfenced-renewal (an option of the Locks)
+	unfenced     bool   // --unfenced-renewal (an option of the Locks)
+	owner        string // --owner: the owner label (lease.WithOwner), "" for none
 }
 
 // acquireOptions are the lease options of an acquisition: a keep-alive,
-// and the wait.
+// the wait, and the owner label.
 func (r acquireRequest) acquireOptions() []lease.AcquireOption {
 	opts := []lease.AcquireOption{lease.WithKeepAlive()}
 	if r.wait > 0 {
 		opts = append(opts, lease.WithWait(r.wait))
+	}
+	if r.owner != "" {
+		opts = append(opts, lease.WithOwner(r.owner))
 	}
 	return opts
 }

@@ -35,6 +35,7 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 	fs.StringVar(&r.req.key, "key", "", "")
 	fs.StringVar(&r.req.counter, "fenced", "", "")
 	fs.BoolVar(&r.req.unfenced, "unfenced-renewal", false, "")
+	fs.StringVar(&r.req.owner, "owner", "", "")
 	ttl := newDuration(fs, "ttl", 30*time.Second, "")
 	wait := newDuration(fs, "wait", 0, "")
 	grace := newDuration(fs, "grace", 10*time.Second, "")

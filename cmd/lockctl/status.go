@@ -101,7 +101,8 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 }
 
 // lockLine describes a lock key: its owner's fingerprint (as watch shows
-// it), its PTTL, and the token only with showToken.
+// it), its PTTL, the owner label its holder set (lease.WithOwner, never a
+// byte of the token), and the token only with showToken.
 func lockLine(key string, st keyState, showToken bool) string {
 	if !st.present {
 		return showKey(key) + ": no owner"
@@ -111,6 +112,9 @@ func lockLine(key string, st keyState, showToken bool) string {
 		line += "PTTL -1 (no expiry: not a lease)"
 	} else {
 		line += fmt.Sprintf("PTTL %d ms", st.pttl)
+	}
+	if label, ok := lease.TokenFromBytes([]byte(st.value)).OwnerLabel(); ok {
+		line += ", label " + strconv.Quote(label)
 	}
 	if showToken {
 		line += ", token " + tokenText(st.value)

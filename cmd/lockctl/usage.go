@@ -114,6 +114,9 @@ Options:
       --grace DURATION   time between SIGTERM and SIGKILL on loss (default 10s)
       --unfenced-renewal renew without CLIENT ID/KILL permission (see 'lockctl acl'):
                          a renewal with an unknown outcome then ends the lock at once
+      --owner LABEL      label the lock with who holds it (host, pid, job id; never a
+                         secret), as 'lockctl status' shows it (lease.WithOwner: UTF-8,
+                         at most 256 bytes, no control characters)
       --help             show this help
 
 ` + durationsText + `
@@ -126,8 +129,10 @@ runs a script, which needs +evalsha +eval +exists +get +pttl +incr +set.
 const statusUsage = `Usage: lockctl status [-q] [--fenced COUNTER]... [--show-token] KEY...
 
 For each KEY, print whether an owner is present — with its fingerprint
-(owner=XXXXXXXX, the same as watch prints) — and the lease's remaining time to
-live (PTTL); for each --fenced COUNTER, the fencing counter's value. Exits 0
+(owner=XXXXXXXX, the same as watch prints) — the lease's remaining time to
+live (PTTL) and the owner label its holder set (label "...": lease.WithOwner,
+lockctl run --owner; no byte of the token); for each --fenced COUNTER, the
+fencing counter's value. Exits 0
 when every KEY is held and 1 when one has no owner (counters do not count), so
 'lockctl status -q KEY && ...' runs only while KEY is held. Sends only GET and
 PTTL (the user needs +get +pttl).

@@ -19,7 +19,7 @@ import (
 func caseRawAPIOnMixedVersionClusterPicksCommandsPerNode(t *testing.T, tr Transport) {
 	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
 	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	locks := newLocks(t, tr, clientOf(c.Addrs(), "", simPassword, false), lease.WithKeyPrefix("app:"))
+	locks := newLocks(t, tr, clientOf(c.Addrs(), "", simPassword, false)).WithKeyPrefix("app:")
 	want := map[sim.Profile][]string{
 		sim.Redis70:  {"SET", "SET", "EVALSHA", "EVAL", "EVALSHA", "GET", "DELEX", "DELIFEQ", "EVALSHA", "EVAL", "EVALSHA"},
 		sim.Redis84:  {"SET", "SET", "SET", "GET", "DELEX", "DELEX"},

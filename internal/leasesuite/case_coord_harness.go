@@ -112,7 +112,7 @@ func coordClient(t *testing.T, addrs []string, password string) rueidis.Client {
 // the Locks is closed when the test ends.
 func newCoordinator(t *testing.T, tr Transport, addrs []string, password, prefix string) *coordination.Coordinator {
 	t.Helper()
-	locks := newLocks(t, tr, clientOf(addrs, "", password, false), lease.WithKeyPrefix(prefix))
+	locks := newLocks(t, tr, clientOf(addrs, "", password, false)).WithKeyPrefix(prefix)
 	c, err := coordination.New(locks)
 	if err != nil {
 		t.Fatalf("New: %v", err)

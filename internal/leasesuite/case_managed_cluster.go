@@ -19,7 +19,7 @@ import (
 func caseManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.T, tr Transport) {
 	profiles := []sim.Profile{sim.Redis70, sim.Redis84, sim.Valkey81, sim.Valkey90}
 	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
-	locks := newLocks(t, tr, clientOf(c.Addrs(), "", simPassword, false), lease.WithKeyPrefix("app:"))
+	locks := newLocks(t, tr, clientOf(c.Addrs(), "", simPassword, false)).WithKeyPrefix("app:")
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	ctx := ctxT(t)

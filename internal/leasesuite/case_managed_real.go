@@ -17,7 +17,7 @@ import (
 func caseManagedLifecycleOnRealRedis70(t *testing.T, tr Transport) {
 	addr, password := realRedis70(t)
 	realserver.Lock(t, addr)
-	locks := newLocks(t, tr, clientOf([]string{addr}, "", password, false), lease.WithKeyPrefix("respire-test:managed:"))
+	locks := newLocks(t, tr, clientOf([]string{addr}, "", password, false)).WithKeyPrefix("respire-test:managed:")
 	clock := &actor.ManualClock{}
 	useClock(locks, clock)
 	ctx := ctxT(t)

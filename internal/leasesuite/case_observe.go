@@ -88,7 +88,7 @@ func caseAcquisitionMetrics_ContentionIsCountedTimedAndTraced(t *testing.T, tr T
 	if n := tel.sum(t, "respire.lock.held", prefix); n != 0 {
 		t.Errorf("respire.lock.held = %d after the release; want 0", n)
 	}
-	if n := tel.sum(t, "respire.lock.releases", str(attrOutcome, "released")); n != 1 {
+	if n := tel.sum(t, "respire.lock.releases", str(attrResult, "released")); n != 1 {
 		t.Errorf("respire.lock.releases{outcome=released} = %d; want 1", n)
 	}
 	if keys := tel.attrKeys(t, "respire.lock.acquisitions"); !slices.Equal(keys, []string{attrKeyPrefix, attrResult}) {
@@ -111,7 +111,7 @@ func caseAcquisitionMetrics_ContentionIsCountedTimedAndTraced(t *testing.T, tr T
 	if n := countOf(waited, "SET"); n < 2 {
 		t.Errorf("the waiting acquisition's span has events %v; want a SET per try (at least 2)", waited)
 	}
-	if releases := tel.ended(spanRelease); len(releases) != 1 || attr(releases[0], attrOutcome) != "released" {
+	if releases := tel.ended(spanRelease); len(releases) != 1 || attr(releases[0], attrResult) != "released" {
 		t.Errorf("release spans %v; want one, released", releases)
 	}
 }
@@ -155,7 +155,7 @@ func caseLossMetrics_ARefusedRenewalCountsALossWithItsCause(t *testing.T, tr Tra
 	if !errors.Is(context.Cause(lock.Context()), lease.ErrOwnershipLost) {
 		t.Fatalf("cause %v; want ErrOwnershipLost", context.Cause(lock.Context()))
 	}
-	if n := tel.sum(t, "respire.lock.losses", str(attrCause, "refused")); n != 1 {
+	if n := tel.sum(t, "respire.lock.losses", str(attrResult, "refused")); n != 1 {
 		t.Errorf("respire.lock.losses{cause=refused} = %d; want 1", n)
 	}
 	if n := tel.sum(t, "respire.lock.renewals", str(attrResult, "refused")); n != 1 {
@@ -167,7 +167,7 @@ func caseLossMetrics_ARefusedRenewalCountsALossWithItsCause(t *testing.T, tr Tra
 	if n := tel.sum(t, "respire.lock.held"); n != 0 {
 		t.Errorf("respire.lock.held = %d after the loss; want 0", n)
 	}
-	if keys := tel.attrKeys(t, "respire.lock.losses"); !slices.Equal(keys, []string{attrCause}) {
+	if keys := tel.attrKeys(t, "respire.lock.losses"); !slices.Equal(keys, []string{attrResult}) {
 		t.Errorf("respire.lock.losses attributes %v; want only the cause", keys)
 	}
 }
@@ -205,10 +205,10 @@ func caseFenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced(t *testing.T, t
 				t.Errorf("%s{result=%s} = %d; want 1", name, want, n)
 			}
 		}
-		if n := tel.sum(t, "respire.lock.losses", str(attrCause, lease.LossRenewalUnknown.String())); n != 1 {
+		if n := tel.sum(t, "respire.lock.losses", str(attrResult, lease.LossRenewalUnknown.String())); n != 1 {
 			t.Errorf("respire.lock.losses{cause=renewal-outcome-unknown} = %d; want 1", n)
 		}
-		if n := tel.sum(t, "respire.sessions.retired", str(attrReason, "fenced")); n != 1 {
+		if n := tel.sum(t, "respire.sessions.retired", str(attrResult, "fenced")); n != 1 {
 			t.Errorf("respire.sessions.retired{reason=fenced} = %d; want 1", n)
 		}
 		opened := tel.sum(t, "respire.sessions.opened")

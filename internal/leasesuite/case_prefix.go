@@ -1,7 +1,6 @@
 package leasesuite
 
 import (
-	"github.com/respire-go/respire/lease"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func keyOf(args []string) string {
 func caseKeyPrefixAppliesToEveryKeyIncludingLuaKeys(t *testing.T, tr Transport) {
 	forEachServer(t, tr, func(t *testing.T, tg *target) {
 		srv := tg.srv
-		root := tg.locks(t, lease.WithKeyPrefix("tenant-a:"))
+		root := tg.locks(t).WithKeyPrefix("tenant-a:")
 		locks := root.WithKeyPrefix("jobs:")
 		if got := locks.KeyPrefix(); got != "tenant-a:jobs:" {
 			t.Fatalf("KeyPrefix() = %q; want tenant-a:jobs:", got)

@@ -73,8 +73,8 @@ func casePushFollowsTheSlot_RealClusterWatchersPerNode(t *testing.T, tr Transpor
 	addrs, password := realCluster70(t)
 	realserver.Lock(t, strings.Join(addrs, ","))
 	prefix := fmt.Sprintf("pushcluster:%d:", time.Now().UnixNano())
-	holders := newLocks(t, tr, clientOf(addrs, "", password, true), lease.WithKeyPrefix(prefix))
-	waiters := newLocks(t, tr, clientOf(addrs, "", password, true), lease.WithKeyPrefix(prefix))
+	holders := newLocks(t, tr, clientOf(addrs, "", password, true)).WithKeyPrefix(prefix)
+	waiters := newLocks(t, tr, clientOf(addrs, "", password, true)).WithKeyPrefix(prefix)
 	outsider := newClient(t, addrs, "", password)
 	ctx := ctxT(t)
 	for i := range 12 { // keys on every master of 3 with overwhelming likelihood

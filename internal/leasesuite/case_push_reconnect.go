@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -205,11 +206,43 @@ func casePushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T, tr
 	}
 }
 
+// TestPushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry: a
+// holder's read failed and its retry is pending when the holder releases:
+// the retry reads for holders, none is left, so its timer is disarmed at
+// once rather than left armed until it fires (a virtual clock that never
+// moves shows it).
+func casePushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry(t *testing.T, tr Transport) {
+	srv := startSim(t, sim.Config{Profile: sim.Valkey90})
+	locks := newLocks(t, tr, clientOf([]string{srv.Addr()}, "", simPassword, true))
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	ctx := ctxT(t)
+	lock, err := locks.Acquire(ctx, "push:retry:release", 30*time.Second, lease.WithKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "tracked", func() bool { return holderArmed(locks, "push:retry:release") })
+	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "CLIENT", Error: "LOADING Redis is loading the dataset in memory",
+		Match: func(args []string) bool { return len(args) > 2 && args[1] == "TRACKING" && args[2] == "OFF" }})
+	for _, id := range trackingClientIDs(srv) {
+		srv.Exec("CLIENT", "KILL", "ID", id)
+	}
+	pending := locks.Driver().PushRetries
+	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
+	if err := lock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d retry timers left after the last holder released", n)
+	}
+}
+
 func init() {
 	register(
 		Case{"PushSurvivesWatcherReconnect_RereadsEveryKey", casePushSurvivesWatcherReconnect_RereadsEveryKey},
 		Case{"PushWakesOneWaiterPerRelease_NoStampede", casePushWakesOneWaiterPerRelease_NoStampede},
 		Case{"PushSurvivesWatcherReconnect_RetriesABusyNode", casePushSurvivesWatcherReconnect_RetriesABusyNode},
 		Case{"PushSurvivesWatcherReconnect_CloseStopsThePendingRetry", casePushSurvivesWatcherReconnect_CloseStopsThePendingRetry},
+		Case{"PushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry", casePushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry},
 	)
 }

@@ -28,7 +28,7 @@ func realCluster70(t *testing.T) (addrs []string, password string) {
 func caseRawTokenAPIRoutesEveryKeyToItsPrimaryOnARealCluster(t *testing.T, tr Transport) {
 	addrs, password := realCluster70(t)
 	realserver.Lock(t, strings.Join(addrs, ",")) // failover tests use the cluster too
-	locks := newLocks(t, tr, clientOf(addrs, "", password, true), lease.WithKeyPrefix(fmt.Sprintf("realcluster:%d:", time.Now().UnixNano())))
+	locks := newLocks(t, tr, clientOf(addrs, "", password, true)).WithKeyPrefix(fmt.Sprintf("realcluster:%d:", time.Now().UnixNano()))
 	observer := newClient(t, addrs, "", password)
 	ctx := ctxT(t)
 	for i := range 24 { // 24 keys land on every master of 3 with overwhelming likelihood

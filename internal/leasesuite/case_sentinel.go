@@ -62,7 +62,7 @@ func adminExec(addr, password string, args ...string) string {
 // taken after the failover lands on the new primary.
 func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport) {
 	sentinels, master, password := realSentinel(t)
-	locks := tr.Sentinel(t, sentinels, master, password, lease.WithKeyPrefix(fmt.Sprintf("sentinel:%d:", time.Now().UnixNano())))
+	locks := tr.Sentinel(t, sentinels, master, password).WithKeyPrefix(fmt.Sprintf("sentinel:%d:", time.Now().UnixNano()))
 	watcher := newSentinelClient(t, sentinels, master, password) // sees the switch (rueidis on both transports)
 	old := primaryOf(t, watcher)
 	o := &ownership{ended: map[*lease.Lock]time.Time{}}

@@ -18,9 +18,6 @@ import (
 // The attribute and span names of lease's telemetry (package doc).
 const (
 	attrResult     = "respire.result"
-	attrOutcome    = "respire.outcome"
-	attrCause      = "respire.cause"
-	attrReason     = "respire.reason"
 	attrCapability = "respire.capability"
 	attrKeyPrefix  = "respire.lock.key_prefix"
 	attrServerAddr = "server.address"

@@ -1,0 +1,76 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/election"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
+)
+
+// Two services campaign for one election: the first leads at once, the
+// second waits and leads as soon as the first resigns; an observer sees
+// each new leader.
+func Example() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// An in-process server for the example; use your Redis address.
+	srv, err := sim.Start(ctx, sim.Config{Profile: sim.Valkey90})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	candidate := func() (*election.Election, func()) {
+		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+		if err != nil {
+			panic(err)
+		}
+		locks, err := lease.New(client)
+		if err != nil {
+			panic(err)
+		}
+		e, err := election.New(locks, "elections:scheduler", 4*time.Second)
+		if err != nil {
+			panic(err)
+		}
+		return e, func() { locks.Close(); client.Close() }
+	}
+	a, closeA := candidate()
+	defer closeA()
+	b, closeB := candidate()
+	defer closeB()
+
+	if err := a.Campaign(ctx, "scheduler-a"); err != nil {
+		panic(err)
+	}
+	leaders := b.Observe(ctx)
+	fmt.Println("leader:", <-leaders)
+
+	won := make(chan error, 1)
+	go func() { won <- b.Campaign(ctx, "scheduler-b") }()
+
+	// The leader's work runs under its leadership's context, which ends
+	// as soon as the leadership does (resigned, lost, not renewed in time).
+	work := a.Context()
+	if err := a.Resign(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("a's leadership ended:", context.Cause(work))
+	if err := <-won; err != nil {
+		panic(err)
+	}
+	fmt.Println("leader:", <-leaders)
+	label, _ := a.Leader(ctx)
+	fmt.Println("Leader():", label)
+	_ = b.Resign(ctx)
+	// Output:
+	// leader: scheduler-a
+	// a's leadership ended: lease: released
+	// leader: scheduler-b
+	// Leader(): scheduler-b
+}
