@@ -60,6 +60,7 @@ func wireCmds(ctx context.Context, cmds []conn.Command) []*wireCmd {
 func (w *witness) roundTripWires(ctx context.Context, rc *redis.Conn, wcs []*wireCmd) ([]result, error) {
 	w.calls, w.moved = 0, false
 	w.wire = append(w.wire[:0], wcs...)
+	defer w.forget()
 	// A fresh record every round trip: the callers of this batch read theirs
 	// while the next batch is on the wire (rule GoRedisNoForeignReply).
 	w.snap = make([]result, 0, len(wcs))
@@ -82,6 +83,7 @@ func (w *witness) roundTripWires(ctx context.Context, rc *redis.Conn, wcs []*wir
 func (w *witness) roundTripOne(ctx context.Context, rc *redis.Conn, wc *wireCmd) (result, error) {
 	w.calls, w.moved, w.recorded = 0, false, false
 	w.wire = append(w.wire[:0], wc)
+	defer w.forget()
 	_ = rc.Process(ctx, wc)
 	switch {
 	case w.calls == 0:
@@ -90,6 +92,14 @@ func (w *witness) roundTripOne(ctx context.Context, rc *redis.Conn, wc *wireCmd)
 		return result{}, errHookAltered
 	}
 	return w.one, nil
+}
+
+// forget drops the round trip's commands, which hold their caller's ctx
+// (a lock held for hours must not keep its acquisition's ctx reachable:
+// rule OwnedKeepAlive).
+func (w *witness) forget() {
+	clear(w.wire)
+	w.wire = w.wire[:0]
 }
 
 // ours reports whether cmds are exactly the commands built, unaltered.

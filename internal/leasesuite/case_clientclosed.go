@@ -222,15 +222,15 @@ const clientClosedEarlyEnv = "RESPIRE_LEASE_CLIENT_CLOSED_EARLY"
 // next renewals. Run in a fresh child process, so that it is young.
 func caseClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T, tr Transport) {
 	if os.Getenv(clientClosedEarlyEnv) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck$",
+		cmd := exec.Command(os.Args[0], runFlag(t, "ClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck", "ClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck"),
 			"-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), clientClosedEarlyEnv+"=1")
 		out, err := cmd.CombinedOutput()
 		if strings.Contains(string(out), "--- SKIP") {
 			t.Skipf("the child process was too slow to be young:\n%s", out)
 		}
-		if err != nil {
-			t.Fatalf("in a fresh process: %v\n%s", err, out)
+		if err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("in a fresh process (it must run and pass): %v\n%s", err, out)
 		}
 		return
 	}

@@ -189,7 +189,8 @@ func casePausedHolderHelper(t *testing.T, tr Transport) {
 func caseLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T, tr Transport) {
 	srv := startSim(t, sim.Config{Profile: sim.Redis84})
 	for run := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPausedHolderHelper$", "-test.count=1", "-test.v")
+		cmd := exec.Command(os.Args[0], runFlag(t, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck", "PausedHolderHelper"),
+			"-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), pausedHolderEnv+"="+srv.Addr(), "GOMAXPROCS=1")
 		out, err := cmd.StdoutPipe()
 		if err != nil {

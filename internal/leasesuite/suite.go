@@ -19,7 +19,9 @@
 package leasesuite
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/respire-go/respire/lease"
@@ -93,4 +95,23 @@ func Run(t *testing.T, tr Transport, name string) {
 		}
 	}
 	t.Fatalf("leasesuite: no case %q", name)
+}
+
+// runFlag is the -test.run flag that runs the case named other in the
+// test binary running t, the test of the case named current (lease runs
+// case X as TestX, the goredis module as TestGoRedisLeaseSuite_EveryCase/X):
+// for the cases that re-run themselves, or a helper case, in a child
+// process.
+func runFlag(t *testing.T, current, other string) string {
+	t.Helper()
+	name := t.Name()
+	i := strings.LastIndex(name, current)
+	if i < 0 {
+		t.Fatalf("leasesuite: test %q does not run case %q", name, current)
+	}
+	var parts []string
+	for _, p := range strings.Split(name[:i]+other+name[i+len(current):], "/") {
+		parts = append(parts, "^"+regexp.QuoteMeta(p)+"$")
+	}
+	return "-test.run=" + strings.Join(parts, "/")
 }
