@@ -15,7 +15,8 @@ import (
 // New on a go-redis client at its defaults (a *redis.Client for one
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
-var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError}
+var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
+	FenceOnOwnConn: true}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr redis.Error

@@ -43,6 +43,9 @@ type Transport struct {
 	// the client reports it (rueidis' *RedisError, go-redis' redis.Error),
 	// and false when err carries none.
 	ServerError func(err error) (reply string, ok bool)
+	// FenceOnOwnConn: the transport sends each fence on a connection it
+	// opens for it (go-redis), not on one it already has (rueidis).
+	FenceOnOwnConn bool
 }
 
 // Client describes the client a Transport builds.
