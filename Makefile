@@ -9,18 +9,19 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ## v9.23, and goredis/go.mod requires it, so no build can pick an older one).
 GOREDIS_MINORS ?= v9.23.0
 
-.PHONY: test demo sim chaos chaos-mutation bench lint fmt
+.PHONY: test demo sim chaos chaos-mutation dst-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
-## check that the chaos campaign catches a deliberately broken build.
+## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
 	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
 	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) chaos-mutation
+	$(MAKE) dst-mutation
 
 ## demo: the main job on the embedded simulated servers (nothing to install).
 demo:
@@ -34,9 +35,19 @@ sim:
 chaos:
 	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
 
-## chaos-mutation: the campaign must catch a deliberately broken build (ErrClosing taken as "not submitted").
+## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
+## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
+## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
+## first violation) and a semaphore that admits one permit more than its limit.
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
+	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
+
+## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
+## renewal mutation (the renewer ignores its renewal's answer) within 1,000 schedules.
+dst-mutation:
+	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

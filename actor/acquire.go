@@ -31,6 +31,13 @@ type AcquireSpec struct {
 	// (lease.WithOwner: a NUL byte and the owner's label); "" for none,
 	// which costs nothing.
 	OwnerSuffix string
+	// Kind is what the acquisition takes: the key (KindMutex), or a
+	// semaphore permit, a read hold or the write hold, WireKey then being
+	// the semaphore's holders key, the lock's readers key or its writer key
+	// (as conn.NewSemaphore and conn.NewRWLock name them). Limit is a
+	// permit's semaphore limit (≥ 1).
+	Kind  Kind
+	Limit int
 }
 
 // Acquire takes spec.WireKey under a fresh token per try (SET NX PX on
@@ -49,6 +56,9 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 		return nil, context.Cause(ctx)
 	}
 	t := tries{d: d, spec: spec, ms: int64(spec.TTL / time.Millisecond)}
+	if spec.Kind == KindWrite {
+		t.markerMs = markerMillis(spec.RetryEvery)
+	}
 	if !spec.KeepAlive {
 		// Open the key's session before the lease estimate starts: the dial
 		// and handshake of a cold pool must not count against the lease (the
@@ -60,6 +70,9 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 	}
 	t.poll = sm.Poll{Start: d.clock.Now(), Wait: spec.Wait, RetryEvery: spec.RetryEvery, UntilDone: spec.UntilDone}
 	lock, err := t.run(ctx)
+	if lock == nil && t.marker != "" {
+		d.abandonMarker(spec.WireKey, t.marker) // the writer gives up: readers need not wait for its marker's end
+	}
 	if lock == nil || spec.Fenced == nil || !spec.Fenced.Reply.Unconfirmed() {
 		return lock, err
 	}
@@ -80,7 +93,7 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 		if !again {
 			return nil, err // the last try's answer: not acquired, or its error
 		}
-		if d.push != nil {
+		if d.push != nil && t.spec.Kind != KindWrite { // a waiting writer polls: each try refreshes its marker
 			return t.pushed(ctx, sleep)
 		}
 		if err := Sleep(ctx, d.spawn, d.clock, sleep); err != nil {
@@ -95,9 +108,10 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
 	d := t.d
 	var waiter *pushWaiter
-	defer func() { d.push.leave(t.spec.WireKey, waiter) }()
+	on := t.waitOn()
+	defer func() { d.push.leave(on.key, waiter) }()
 	for {
-		if err := d.push.wait(ctx, t.spec.WireKey, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
+		if err := d.push.wait(ctx, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
 			return nil, err
 		}
 		lock, err := t.one(ctx)
@@ -156,10 +170,9 @@ func (t *tries) one(ctx context.Context) (*Lock, error) {
 func (t *tries) try(ctx context.Context) (*Lock, error) {
 	d := t.d
 	lock := d.tries.get(d)
-	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, d.newToken(), uint16(t.spec.KeyStart)
-	if t.spec.OwnerSuffix != "" {
-		lock.token += t.spec.OwnerSuffix
-	}
+	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, t.token(), uint16(t.spec.KeyStart)
+	lock.setKind(t.spec.Kind)
+	t.answer = tryAnswer{}
 	if t.spec.KeepAlive {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as
@@ -189,6 +202,9 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	res, _ := lock.collect(id)
 	refused := lock.h.State() == sm.NotAcquired
 	lock.mu.Unlock()
+	if t.spec.Kind == KindWrite {
+		t.afterWrite(lock.token, res, refused)
+	}
 	switch {
 	case res.OK:
 		return lock, nil
@@ -213,9 +229,12 @@ func (t *tries) execute(ctx context.Context, lock *Lock, j job) event {
 	if f := t.spec.Fenced; f != nil {
 		res, err = f.send(cmdCtx, t.d, lock.wireKey, lock.token, t.ms, j.route)
 	} else {
-		res, err = t.d.acquireOn(cmdCtx, lock.wireKey, conn.AcquireOp(lock.wireKey, lock.token, t.ms), j.route)
+		res, err = t.d.acquireOn(cmdCtx, lock.wireKey, t.spec.acquireOp(lock.token, t.ms, t.markerMs), j.route)
 	}
-	return event{kind: eventDone, op: j.op, outcome: acquireOutcome(res.Owned, err), err: err}
+	outcome := acquireOutcome(res.Owned, err)
+	t.answer.waiting = res.Waiting
+	t.answer.uncertain = t.answer.uncertain || outcome == sm.OutcomeUncertain
+	return event{kind: eventDone, op: j.op, outcome: outcome, err: err}
 }
 
 // acquireOn sends the acquisition op (SET NX PX, or the fenced script) on

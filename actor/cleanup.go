@@ -16,19 +16,22 @@ const cleanupTimeout = 5 * time.Second
 // cleanupRetry is the pause between clean-up deletes that could not be sent.
 const cleanupRetry = 50 * time.Millisecond
 
-// cleanupDelete deletes key if it still holds token, once the SET that an
-// abandoned acquisition sent on setOn can no longer run after the delete:
-// on setOn itself while it lives (the delete queues behind the SET on the
-// same socket); otherwise — setOn retired, or that delete's outcome unknown
-// — it fences the socket (nothing it carried can run after the kill's
-// reply), reads the key on a fresh session, and deletes it only if it still
-// holds the token: a delete that ran, or a SET that never did, left it
-// without, so a delete sent then is the first to run. It goes on until the
-// key is settled or ctx ends. Without an identity setOn cannot be fenced and
-// the delete is best effort (the key then lives at most until its expiry).
-// release is the compare-and-delete of the acquisition's kind (a mutex's,
-// or a semaphore permit's).
-func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, key, token string, release conn.Op) error {
+// cleanupDelete deletes lease if the server still holds it, once the
+// acquisition an abandoned try sent on setOn can no longer run after the
+// delete: on setOn itself while it lives (the delete queues behind the
+// acquisition on the same socket); otherwise — setOn retired, or that
+// delete's outcome unknown — it fences the socket (nothing it carried can
+// run after the kill's reply), reads the lease on a fresh session, and
+// deletes it only if it is still there: a delete that ran, or an
+// acquisition that never did, left it gone, so a delete sent then is the
+// first to run. It goes on until the lease is settled or ctx ends. Without
+// an identity setOn cannot be fenced and the delete is best effort (the
+// lease then lives at most until its expiry). The read and the delete are
+// the lease kind's (GET and the compare-and-delete of a key; the lease
+// read and release scripts of a permit or a read hold). setOn nil: nothing
+// of the lease is in flight.
+func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, lease leaseRef) error {
+	release := lease.release()
 	if setOn != nil && !setOn.Retired() {
 		if _, err := setOn.Do(ctx, release, nil); settled(err) {
 			return err
@@ -42,8 +45,8 @@ func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, key, tok
 			}
 			unsettled = nil
 		}
-		res, err := d.transport.Do(ctx, conn.OwnerOp(key), nil)
-		if err == nil && (!res.Owned || res.Token != token) {
+		res, err := d.transport.Do(ctx, lease.read(), nil)
+		if err == nil && !lease.held(res) {
 			return nil // gone, or another owner's
 		}
 		if err == nil {

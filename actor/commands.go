@@ -146,7 +146,7 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		unfenced = true
 		l.d.warnUnfenced(err)
 	}
-	res, err := l.d.run(ctx, s, conn.ReleaseOp(l.wireKey, l.token), j.route)
+	res, err := l.d.run(ctx, s, l.ref().release(), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }
 
@@ -163,8 +163,9 @@ func (l *Lock) executeRenew(ctx context.Context, j job, s conn.Session) event {
 	if o := l.d.obs; o != nil && j.due > 0 {
 		o.RenewalSent(l, j.due, l.d.clock.Now())
 	}
-	res, err := l.d.run(ctx, s, conn.ExtendOp(l.wireKey, l.token, ms), j.route)
-	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
+	res, err := l.d.run(ctx, s, l.ref().renew(ms), j.route)
+	outcome, err := renewalOutcome(res.Owned, err)
+	return event{kind: eventDone, op: j.op, outcome: outcome, err: err, unfenced: unfenced}
 }
 
 // run sends op on session s, the key's current session, and follows a
@@ -215,6 +216,17 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 		return sm.OutcomeNotSubmitted
 	}
 	return sm.OutcomeUncertain
+}
+
+// renewalOutcome classifies a renewal's answer (outcomeOf). The mutation
+// build (mutation_on.go) ignores the answer, on purpose: a renewal the
+// server refused, or whose outcome is unknown, counts as confirmed.
+func renewalOutcome(ok bool, err error) (sm.Outcome, error) {
+	outcome := outcomeOf(ok, err)
+	if mutationRenewalAnswerIgnored && outcome != sm.OutcomeOK {
+		return sm.OutcomeOK, nil // deliberately wrong: see mutation_on.go
+	}
+	return outcome, err
 }
 
 // isRedirect reports a MOVED/ASK answer (the command did not run there).

@@ -159,12 +159,12 @@ func (l *Lock) OwnedKeepAliveErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.keepAlive == ownedKeepAlive || l.ownedEnd == sm.CauseNone:
+	case l.keepAlive == ownedKeepAlive || l.ownedEnd() == sm.CauseNone:
 		return nil
-	case l.ownedEnd == sm.CauseStopped && l.flags.has(flagClientClosed):
+	case l.ownedEnd() == sm.CauseStopped && l.flags.has(flagClientClosed):
 		return conn.ErrClientClosed
 	}
-	return endingError(sm.Ending{Cause: l.ownedEnd})
+	return endingError(sm.Ending{Cause: l.ownedEnd()})
 }
 
 // Jitter returns the driver's source of polling jitter.

@@ -90,12 +90,11 @@ type Driver struct {
 	background             track.Tracker // fences and clean-ups; Shutdown waits for them
 	inflight               track.Tracker // lock commands sent and the steps of their completions
 
-	closing    atomic.Bool // Shutdown began: read on every managed command
-	closeOnce  sync.Once
-	closeDone  chan struct{} // closed when the shutdown has finished
-	stop       context.Context
-	stopWork   context.CancelFunc // ends stop when Shutdown begins (WithReplicas' WAIT)
-	shutdownMu sync.Mutex
+	closing   atomic.Bool // Shutdown began: read on every managed command
+	closeOnce sync.Once
+	closeDone chan struct{} // closed when the shutdown has finished
+	stop      context.Context
+	stopWork  context.CancelFunc // ends stop when Shutdown begins (WithReplicas' WAIT)
 }
 
 // New returns a Driver on cfg.Transport. It sends nothing.
@@ -217,12 +216,25 @@ func (d *Driver) sessionFor(ctx context.Context, wireKey string) (conn.Session, 
 // before the first command or in cluster mode).
 func (d *Driver) StandaloneSession() conn.Session { return d.standalone.Load() }
 
-// commandContext applies Config.CommandTimeout to one managed command.
+// commandContext applies Config.CommandTimeout to one managed command. On
+// the real clock it is a deadline (conn turns it into a cancellation where
+// rueidis needs one); on any other clock (a simulation's virtual time) it
+// is a timer of that clock whose cause is context.DeadlineExceeded, so
+// that the timeout falls on the clock's time: context.WithTimeout would arm
+// a wall-clock timer behind the driver's seams.
 func (d *Driver) commandContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d.commandTimeout > 0 {
+	switch {
+	case d.commandTimeout <= 0:
+		return ctx, func() {}
+	case d.clock == Clock(realTime):
 		return context.WithTimeout(ctx, d.commandTimeout)
 	}
-	return ctx, func() {}
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := d.clock.AfterFunc(d.commandTimeout, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(nil)
+	}
 }
 
 // bound returns a context that parent's end or d's clock after dur

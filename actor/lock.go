@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -43,23 +42,39 @@ type Lock struct {
 	pushNext *Lock
 	callers  sm.CallerID // last CallerID handed out
 	keyStart uint16      // len of the view's prefix: Key is wireKey[keyStart:]
-	flags    lockFlags
-	// ownedEnd is how the keep-alive an acquisition started ended (what its
-	// cause would be, see ownedKeepAlive); CauseNone while it runs or if
-	// there was none.
-	ownedEnd sm.Cause
+	// flags are the lock's yes-or-no facts and how the keep-alive an
+	// acquisition started ended (ownedEnd); written under mu.
+	flags lockFlags
+	// kind is what the lock holds (kind.go): set before the Lock is shared
+	// and never changed, so it is read without mu (its own byte: a byte
+	// written under mu next to it would race with such reads).
+	kind Kind
 	// A Lock is 256 bytes (a size class): every byte is paid by each held
 	// lock (lease.TestLockStaysSmall); rarely used state belongs in side
 	// structs.
 }
 
-// lockFlags are a Lock's yes-or-no facts, as bits (one byte).
+// lockFlags are a Lock's yes-or-no facts, as bits, and in the bits above
+// them the cause of the end of the keep-alive an acquisition started (one
+// byte).
 type lockFlags uint8
 
 const (
 	flagClientClosed lockFlags = 1 << iota // the keep-alive ended because the client was closed
 	flagPushed                             // registered with the push hub as a holder (push_hold.go)
+	// ownedEndShift is where the owned keep-alive's end cause starts.
+	ownedEndShift = iota
 )
+
+// ownedEnd is how the keep-alive an acquisition started ended (what its
+// cause would be, see ownedKeepAlive); CauseNone while it runs or if there
+// was none. l.mu is held.
+func (l *Lock) ownedEnd() sm.Cause { return sm.Cause(l.flags >> ownedEndShift) }
+
+// setOwnedEnd records that end; l.mu is held.
+func (l *Lock) setOwnedEnd(c sm.Cause) {
+	l.flags = l.flags&(1<<ownedEndShift-1) | lockFlags(c)<<ownedEndShift
+}
 
 func (f lockFlags) has(bit lockFlags) bool { return f&bit != 0 }
 
@@ -183,16 +198,19 @@ func (l *Lock) SetAcquireSpan(sc *trace.SpanContext) {
 	l.acquireSpan = sc
 }
 
-// Verify asks the primary whether the key still holds this lock's token
-// (GET). It changes no state. It blocks for one round trip.
+// Verify asks the primary whether this lock's lease is still there: the
+// key holds its token (GET), or, for a permit or a read hold, its member
+// is live by the server's clock (the lease read script). It changes no
+// state. It blocks for one round trip.
 func (l *Lock) Verify(ctx context.Context) (bool, error) {
 	ctx, cancel := l.d.commandContext(ctx)
 	defer cancel()
-	res, err := l.d.transport.Do(ctx, conn.OwnerOp(l.wireKey), nil)
+	ref := l.ref()
+	res, err := l.d.transport.Do(ctx, ref.read(), nil)
 	if err != nil {
 		return false, err
 	}
-	return res.Owned && res.Token == l.token, nil
+	return ref.held(res), nil
 }
 
 // newCaller registers a waiting caller; l.mu is held.

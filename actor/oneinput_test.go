@@ -44,10 +44,27 @@ func (w *stepWatch) Fence(ctx context.Context, _ *Lock) (context.Context, func(e
 
 func (w *stepWatch) RenewalSent(*Lock, time.Duration, time.Duration) {}
 
+// sawRenewals reports whether l's renewal ticks and at least two command
+// completions were stepped.
+func (w *stepWatch) sawRenewals(l *Lock) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	timers, done := 0, 0
+	for _, k := range w.order[l] {
+		switch k {
+		case sm.InputTimer:
+			timers++
+		case sm.InputCommandDone:
+			done++
+		}
+	}
+	return timers > 0 && done >= 2
+}
+
 // TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime: the
 // driver production runs (over rueidis, on a sim node) gets, on one lock, a
 // keep-alive whose renewals and deadline ticks come from the timer heap,
-// 16 goroutines sending requests for 400ms, a context watch and a release: every input
+// 16 goroutines sending requests for 400ms (on, bounded, until renewals were stepped), a context watch and a release: every input
 // is stepped alone, none overlapping another (the observer is told inside
 // each step, under the lock's mutex).
 func TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime(t *testing.T) {
@@ -60,12 +77,19 @@ func TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime(t *testing.T)
 	}
 	var wg sync.WaitGroup
 	var resets atomic.Int64
-	end := time.Now().Add(400 * time.Millisecond) // some ten renewals and deadlines of the keep-alive
+	// At least 400ms (some ten renewals and deadlines of the keep-alive),
+	// and on until renewal ticks and completions were stepped (a loaded
+	// machine may run late), within a generous bound.
+	end, bound := time.Now().Add(400*time.Millisecond), time.Now().Add(20*time.Second)
+	going := func() bool {
+		now := time.Now()
+		return now.Before(end) || now.Before(bound) && !w.sawRenewals(lock)
+	}
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(end) {
+			for going() {
 				// A request stepped under the mutex with no I/O (a second
 				// keep-alive is refused), racing the renewals' completions.
 				_, _ = lock.Request(ctx, sm.Input{Kind: sm.InputKeepAliveStart})

@@ -232,24 +232,6 @@ func (h *pushHub) checkWorker() {
 	h.mu.Unlock()
 }
 
-// checkBatch is one worker's batch of holders' reads, sent in one
-// WatchReadMany (a round trip per node), and its buffers, reused from one
-// round to the next.
-type checkBatch struct {
-	reads   []holderRead
-	keys    []string // the reads' keys, as WatchReadMany takes them
-	judged  []*Lock  // the holders each read judges (holderRead.from, to)
-	results []conn.WatchReadResult
-}
-
-// holderRead is one owner-compared read of a key for its holders.
-type holderRead struct {
-	key      string
-	e        *pushKey // the key's entry, kept while the read is in flight
-	gen      uint64   // e.gen when the read was sent: a later one spans an invalidation
-	from, to int      // checkBatch.judged[from:to]: the holders registered when it was sent
-}
-
 // takeChecksLocked makes b the next round of a worker: the reads of the
 // last round that asked for another one, then the oldest queued keys up to
 // PushCheckBatch (marked in flight). For each read it notes the key's
@@ -272,7 +254,7 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 	if len(b.reads) == 0 {
 		return false
 	}
-	b.keys, b.judged = b.keys[:0], b.judged[:0]
+	b.keys, b.judged, b.members = b.keys[:0], b.judged[:0], b.members[:0]
 	for i := range b.reads {
 		r := &b.reads[i]
 		r.e.recheck = false
@@ -282,7 +264,7 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 			b.judged = append(b.judged, p)
 		}
 		r.to = len(b.judged)
-		b.keys = append(b.keys, r.key)
+		b.addRead(r)
 	}
 	q.reading += len(b.reads)
 	q.batches++
@@ -293,13 +275,13 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 	return true
 }
 
-// readForHolders sends b's reads in one WatchReadMany (tracking the keys
-// again) and ends every judged holder whose token a read did not find; the
-// reads that asked for another round (an invalidation, or a new holder,
-// came meanwhile) stay in b for the next one.
+// readForHolders sends b's reads (tracking the keys again) and ends every
+// judged holder whose token a read did not find; the reads that asked for
+// another round (an invalidation, or a new holder, came meanwhile) stay in
+// b for the next one.
 func (h *pushHub) readForHolders(b *checkBatch) {
 	ctx, cancel := h.d.bound(h.ctx, PushCheckTimeout)
-	b.results = h.d.transport.WatchReadMany(ctx, b.keys, b.results)
+	b.send(ctx, h.d.transport)
 	cancel()
 	h.mu.Lock()
 	q := &h.checks
@@ -307,12 +289,11 @@ func (h *pushHub) readForHolders(b *checkBatch) {
 	q.batches--
 	var refuted []*Lock
 	again := b.reads[:0]
-	for i, r := range b.reads {
-		res := &b.results[i]
-		if res.Err == nil {
-			refuted = h.refutedLocked(refuted, r.key, b.judged[r.from:r.to], res.Token, res.Found)
-		}
-		if h.settleReadLocked(r, res.Found, res.Err) {
+	for _, r := range b.reads {
+		var found bool
+		var err error
+		refuted, found, err = h.judgeLocked(refuted, b, r)
+		if h.settleReadLocked(r, found, err) {
 			again = append(again, r)
 		}
 	}
@@ -320,6 +301,8 @@ func (h *pushHub) readForHolders(b *checkBatch) {
 	b.reads = again
 	clear(b.judged) // no ended holder stays reachable from the buffers between rounds
 	clear(b.results)
+	clear(b.mresults)
+	clear(b.members)
 	h.mu.Unlock()
 	ended := 0
 	for _, l := range refuted {

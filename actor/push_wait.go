@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/respire-go/respire/conn"
 )
 
 // This file is push-driven waiting and loss detection (docs/architecture.md,
@@ -73,6 +75,16 @@ type pushKey struct {
 	queued  bool          // in the queue of keys due a holders' read (once at most)
 	check   bool          // a holders' read is in flight
 	recheck bool          // an invalidation (or a new holder) came during that read
+	member  bool          // a sorted set (a semaphore's holders, a lock's readers): read with ZSCORE, never GET
+	shared  bool          // its waiters can all get in at once (readers waiting on a writer key): a change wakes every one
+}
+
+// waitOn is what a waiting acquisition waits for a change of: its key, and
+// how the key is read and its waiters woken (see pushKey).
+type waitOn struct {
+	key    string
+	member bool
+	shared bool
 }
 
 // pushWaiter is one waiting acquisition.
@@ -173,6 +185,16 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 // when it comes back (missed): its try may have been sent before the
 // change.
 func (h *pushHub) passBatonLocked(e *pushKey) {
+	if e.shared { // readers: the key free for one is free for all
+		for _, w := range e.waiters {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+		h.stats.batons += len(e.waiters)
+		return
+	}
 	if e.baton != nil {
 		e.missed = true
 		return
@@ -189,18 +211,24 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 	}
 }
 
-// wait is a waiting acquisition's pause between two SET NX tries: it
-// returns when this waiter is handed the baton (the key changed: try now),
-// when the key was found free while arming, when its sleep passed (the
-// safety net: parked on a tracked key; sleep while the key is not tracked
-// yet), or with ctx's cause. *pw registers the waiter on first use; leave
+// wait is a waiting acquisition's pause between two tries: it returns
+// when this waiter is handed the baton (the key changed: try now), when
+// the key was found free while arming, when its sleep passed (the safety
+// net: parked on a tracked key; sleep while the key is not tracked yet),
+// or with ctx's cause. on.member says the key is a sorted set (a
+// semaphore's holders): its tracking read cannot tell a free permit, so
+// arming it is followed by one more try; on.shared that every waiter of
+// the key is woken by a change, not only the first. *pw registers the
+// waiter on first use; leave
 // must follow the last wait. On a node that refused tracking it waits
 // sleep for the baton; after a read that failed otherwise (the node busy,
 // loading, unreachable) at most pushCheckRetry, so that the key is tried
 // and read again soon.
-func (h *pushHub) wait(ctx context.Context, key string, sleep, parked time.Duration, pw **pushWaiter) error {
+func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Duration, pw **pushWaiter) error {
+	key := on.key
 	h.mu.Lock()
 	e := h.entry(key)
+	e.member, e.shared = e.member || on.member, e.shared || on.shared
 	if *pw == nil {
 		*pw = &pushWaiter{wake: make(chan struct{}, 1)}
 		e.waiters = append(e.waiters, *pw)
@@ -264,9 +292,21 @@ func (h *pushHub) park(ctx context.Context, w *pushWaiter, sleep time.Duration) 
 
 // arm tracks key with a read on its watcher (gen: the invalidations seen
 // when it started) and reports whether the key is free to try now: missing,
-// or changed while the read was in flight.
+// or changed while the read was in flight. A sorted set is read with
+// ZSCORE of a member it never has (owner tokens are not empty), which
+// tracks it but cannot tell whether a permit is free: it counts as free.
 func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, err error) {
-	_, _, found, err := h.d.transport.WatchRead(ctx, key)
+	h.mu.Lock()
+	member := h.entry(key).member
+	h.mu.Unlock()
+	var found bool
+	if member {
+		var one [1]conn.WatchReadResult
+		r := h.d.transport.WatchScoreMany(ctx, []conn.MemberRead{{Key: key}}, one[:0])[0]
+		err = r.Err
+	} else {
+		_, _, found, err = h.d.transport.WatchRead(ctx, key)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.entry(key)

@@ -145,8 +145,11 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
-		requests = append(requests, conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token,
-			TTLMillis: ceilMillis(rn.ttl), Route: rn.route})
+		rq := conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token, TTLMillis: ceilMillis(rn.ttl), Route: rn.route}
+		if k := rn.lock.Kind(); k.member() {
+			rq.Op = rn.lock.ref().renew(rq.TTLMillis) // a permit's or reader's script, in the same pipeline
+		}
+		requests = append(requests, rq)
 		sent = append(sent, rn)
 	}
 	if len(sent) == 0 {
@@ -165,10 +168,10 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 	for i, res := range results {
 		rn, err := sent[i], res.Err
 		if isRedirect(err) {
-			op := conn.ExtendOp(requests[i].Key, requests[i].Token, requests[i].TTLMillis)
-			res.Result, err = r.d.transport.Do(ctx, op, rn.route)
+			res.Result, err = r.d.transport.Do(ctx, requests[i].Renewal(), rn.route)
 		}
-		rn.lock.deliverDone(rn.op, outcomeOf(res.Owned, err), err, unfenced)
+		outcome, err := renewalOutcome(res.Owned, err)
+		rn.lock.deliverDone(rn.op, outcome, err, unfenced)
 	}
 	return true
 }

@@ -23,6 +23,12 @@ type tries struct {
 	node    string // with a keep-alive: the node whose renewal permission was checked
 	checked bool   // with a keep-alive: that check passed
 	poll    sm.Poll
+	// A writer's tries (writer.go): the marker lease, the token whose
+	// waiting marker may be on the server (the next try reuses it, to
+	// refresh the marker or take the lock), and what the last try answered.
+	markerMs int64
+	marker   string
+	answer   tryAnswer
 }
 
 // waits reports whether the caller asked to wait.
@@ -108,7 +114,7 @@ func (t *tries) settle(ctx context.Context, lock *Lock, j job) event {
 		timer := t.d.clock.AfterFunc(left, func() { cancel(errWaitOver) })
 		defer timer.Stop()
 	}
-	if ours, settled := t.d.settleSet(sctx, setOn, lock.wireKey, lock.token); settled {
+	if ours, settled := t.d.settleSet(sctx, setOn, lock.ref()); settled {
 		ev.outcome = sm.OutcomeMismatch
 		if ours {
 			ev.outcome = sm.OutcomeOK
@@ -117,10 +123,11 @@ func (t *tries) settle(ctx context.Context, lock *Lock, j job) event {
 	return ev
 }
 
-// settleSet fences setOn and reads wireKey on a fresh session (see
-// tries.settle); it reports whether the key holds token, and whether that
-// could be found out before ctx ended.
-func (d *Driver) settleSet(ctx context.Context, setOn conn.Session, wireKey, token string) (ours, settled bool) {
+// settleSet fences setOn and reads the lease on a fresh session (see
+// tries.settle: GET of a key, the lease read of a permit or a read hold);
+// it reports whether the token holds it, and whether that could be found
+// out before ctx ended.
+func (d *Driver) settleSet(ctx context.Context, setOn conn.Session, lease leaseRef) (ours, settled bool) {
 	fenced := false
 	for {
 		if d.closedErr() != nil {
@@ -137,10 +144,10 @@ func (d *Driver) settleSet(ctx context.Context, setOn conn.Session, wireKey, tok
 		} else {
 			rctx, done := d.fenceBound(ctx) // a read bounded as a fence is
 			var res conn.Result
-			res, err = d.transport.Do(rctx, conn.OwnerOp(wireKey), nil)
+			res, err = d.transport.Do(rctx, lease.read(), nil)
 			done()
 			if err == nil {
-				return res.Owned && res.Token == token, true
+				return lease.held(res), true
 			}
 		}
 		if !settleRetries(err) || Sleep(ctx, d.spawn, d.clock, cleanupRetry) != nil {

@@ -98,6 +98,15 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
 		due = max(l.timers.renewAt, 1) // 0 means unknown
 	}
+	completed := in.Kind == sm.InputCommandDone || in.Kind == sm.InputAcquireSettled
+	early := completed && !namesOp(effects, in.Op)
+	if early {
+		// Nothing of this step needs the completed command's slot (no fence,
+		// abort, settling or clean-up of it): free it first, for the
+		// commands the step may start — a recovery's confirmation sends a
+		// waiting reset's renewal and a deferred release at once.
+		l.forgetOp(in.Op)
+	}
 	var mine job
 	for i := range effects {
 		if j := l.apply(&effects[i], self, due); j.op != 0 {
@@ -108,7 +117,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	if o := l.d.obs; o != nil {
 		o.Stepped(l, in, effects)
 	}
-	if (in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled {
+	if !early && ((in.Kind == sm.InputCommandDone && !settling) || in.Kind == sm.InputAcquireSettled) {
 		l.forgetOp(in.Op)
 	}
 	if deadline, held := l.h.LeaseDeadline(); held {
@@ -120,6 +129,20 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	*buf = effects[:0]
 	effectBuffers.Put(buf)
 	return mine
+}
+
+// namesOp reports whether an effect refers to command op (its carrier or
+// its Route: a fence, an abort, a settling, a clean-up after it).
+func namesOp(effects []sm.Effect, op sm.OpID) bool {
+	for i := range effects {
+		switch effects[i].Kind {
+		case sm.EffectFence, sm.EffectAbort, sm.EffectSettleAcquire, sm.EffectCleanupDelete:
+			if effects[i].Op == op {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // apply executes one effect; l.mu is held. due is when a keep-alive renewal
@@ -143,7 +166,7 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
 		if l.keepAlive == ownedKeepAlive {
-			l.ownedEnd = e.Ending.Cause
+			l.setOwnedEnd(e.Ending.Cause)
 		} else if l.keepAlive != nil {
 			l.keepAlive.end(endingError(e.Ending))
 		}
@@ -223,13 +246,19 @@ func (l *Lock) fence(op sm.OpID) {
 	})
 }
 
-// cleanup deletes the lock of an abandoned acquisition, bounded, in the
-// background, once its SET (carried by setOn) can no longer run after the
-// delete (see Driver.cleanupDelete).
+// cleanup deletes the lease of an abandoned acquisition, bounded, in the
+// background, once its command (carried by setOn) can no longer run after
+// the delete (see Driver.cleanupDelete): the key, the permit or the read
+// hold; for a writer, its hold and then the waiting marker the try may
+// have set instead.
 func (l *Lock) cleanup(setOn conn.Session) {
 	ctx, cancel := l.d.bound(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := l.d.cleanupDelete(ctx, setOn, l.wireKey, l.token, conn.ReleaseOp(l.wireKey, l.token)); err != nil {
+	err := l.d.cleanupDelete(ctx, setOn, l.ref())
+	if err == nil && l.Kind() == KindWrite {
+		err = l.d.cleanupDelete(ctx, setOn, markerOf(l.wireKey, l.token))
+	}
+	if err != nil {
 		l.d.logger.Debug("lease: cleanup of an abandoned acquisition failed", l.d.KeyArgs(l.wireKey, "error", err)...)
 	}
 }

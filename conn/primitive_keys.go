@@ -73,6 +73,15 @@ func NewSemaphore(prefix, name string, limit int) (Semaphore, error) {
 	return Semaphore{HoldersKey: stem + ":sem", LimitKey: stem + ":sem:limit", Limit: limit}, nil
 }
 
+// SemaphoreOfHolders returns the Semaphore whose HoldersKey is holdersKey,
+// a key NewSemaphore named (P{N}:sem), with limit (0 for a Semaphore that
+// only renews, releases and reads permits: its AcquireOp must not be
+// sent). It lets a held permit keep one key instead of the Semaphore. It
+// sends nothing.
+func SemaphoreOfHolders(holdersKey string, limit int) Semaphore {
+	return Semaphore{HoldersKey: holdersKey, LimitKey: holdersKey + ":limit", Limit: limit}
+}
+
 // AcquireOp takes a permit for token with a lease of ttlMillis
 // (SemaphoreAcquireScript). Result.Owned: the token holds a permit; false:
 // the semaphore is full. A different stored limit is a Definite *Error
@@ -82,7 +91,7 @@ func NewSemaphore(prefix, name string, limit int) (Semaphore, error) {
 func (s Semaphore) AcquireOp(token string, ttlMillis int64) Op {
 	return primitiveOp(&primitiveCall{name: "semaphore-acquire", kind: primAcquire,
 		script: SemaphoreAcquireScript, sha: SemaphoreAcquireScriptSHA,
-		keys: []string{s.HoldersKey, s.LimitKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit)},
+		keys: []string{s.HoldersKey, s.LimitKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit + mutationLimitSlack)},
 		limit: s.Limit})
 }
 
@@ -128,6 +137,19 @@ func NewRWLock(prefix, name string) (RWLock, error) {
 		return RWLock{}, err
 	}
 	return RWLock{WriterKey: stem + ":w", ReadersKey: stem + ":r"}, nil
+}
+
+// RWLockOfKey returns the RWLock one of whose keys is key, as NewRWLock
+// named them: its writer key (P{N}:w) or its readers key (P{N}:r). It lets
+// a held lock keep one key instead of the RWLock. A key NewRWLock could not
+// have named gives an RWLock whose keys are not the lock's. It sends
+// nothing.
+func RWLockOfKey(key string) RWLock {
+	stem, _ := strings.CutSuffix(key, ":w")
+	if stem == key {
+		stem, _ = strings.CutSuffix(key, ":r")
+	}
+	return RWLock{WriterKey: stem + ":w", ReadersKey: stem + ":r"}
 }
 
 // ReadAcquireOp takes a read hold for token with a lease of ttlMillis

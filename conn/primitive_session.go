@@ -19,8 +19,12 @@ func (s *pinned) drivePrimitive(ctx context.Context, op Op, asking bool, route *
 	if err := op.invalid(); err != nil {
 		return Result{}, err
 	}
+	return s.driveScript(ctx, op, &ScriptCall{call: op.prim, step: StepPrimitiveEvalsha}, asking, route)
+}
+
+// driveScript drives call, op's script call, from its current step.
+func (s *pinned) driveScript(ctx context.Context, op Op, call *ScriptCall, asking bool, route *Route) (Result, error) {
 	name := op.prim.name
-	call := &ScriptCall{call: op.prim, step: StepPrimitiveEvalsha}
 	for {
 		reply, redisErr, err := s.exchange(ctx, name, call.Command(), asking, route)
 		if err == nil {
@@ -30,22 +34,34 @@ func (s *pinned) drivePrimitive(ctx context.Context, op Op, asking bool, route *
 			return Result{Session: s}, err
 		}
 		out := call.Interpret(reply)
-		switch {
-		case !out.Done:
-			if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
-				o.FallbackTaken(s.node, FallbackScriptCache, false)
-			}
+		if !out.Done {
+			s.scriptFallback()
 			continue // NOSCRIPT: the script did not run; EVAL it
-		case out.LimitMismatch != nil:
-			if redisErr != nil {
-				out.LimitMismatch.Reply = redisErr
-			}
-			return Result{Session: s}, &Error{Class: Definite, Op: name, Addr: s.node, Session: s,
-				Code: LimitMismatchCode, Err: out.LimitMismatch}
-		case out.Redirect != nil || out.Err != nil:
-			return s.finish(name, Outcome{Done: true, Err: out.Err, Redirect: out.Redirect}, redisErr)
 		}
-		return Result{Owned: out.Owned, Waiting: out.Waiting, RemainingMillis: out.RemainingMillis,
-			Holders: out.Holders, Session: s}, nil
+		return s.primitiveOutcome(name, out, redisErr)
 	}
+}
+
+// scriptFallback reports that a script was not cached on this session's
+// server (NOSCRIPT), so EVAL follows.
+func (s *pinned) scriptFallback() {
+	if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
+		o.FallbackTaken(s.node, FallbackScriptCache, false)
+	}
+}
+
+// primitiveOutcome is the result of a script call's final reply.
+func (s *pinned) primitiveOutcome(name string, out ScriptOutcome, redisErr error) (Result, error) {
+	switch {
+	case out.LimitMismatch != nil:
+		if redisErr != nil {
+			out.LimitMismatch.Reply = redisErr
+		}
+		return Result{Session: s}, &Error{Class: Definite, Op: name, Addr: s.node, Session: s,
+			Code: LimitMismatchCode, Err: out.LimitMismatch}
+	case out.Redirect != nil || out.Err != nil:
+		return s.finish(name, Outcome{Done: true, Err: out.Err, Redirect: out.Redirect}, redisErr)
+	}
+	return Result{Owned: out.Owned, Waiting: out.Waiting, RemainingMillis: out.RemainingMillis,
+		Holders: out.Holders, Session: s}, nil
 }

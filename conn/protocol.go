@@ -73,6 +73,28 @@ func OwnerCommand(key string) Command {
 	return Command{Args: []string{"GET", key}, Key: 1}
 }
 
+// ScoreCommand is ZSCORE key member: a sorted-set member's score (nil when
+// it is no member), a read a watcher tracks.
+func ScoreCommand(key, member string) Command {
+	return Command{Args: []string{"ZSCORE", key, member}, Key: 1}
+}
+
+// WatchedResult reads the reply to a watcher's read: GET's (OwnerResult),
+// or with score ZSCORE's, found when the member exists (the token is then
+// empty; the score, a RESP3 double, is not read).
+func WatchedResult(r Reply, score bool) (token string, found bool, err *ServerError) {
+	if !score {
+		return OwnerResult(r)
+	}
+	switch r.Kind {
+	case ReplyError:
+		return "", false, newServerError(r.Text)
+	case ReplyNil:
+		return "", false, nil
+	}
+	return "", true, nil
+}
+
 // AskingCommand is ASKING, sent right before a command after an ASK redirect.
 func AskingCommand() Command { return Command{Args: []string{"ASKING"}, Key: -1} }
 

@@ -1,6 +1,9 @@
 package conn
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // opKind names the lock operation an Op runs.
 type opKind uint8
@@ -119,21 +122,49 @@ type ExtendRequest struct {
 	Key       string
 	Token     string
 	TTLMillis int64
-	Route     *Route
+	// Op, when set, is the renewal sent instead of the compare-and-pexpire
+	// of Key for Token (Key, Token and TTLMillis are then unused): a
+	// semaphore permit's (Semaphore.RenewOp), a read hold's
+	// (RWLock.ReadRenewOp) or any ExtendOp. It goes in the same pipeline as
+	// the batch's other renewals. Any other Op is refused, NotSubmitted
+	// (ErrNotBatchable). The zero Op is unset.
+	Op    Op
+	Route *Route
+}
+
+// ErrNotBatchable is the NotSubmitted cause of an ExtendRequest whose Op is
+// not a renewal (an acquisition, a release, a read).
+var ErrNotBatchable = errors.New("not a renewal: it cannot ride in a batch of renewals")
+
+// Renewal returns the Op the request sends: Op when set, else
+// ExtendOp(Key, Token, TTLMillis). Use it to send the request again on its
+// own (after a redirect).
+func (r ExtendRequest) Renewal() Op {
+	if r.Op.kind != 0 {
+		return r.Op
+	}
+	return ExtendOp(r.Key, r.Token, r.TTLMillis)
+}
+
+// Batchable reports whether an Op may ride in a batch of renewals (see
+// ExtendRequest.Op).
+func (o Op) Batchable() bool {
+	return o.kind == 0 || o.kind == opExtend || (o.kind == opPrimitive && o.prim.kind == primOwned && o.prim.sha == HolderRenewScriptSHA)
 }
 
 // ExtendResult is the answer to one ExtendRequest.
 type ExtendResult struct {
 	Result
-	Err error // *Error, classified as for Extend
+	Err error // *Error, classified as for Extend (or as the request's Op)
 }
 
 // ExtendMany renews many keys on this session in one pipelined round trip
-// (DoMulti); a key whose first step needs a fallback finishes on its own
-// afterwards. Results are in request order. All keys must live on this
-// session's node. It blocks until every key has an answer or an error; a
-// transport failure makes every request handed off Uncertain (NotSubmitted
-// only when rueidis proves nothing was written, see ClassifyTransport).
+// (DoMulti); a key whose first step needs a fallback (a script not cached
+// yet included) finishes on its own afterwards. Results are in request
+// order. All keys must live on this session's node. It blocks until every
+// key has an answer or an error; a transport failure makes every request
+// handed off Uncertain (NotSubmitted only when rueidis proves nothing was
+// written, see ClassifyTransport).
 func (s *pinned) ExtendMany(ctx context.Context, requests []ExtendRequest) []ExtendResult {
 	results := make([]ExtendResult, len(requests))
 	if len(requests) == 0 {
@@ -145,17 +176,8 @@ func (s *pinned) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ext
 		}
 		return results
 	}
-	caps := s.caps.Load()
-	ops := make([]*Operation, len(requests))
-	built := make([]rueidisCompleted, 0, len(requests))
-	for i, r := range requests {
-		if !r.Route.carry(s) {
-			results[i] = ExtendResult{Result{Session: s}, &Error{Class: NotSubmitted, Op: "extend", Addr: s.node, Session: s, Err: ErrAborted}}
-			continue
-		}
-		ops[i] = NewExtend(r.Key, r.Token, r.TTLMillis, caps)
-		built = append(built, buildStep(s.client.B(), ops[i]))
-	}
+	b := renewalBatch{ops: make([]*Operation, len(requests))}
+	built := b.build(s, requests, results)
 	if len(built) == 0 {
 		return results
 	}
@@ -164,7 +186,7 @@ func (s *pinned) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ext
 	sent()
 	if err := s.checkPrimary("extend"); err != nil {
 		for i := range requests {
-			if ops[i] != nil {
+			if b.sent(i) {
 				results[i] = ExtendResult{Result{Session: s}, err}
 			}
 		}
@@ -172,13 +194,68 @@ func (s *pinned) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ext
 	}
 	next := 0
 	for i := range requests {
-		if ops[i] == nil {
+		switch {
+		case b.ops[i] != nil:
+			results[i] = s.finishPipelined(ctx, b.ops[i], replies[next], requests[i].Route)
+		case b.scripts != nil && b.scripts[i] != nil:
+			results[i] = s.finishPipelinedScript(ctx, requests[i].Op, b.scripts[i], replies[next], requests[i].Route)
+		default:
 			continue
 		}
-		results[i] = s.finishPipelined(ctx, ops[i], replies[next], requests[i].Route)
 		next++
 	}
 	return results
+}
+
+// renewalBatch is the state machines of one ExtendMany, per request: an
+// Operation for a compare-and-pexpire, a ScriptCall for a holder's renewal
+// (scripts is allocated only when the batch has one).
+type renewalBatch struct {
+	ops     []*Operation
+	scripts []*ScriptCall
+}
+
+// sent reports whether request i was put in the pipeline.
+func (b *renewalBatch) sent(i int) bool {
+	return b.ops[i] != nil || (b.scripts != nil && b.scripts[i] != nil)
+}
+
+// build makes each request's first command, recording in results the ones
+// that are not sent (their Route aborted them, or their Op is not a
+// renewal).
+func (b *renewalBatch) build(s *pinned, requests []ExtendRequest, results []ExtendResult) []rueidisCompleted {
+	caps := s.caps.Load()
+	built := make([]rueidisCompleted, 0, len(requests))
+	for i, r := range requests {
+		var refused error
+		switch {
+		case !r.Op.Batchable():
+			refused = ErrNotBatchable
+		case r.Op.kind == opPrimitive && r.Op.invalid() != nil:
+			refused = r.Op.prim.invalid
+		case !r.Route.carry(s):
+			refused = ErrAborted
+		}
+		if refused != nil {
+			results[i] = ExtendResult{Result{Session: s}, &Error{Class: NotSubmitted, Op: r.Renewal().name(), Addr: s.node, Session: s, Err: refused}}
+			continue
+		}
+		switch r.Op.kind {
+		case 0:
+			b.ops[i] = NewExtend(r.Key, r.Token, r.TTLMillis, caps)
+		case opExtend:
+			b.ops[i] = NewExtend(r.Op.key, r.Op.token, r.Op.ttlMillis, caps)
+		default:
+			if b.scripts == nil {
+				b.scripts = make([]*ScriptCall, len(requests))
+			}
+			b.scripts[i] = &ScriptCall{call: r.Op.prim, step: StepPrimitiveEvalsha}
+			built = append(built, buildCommand(s.client.B(), b.scripts[i].Command()))
+			continue
+		}
+		built = append(built, buildStep(s.client.B(), b.ops[i]))
+	}
+	return built
 }
 
 func (s *pinned) finishPipelined(ctx context.Context, o *Operation, raw rueidisResult, route *Route) ExtendResult {
@@ -195,5 +272,23 @@ func (s *pinned) finishPipelined(ctx context.Context, o *Operation, raw rueidisR
 		return ExtendResult{res, err}
 	}
 	res, err := s.drive(ctx, "extend", o, false, route)
+	return ExtendResult{res, err}
+}
+
+// finishPipelinedScript reads a holder renewal's reply from a batch; after
+// NOSCRIPT (the script did not run) it finishes on its own with EVAL.
+func (s *pinned) finishPipelinedScript(ctx context.Context, op Op, call *ScriptCall, raw rueidisResult, route *Route) ExtendResult {
+	name := op.prim.name
+	if err := raw.NonRedisError(); err != nil {
+		return ExtendResult{Result{Session: s}, s.transportError(ctx, name, err)}
+	}
+	s.touch()
+	reply, redisErr := toReply(raw)
+	if out := call.Interpret(reply); out.Done {
+		res, err := s.primitiveOutcome(name, out, redisErr)
+		return ExtendResult{res, err}
+	}
+	s.scriptFallback()
+	res, err := s.driveScript(ctx, op, call, false, route)
 	return ExtendResult{res, err}
 }

@@ -52,6 +52,10 @@ type Transport interface {
 	WatchRead(ctx context.Context, key string) (node, token string, found bool, err error)
 	// WatchReadMany is WatchRead for many keys at once, in out (reused).
 	WatchReadMany(ctx context.Context, keys []string, out []WatchReadResult) []WatchReadResult
+	// WatchScoreMany is WatchReadMany for sorted-set members (ZSCORE key
+	// member): a semaphore's or a read/write lock's holders; Found reports
+	// whether the member is in the set.
+	WatchScoreMany(ctx context.Context, reads []MemberRead, out []WatchReadResult) []WatchReadResult
 	// SetInvalidationHandler sets the function told of changed keys of a
 	// node (keys nil: everything tracked there is forgotten). It is called
 	// on the transport's own goroutine and must not block.

@@ -49,6 +49,33 @@ type watchGroup struct {
 // key has its result; the first read per node also waits for the watcher's
 // handshake.
 func (p *Pool) WatchReadMany(ctx context.Context, keys []string, out []WatchReadResult) []WatchReadResult {
+	return p.watchReadMany(ctx, keys, nil, out)
+}
+
+// MemberRead is one sorted-set member WatchScoreMany tracks and reads.
+type MemberRead struct {
+	Key    string // the sorted set (a semaphore's holders, a lock's readers)
+	Member string // the member: a holder's owner token
+}
+
+// WatchScoreMany is WatchReadMany for sorted-set members: per read CLIENT
+// CACHING YES + ZSCORE Key Member on the watcher of Key's primary, so that
+// the next change of Key (any member's, its expiry, its deletion) sends one
+// invalidation. Each result's Found reports whether Member is in the set
+// (whatever its score); Token is empty. Everything else is as for
+// WatchReadMany: one round trip per node, MOVED followed, results in
+// reads' order in out[:0] grown. It blocks until every read has its result.
+func (p *Pool) WatchScoreMany(ctx context.Context, reads []MemberRead, out []WatchReadResult) []WatchReadResult {
+	keys, members := make([]string, len(reads)), make([]string, len(reads))
+	for i, r := range reads {
+		keys[i], members[i] = r.Key, r.Member
+	}
+	return p.watchReadMany(ctx, keys, members, out)
+}
+
+// watchReadMany reads keys (GET), or with members the members of keys
+// (ZSCORE keys[i] members[i]), on their watchers.
+func (p *Pool) watchReadMany(ctx context.Context, keys, members []string, out []WatchReadResult) []WatchReadResult {
 	out = slices.Grow(out[:0], len(keys))[:len(keys)]
 	clear(out)
 	if p.clientClosed.Load() { // the rueidis client was found closed: nothing more is sent
@@ -63,7 +90,7 @@ func (p *Pool) WatchReadMany(ctx context.Context, keys []string, out []WatchRead
 	}
 	for hop := 0; hop <= maxRedirects && len(pending) > 0; hop++ {
 		groups := p.routeWatchReads(ctx, keys, pending, out)
-		pending = p.readWatchGroups(ctx, keys, groups, out, pending[:0])
+		pending = p.readWatchGroups(ctx, keys, members, groups, out, pending[:0])
 	}
 	for _, i := range pending {
 		out[i].Err = &Error{Class: NotSubmitted, Op: "watch", Addr: out[i].Node, Err: errTooManyRedirects}
@@ -99,18 +126,18 @@ func (p *Pool) routeWatchReads(ctx context.Context, keys []string, pending []int
 // readWatchGroups reads every group on its node's watcher, the first one on
 // the calling goroutine and the others each on its own, and returns
 // redirected with the indexes of the keys to send again appended.
-func (p *Pool) readWatchGroups(ctx context.Context, keys []string, groups []watchGroup, out []WatchReadResult,
+func (p *Pool) readWatchGroups(ctx context.Context, keys, members []string, groups []watchGroup, out []WatchReadResult,
 	redirected []int) []int {
 	if len(groups) == 1 {
-		return p.readWatchGroup(ctx, keys, groups[0], out, redirected)
+		return p.readWatchGroup(ctx, keys, members, groups[0], out, redirected)
 	}
 	moved := make([][]int, len(groups))
 	var wg sync.WaitGroup
 	for g := 1; g < len(groups); g++ {
-		wg.Go(func() { moved[g] = p.readWatchGroup(ctx, keys, groups[g], out, nil) })
+		wg.Go(func() { moved[g] = p.readWatchGroup(ctx, keys, members, groups[g], out, nil) })
 	}
 	if len(groups) > 0 {
-		moved[0] = p.readWatchGroup(ctx, keys, groups[0], out, nil)
+		moved[0] = p.readWatchGroup(ctx, keys, members, groups[0], out, nil)
 	}
 	wg.Wait()
 	for _, m := range moved {
@@ -122,7 +149,7 @@ func (p *Pool) readWatchGroups(ctx context.Context, keys []string, groups []watc
 // readWatchGroup tracks and reads g's keys on the watcher of g.node in one
 // round trip, writes their results and returns redirected with the indexes
 // of the keys answered with a redirect appended.
-func (p *Pool) readWatchGroup(ctx context.Context, keys []string, g watchGroup, out []WatchReadResult,
+func (p *Pool) readWatchGroup(ctx context.Context, keys, members []string, g watchGroup, out []WatchReadResult,
 	redirected []int) []int {
 	if p.sentinel {
 		p.dropStaleWatchers(g.node)
@@ -137,14 +164,18 @@ func (p *Pool) readWatchGroup(ctx context.Context, keys []string, g watchGroup, 
 	b := w.client.B()
 	cmds := make(rueidis.Commands, 0, 2*len(g.idx))
 	for _, i := range g.idx {
+		read := OwnerCommand(keys[i])
+		if members != nil {
+			read = ScoreCommand(keys[i], members[i])
+		}
 		p.reportCommand(ctx, "CLIENT CACHING")
-		p.reportCommand(ctx, "GET")
-		cmds = append(cmds, buildCommand(b, CachingYesCommand()), buildCommand(b, OwnerCommand(keys[i])))
+		p.reportCommand(ctx, read.Args[0])
+		cmds = append(cmds, buildCommand(b, CachingYesCommand()), buildCommand(b, read))
 	}
 	results := w.client.DoMulti(ctx, cmds...)
 	for n, i := range g.idx {
 		var again bool
-		out[i], again = p.settleWatchRead(ctx, w, results[2*n], results[2*n+1])
+		out[i], again = p.settleWatchRead(ctx, w, results[2*n], results[2*n+1], members != nil)
 		if again {
 			redirected = append(redirected, i)
 		}
@@ -155,7 +186,7 @@ func (p *Pool) readWatchGroup(ctx context.Context, keys []string, g watchGroup, 
 // settleWatchRead turns one key's replies on w (to CLIENT CACHING YES and to
 // its GET) into its result, or reports that the key was redirected (again:
 // send it once more; MOVED taught the slot map its new owner).
-func (p *Pool) settleWatchRead(ctx context.Context, w *watcher, caching, get rueidis.RedisResult) (
+func (p *Pool) settleWatchRead(ctx context.Context, w *watcher, caching, get rueidis.RedisResult, score bool) (
 	r WatchReadResult, again bool) {
 	r.Node = w.node
 	for _, res := range [2]rueidis.RedisResult{caching, get} {
@@ -178,7 +209,7 @@ func (p *Pool) settleWatchRead(ctx context.Context, w *watcher, caching, get rue
 		}
 		return r, true
 	}
-	token, found, serverErr := OwnerResult(reply)
+	token, found, serverErr := WatchedResult(reply, score)
 	if serverErr != nil {
 		r.Err = definite("watch", w.node, nil, serverErr, redisErr)
 		return r, false

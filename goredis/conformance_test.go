@@ -37,6 +37,8 @@ var conformance = []check{
 	{"IdentityAndProbe", checkIdentity},
 	{"FenceKillsAndIsShared", checkFence},
 	{"ExtendManyInOrder", checkExtendMany},
+	{"ExtendManyCarriesHolderRenewals", checkExtendManyHolders},
+	{"WatchScoreIsPushed", checkWatchScore},
 	{"FencedAcquireCounts", checkFenced},
 	{"DoneContextIsNotSubmitted", checkDoneContext},
 	{"RouteAbortIsNotSubmitted", checkAbort},
@@ -163,6 +165,77 @@ func checkExtendMany(t *testing.T, tr conn.Transport) {
 	}
 }
 
+// checkExtendManyHolders: a permit's and a reader's renewals ride in one
+// batch with a mutex's; a release in the batch is refused, not sent.
+func checkExtendManyHolders(t *testing.T, tr conn.Transport) {
+	ctx := ctxFor(t, 5*time.Second)
+	name := key(t, "h")
+	sem, err := conn.NewSemaphore("", name, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := conn.NewRWLock("", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutex, tok := "{"+name+"}:mutex", token(t)
+	mustDo(t, tr, conn.AcquireOp(mutex, tok, 10000))
+	mustDo(t, tr, sem.AcquireOp(tok, 10000))
+	mustDo(t, tr, rw.ReadAcquireOp(tok, 10000))
+	s, err := tr.SessionForKey(ctx, sem.HoldersKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := []conn.ExtendRequest{{Key: mutex, Token: tok, TTLMillis: 20000}, {Op: sem.RenewOp(tok, 20000)},
+		{Op: rw.ReadRenewOp(tok, 20000)}, {Op: sem.RenewOp("nobody", 20000)}, {Op: sem.ReleaseOp(tok)}}
+	for round := range 2 {
+		rs := s.ExtendMany(ctx, requests)
+		for i, want := range []bool{true, true, true, false} {
+			if rs[i].Err != nil || rs[i].Owned != want {
+				t.Fatalf("round %d request %d: %+v; want owned=%v", round, i, rs[i], want)
+			}
+		}
+		if !errors.Is(rs[4].Err, conn.ErrNotBatchable) || conn.ClassOf(rs[4].Err) != conn.NotSubmitted {
+			t.Fatalf("a release in the batch: %v", rs[4].Err)
+		}
+	}
+	if r := mustDo(t, tr, sem.LeaseOp(tok)); !r.Owned || r.RemainingMillis < 15000 {
+		t.Fatalf("permit after the batched renewal: %+v; want about 20 s left", r)
+	}
+}
+
+// checkWatchScore: a member read tracks its sorted set; the holder's
+// release is pushed.
+func checkWatchScore(t *testing.T, tr conn.Transport) {
+	got := make(chan []string, 16)
+	tr.SetInvalidationHandler(func(_ string, keys []string) { got <- keys })
+	sem, err := conn.NewSemaphore("", key(t, "ws"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := token(t)
+	mustDo(t, tr, sem.AcquireOp(tok, 10000))
+	rs := tr.WatchScoreMany(ctxFor(t, 5*time.Second), []conn.MemberRead{{Key: sem.HoldersKey, Member: tok},
+		{Key: sem.HoldersKey, Member: "nobody"}}, nil)
+	if rs[0].Err != nil || !rs[0].Found || rs[1].Err != nil || rs[1].Found {
+		t.Fatalf("WatchScoreMany = %+v", rs)
+	}
+	mustDo(t, tr, sem.ReleaseOp(tok))
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case keys := <-got:
+			for _, g := range keys {
+				if g == sem.HoldersKey {
+					return
+				}
+			}
+		case <-timeout:
+			t.Fatal("no invalidation of the released permit's set")
+		}
+	}
+}
+
 func checkFenced(t *testing.T, tr conn.Transport) {
 	k, counter := key(t, "{f}lease"), key(t, "{f}counter")
 	a := mustDo(t, tr, conn.FencedAcquireOp(k, counter, token(t), 10000))
@@ -265,7 +338,8 @@ func checkClose(t *testing.T, tr conn.Transport) {
 func TestGoRedisConformance_SameAsPoolOnCluster(t *testing.T) {
 	onCluster := map[string]bool{"AcquireExtendReleaseOwner": true, "FenceKillsAndIsShared": true,
 		"ExtendManyInOrder": true, "FencedAcquireCounts": true, "DoneContextIsNotSubmitted": true,
-		"WatchReadIsPushed": true, "RetireAllKeepsServing": true}
+		"WatchReadIsPushed": true, "RetireAllKeepsServing": true, "ExtendManyCarriesHolderRenewals": true,
+		"WatchScoreIsPushed": true}
 	for _, c := range conformance {
 		if !onCluster[c.name] {
 			continue

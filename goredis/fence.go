@@ -8,29 +8,35 @@ import (
 )
 
 // ExtendMany implements conn.Session: many renewals in one pipelined round
-// trip; a key whose first step needs a fallback finishes on its own
-// afterwards. Results are in request order; a request whose Route aborts
-// is not sent (NotSubmitted, conn.ErrAborted).
+// trip — compare-and-pexpires and holders' renewal scripts alike (see
+// conn.ExtendRequest.Op); a request whose first step needs a fallback (a
+// script not cached yet included) finishes on its own afterwards. Results
+// are in request order; a request whose Route aborts is not sent
+// (NotSubmitted, conn.ErrAborted), nor one whose Op is not a renewal
+// (conn.ErrNotBatchable).
 func (s *session) ExtendMany(ctx context.Context, requests []conn.ExtendRequest) []conn.ExtendResult {
 	results := make([]conn.ExtendResult, len(requests))
 	ops := make([]*conn.Operation, len(requests))
+	var scripts []*conn.ScriptCall // allocated with the batch's first holder renewal
 	cmds := make([]conn.Command, 0, len(requests))
 	caps := s.caps.Load()
 	for i, r := range requests {
-		if s.retired.Load() || ctx.Err() != nil {
-			err := ctx.Err()
-			if err == nil {
-				err = conn.ErrSessionRetired
+		op := r.Renewal()
+		if err := s.unsendable(ctx, r, op); err != nil {
+			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: s.notSent(op.Name(), err)}
+			continue
+		}
+		o, _, script := op.Machine(caps)
+		if script != nil {
+			if scripts == nil {
+				scripts = make([]*conn.ScriptCall, len(requests))
 			}
-			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: s.notSent("extend", err)}
+			scripts[i] = script
+			cmds = append(cmds, script.Command())
 			continue
 		}
-		if !r.Route.Carry(s) {
-			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: s.notSent("extend", conn.ErrAborted)}
-			continue
-		}
-		ops[i] = conn.NewExtend(r.Key, r.Token, r.TTLMillis, caps)
-		cmds = append(cmds, ops[i].Command())
+		ops[i] = o
+		cmds = append(cmds, o.Command())
 	}
 	if len(cmds) == 0 {
 		return results
@@ -40,22 +46,60 @@ func (s *session) ExtendMany(ctx context.Context, requests []conn.ExtendRequest)
 		err = s.checkPrimary("extend")
 	}
 	next := 0
-	for i := range requests {
-		if ops[i] == nil {
+	for i, r := range requests {
+		if ops[i] == nil && (scripts == nil || scripts[i] == nil) {
 			continue
 		}
 		if err != nil {
 			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: err}
 			continue
 		}
-		res, done, e := s.interpret("extend", ops[i], replies[next])
-		if !done {
-			res, e = s.drive(ctx, "extend", ops[i], requests[i].Route)
-		}
-		results[i] = conn.ExtendResult{Result: res, Err: e}
+		results[i] = s.finishPipelined(ctx, r, ops[i], scripts, i, replies[next])
 		next++
 	}
 	return results
+}
+
+// unsendable returns why request r (sending op) is left out of a batch: the
+// session retired, ctx ended, its Route aborted it, or op is no renewal.
+func (s *session) unsendable(ctx context.Context, r conn.ExtendRequest, op conn.Op) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.retired.Load():
+		return conn.ErrSessionRetired
+	case !op.Batchable():
+		return conn.ErrNotBatchable
+	case op.Invalid() != nil:
+		return op.Invalid()
+	case !r.Route.Carry(s):
+		return conn.ErrAborted
+	}
+	return nil
+}
+
+// finishPipelined reads request i's reply from a batch: a compare-and-
+// pexpire (o) or a holder renewal (scripts[i]), either finished on its own
+// when its first step needs a fallback.
+func (s *session) finishPipelined(ctx context.Context, r conn.ExtendRequest, o *conn.Operation, scripts []*conn.ScriptCall,
+	i int, reply result) conn.ExtendResult {
+	if o != nil {
+		res, done, e := s.interpret("extend", o, reply)
+		if !done {
+			res, e = s.drive(ctx, "extend", o, r.Route)
+		}
+		return conn.ExtendResult{Result: res, Err: e}
+	}
+	name := r.Op.Name()
+	res, done, e := s.interpretScript(name, scripts[i], reply)
+	for !done {
+		var next result
+		if next, e = s.step(ctx, name, newWireCmd(ctx, scripts[i].Command().Args), false, r.Route); e != nil {
+			return conn.ExtendResult{Result: conn.Result{Session: s}, Err: e}
+		}
+		res, done, e = s.interpretScript(name, scripts[i], next)
+	}
+	return conn.ExtendResult{Result: res, Err: e}
 }
 
 // drive finishes an Operation from its current step on this session.

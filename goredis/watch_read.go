@@ -178,6 +178,23 @@ func (t *Transport) slotMoved(node string) {
 // the nodes concurrently; a MOVED key is sent again to the node it names.
 // Results are in keys' order, in out[:0] grown.
 func (t *Transport) WatchReadMany(ctx context.Context, keys []string, out []conn.WatchReadResult) []conn.WatchReadResult {
+	return t.watchReadMany(ctx, keys, nil, out)
+}
+
+// WatchScoreMany implements conn.Transport as conn.Pool's does: per node one
+// round trip of CLIENT CACHING YES + ZSCORE key member per read on its
+// watcher's reader; Found reports whether the member is in the set.
+func (t *Transport) WatchScoreMany(ctx context.Context, reads []conn.MemberRead, out []conn.WatchReadResult) []conn.WatchReadResult {
+	keys, members := make([]string, len(reads)), make([]string, len(reads))
+	for i, r := range reads {
+		keys[i], members[i] = r.Key, r.Member
+	}
+	return t.watchReadMany(ctx, keys, members, out)
+}
+
+// watchReadMany reads keys (GET), or with members the members of keys
+// (ZSCORE keys[i] members[i]), on their watchers.
+func (t *Transport) watchReadMany(ctx context.Context, keys, members []string, out []conn.WatchReadResult) []conn.WatchReadResult {
 	out = slices.Grow(out[:0], len(keys))[:len(keys)]
 	clear(out)
 	if t.clientClosed.Load() {
@@ -204,7 +221,7 @@ func (t *Transport) WatchReadMany(ctx context.Context, keys []string, out []conn
 		pending = append(pending, i)
 	}
 	for hop := 0; hop <= maxRedirects && len(pending) > 0; hop++ {
-		pending = t.readGroups(ctx, keys, nodes, pending, out)
+		pending = t.readGroups(ctx, keys, members, nodes, pending, out)
 	}
 	for _, i := range pending {
 		out[i].Err = &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: nodes[i], Err: errTooManyRedirects}
@@ -217,7 +234,7 @@ var errTooManyRedirects = errors.New("too many redirects")
 // readGroups reads the pending keys, grouped by node, each group on its
 // own goroutine but the first; it returns the keys redirected (nodes
 // updated).
-func (t *Transport) readGroups(ctx context.Context, keys, nodes []string, pending []int, out []conn.WatchReadResult) []int {
+func (t *Transport) readGroups(ctx context.Context, keys, members, nodes []string, pending []int, out []conn.WatchReadResult) []int {
 	var groups [][]int
 	for _, i := range pending {
 		g := slices.IndexFunc(groups, func(g []int) bool { return nodes[g[0]] == nodes[i] })
@@ -230,15 +247,15 @@ func (t *Transport) readGroups(ctx context.Context, keys, nodes []string, pendin
 	moved := make([][]int, len(groups))
 	var wg sync.WaitGroup
 	for g := 1; g < len(groups); g++ {
-		wg.Go(func() { moved[g] = t.readGroup(ctx, keys, nodes, groups[g], out) })
+		wg.Go(func() { moved[g] = t.readGroup(ctx, keys, members, nodes, groups[g], out) })
 	}
-	moved[0] = t.readGroup(ctx, keys, nodes, groups[0], out)
+	moved[0] = t.readGroup(ctx, keys, members, nodes, groups[0], out)
 	wg.Wait()
 	return slices.Concat(moved...)
 }
 
 // readGroup tracks and reads one node's keys in one round trip.
-func (t *Transport) readGroup(ctx context.Context, keys, nodes []string, idx []int, out []conn.WatchReadResult) []int {
+func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string, idx []int, out []conn.WatchReadResult) []int {
 	node := nodes[idx[0]]
 	w, err := t.watcherFor(ctx, node)
 	if err != nil {
@@ -249,7 +266,11 @@ func (t *Transport) readGroup(ctx context.Context, keys, nodes []string, idx []i
 	}
 	cmds := make([]conn.Command, 0, 2*len(idx))
 	for _, i := range idx {
-		cmds = append(cmds, conn.CachingYesCommand(), conn.OwnerCommand(keys[i]))
+		read := conn.OwnerCommand(keys[i])
+		if members != nil {
+			read = conn.ScoreCommand(keys[i], members[i])
+		}
+		cmds = append(cmds, conn.CachingYesCommand(), read)
 	}
 	t.report(ctx, cmds...)
 	w.mu.Lock()
@@ -262,7 +283,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, nodes []string, idx []i
 			out[i] = conn.WatchReadResult{Node: node, Err: &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: err}}
 			continue
 		}
-		out[i], again = t.settleRead(w, results[2*n], results[2*n+1], &nodes[i])
+		out[i], again = t.settleRead(w, results[2*n], results[2*n+1], &nodes[i], members != nil)
 		if again {
 			redirected = append(redirected, i)
 		}
@@ -277,7 +298,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, nodes []string, idx []i
 
 // settleRead turns one key's replies into its result, or reports a
 // redirect (node set to the node named).
-func (t *Transport) settleRead(w *watcher, caching, get result, node *string) (conn.WatchReadResult, bool) {
+func (t *Transport) settleRead(w *watcher, caching, get result, node *string, score bool) (conn.WatchReadResult, bool) {
 	r := conn.WatchReadResult{Node: w.node}
 	for _, res := range [2]result{caching, get} {
 		if res.transport != nil {
@@ -299,7 +320,7 @@ func (t *Transport) settleRead(w *watcher, caching, get result, node *string) (c
 		}
 		return r, true
 	}
-	token, found, serverErr := conn.OwnerResult(get.reply)
+	token, found, serverErr := conn.WatchedResult(get.reply, score)
 	if serverErr != nil {
 		r.Err = definite("watch", nil, get)
 		r.Err.(*conn.Error).Addr = w.node

@@ -157,7 +157,14 @@ func (l *Locks) acquireSpec(ctx context.Context, op, key string, ttl time.Durati
 	if err != nil {
 		return nil, err
 	}
+	return l.runAcquire(ctx, op, key, spec)
+}
+
+// runAcquire runs a validated acquisition on the driver, observed when
+// telemetry is on; key names it in errors.
+func (l *Locks) runAcquire(ctx context.Context, op, key string, spec actor.AcquireSpec) (*Lock, error) {
 	var a *actor.Lock
+	var err error
 	if obs := l.core.obs; obs != nil {
 		a, err = obs.acquire(ctx, l, spec)
 	} else {

@@ -27,7 +27,26 @@ var (
 	ErrInvalidToken = errors.New("lease: invalid token text")
 	// ErrInvalidOption: an Option or AcquireOption was given an invalid value.
 	ErrInvalidOption = errors.New("lease: invalid option")
+	// ErrInvalidName: a semaphore's or read/write lock's name (after the
+	// view's prefix) whose keys would not share one hash tag, so that they
+	// could hash to different cluster slots: the tag between its "{" and
+	// "}" would be empty. (An empty name is ErrEmptyKey.)
+	ErrInvalidName = errors.New("lease: invalid semaphore or lock name")
+	// ErrInvalidLimit: a semaphore limit below 1.
+	ErrInvalidLimit = errors.New("lease: invalid semaphore limit")
 )
+
+// ErrLimitMismatch matches the error of a semaphore acquisition refused
+// because the semaphore's live permits were taken with another limit (the
+// limit is stored with them): nothing changed on the server, and waiting
+// does not help, so the call returns at once. errors.As to
+// *LimitMismatchError gives both limits.
+var ErrLimitMismatch = conn.ErrLimitMismatch
+
+// LimitMismatchError is the refusal of ErrLimitMismatch: Stored is the
+// limit the live permits use, Requested the caller's; Unwrap gives the
+// server's reply.
+type LimitMismatchError = conn.LimitMismatchError
 
 // Errors of the server or the connection: conn's classification, one
 // definition re-exported here. Every error a call returns matches the ones

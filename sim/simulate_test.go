@@ -12,18 +12,29 @@ import (
 	"github.com/respire-go/respire/sim/dst"
 )
 
-// The deterministic simulation of the lock (sim/dst): the real
-// statemachine core and conn's protocol, many seeded schedules with faults,
-// invariants checked after every event. A failure prints its seed and the
-// one command that replays it:
+// The deterministic simulation of the lock (sim/dst): the shipped driver
+// (actor.Driver, stepping the real statemachine core) in every simulated
+// process, over a simulated transport that drives conn's protocol, many
+// seeded schedules with faults, invariants checked after every event. A
+// failure prints its seed and the one command that replays it:
 //
-//	go test ./sim -run TestSimulate -seed=<n> -v
+//	go test ./sim -run '^TestSimulate$' -seed=<n> -v
 var (
 	seedFlag      = flag.Uint64("seed", 0, "replay one simulation schedule (with its transcript) instead of the CI budget")
-	schedulesFlag = flag.Int("sim.schedules", 20000, "schedules TestSimulate runs (the CI budget)")
+	schedulesFlag = flag.Int("sim.schedules", ciBudget(), "schedules TestSimulate runs (the CI budget: 20,000, or 6,000 under -race)")
 	firstSeedFlag = flag.Uint64("sim.first", 1, "first seed of the CI budget")
 	mutationFlag  = flag.Int("sim.mutation", 0, "with -seed: replay a deliberately broken variant (dst.Mutation)")
 )
+
+// ciBudget is TestSimulate's default number of schedules: 20,000, or
+// 6,000 under the race detector, which makes a schedule about five times
+// slower (go run ./cmd/simcampaign runs the long campaigns).
+func ciBudget() int {
+	if raceBuild {
+		return 6000
+	}
+	return 20000
+}
 
 // TestSimulate runs the CI budget: schedules with seeds first..first+n-1,
 // spread over every core. With -seed it replays that one schedule and logs
@@ -49,13 +60,13 @@ func TestSimulate(t *testing.T) {
 	t.Errorf("%d of %d schedules broke an invariant; failing seeds: %v", len(failed), n, head(failed, 20))
 	opt := dst.Swarm(failed[0])
 	opt.Transcript = true
-	t.Errorf("first failure:\n%s", dst.Run(opt, nil).Report())
+	t.Errorf("first failure:\n%s", dst.Run(opt).Report())
 }
 
 func replay(t *testing.T, seed uint64) {
 	opt := dst.Swarm(seed)
 	opt.Transcript, opt.Mutation = true, dst.Mutation(*mutationFlag)
-	r := dst.Run(opt, nil)
+	r := dst.Run(opt)
 	t.Logf("options: %+v", r.Options)
 	if r.Failed() {
 		t.Fatalf("\n%s", r.Report())
@@ -74,7 +85,7 @@ func runSeeds(first uint64, n int, mutation dst.Mutation) (failed []uint64, stat
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
 				opt := dst.Swarm(first + uint64(i))
 				opt.Mutation = mutation
-				r := dst.Run(opt, nil)
+				r := dst.Run(opt)
 				mu.Lock()
 				stats.Add(r.Stats)
 				if r.Failed() {
@@ -97,7 +108,7 @@ func TestSimulateSameSeedSameTranscript(t *testing.T) {
 	for seed := uint64(1); seed <= 50; seed++ {
 		opt := dst.Swarm(seed)
 		opt.Transcript = true
-		a, b := dst.Run(opt, nil), dst.Run(opt, nil)
+		a, b := dst.Run(opt), dst.Run(opt)
 		if a.Transcript == "" {
 			t.Fatalf("seed %d: empty transcript", seed)
 		}
@@ -125,8 +136,8 @@ func TestSimulateCatchesMutation(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(*schedulesFlag); seed++ {
 				opt := dst.Swarm(seed)
 				opt.Mutation = tc.mutation
-				r := dst.Run(opt, nil)
-				if !r.Failed() || dst.Run(dst.Swarm(seed), nil).Failed() {
+				r := dst.Run(opt)
+				if !r.Failed() || dst.Run(dst.Swarm(seed)).Failed() {
 					continue
 				}
 				t.Logf("caught at seed %d: %s", seed, r.Violations[0])

@@ -1,7 +1,7 @@
 // Command lockctl holds, inspects and releases respire-go lease locks from
 // the shell, like flock(1) and `etcdctl lock` do for files and etcd:
 //
-//	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER] [--owner LABEL] -- CMD ARGS...
+//	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER | --limit N] [--owner LABEL] -- CMD ARGS...
 //	lockctl status [-q] [--fenced COUNTER] [--show-token] KEY...
 //	lockctl release KEY --token HEX
 //	lockctl watch [--interval 100ms] KEY...
@@ -11,7 +11,10 @@
 // process group apart from lockctl's (the guard's, below), passes RESPIRE_LOCK_KEY (and, with --fenced,
 // RESPIRE_FENCING_TOKEN) in CMD's environment, forwards SIGINT, SIGTERM,
 // SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to that group, and releases the lock
-// once CMD has exited. CMD never outlives its lock:
+// once CMD has exited. With --limit N, KEY names a lease semaphore and run
+// takes one of its N permits instead (RESPIRE_LOCK_LIMIT in CMD's
+// environment): at most N CMDs run at once wherever lockctl runs. CMD never
+// outlives its lock:
 //
 //   - If ownership is lost while CMD runs, CMD's group gets SIGTERM, then
 //     SIGKILL after --grace, and lockctl exits with status 76. CMD is

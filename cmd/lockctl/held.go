@@ -31,6 +31,9 @@ type acquireRequest struct {
 	ttl, wait    time.Duration
 	unfenced     bool   // --unfenced-renewal (an option of the Locks)
 	owner        string // --owner: the owner label (lease.WithOwner), "" for none
+	// limit > 0 makes key the name of a lease semaphore: the lock is one
+	// of its limit permits (--limit).
+	limit int
 }
 
 // acquireOptions are the lease options of an acquisition: a keep-alive,
@@ -50,6 +53,13 @@ func (r acquireRequest) acquireOptions() []lease.AcquireOption {
 func acquire(ctx context.Context, locks *lease.Locks, r acquireRequest) (heldLock, error) {
 	if r.counter != "" {
 		return acquireFenced(ctx, locks, r)
+	}
+	if r.limit > 0 {
+		lock, err := locks.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, r.acquireOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		return plainLock{lock}, nil
 	}
 	lock, err := locks.Acquire(ctx, r.key, r.ttl, r.acquireOptions()...)
 	if err != nil {

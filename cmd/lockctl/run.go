@@ -18,6 +18,10 @@ import (
 // itself within its TTL if the release cannot be confirmed.
 const releaseTimeout = 10 * time.Second
 
+// maxLimit is the largest --limit: a semaphore's limit is stored on the
+// server as a decimal, and no deployment runs more children than this.
+const maxLimit = 1_000_000
+
 // runArgs is a parsed `lockctl run`.
 type runArgs struct {
 	req   acquireRequest
@@ -35,6 +39,7 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 	fs.StringVar(&r.req.key, "key", "", "")
 	fs.StringVar(&r.req.counter, "fenced", "", "")
 	fs.BoolVar(&r.req.unfenced, "unfenced-renewal", false, "")
+	fs.IntVar(&r.req.limit, "limit", 0, "")
 	fs.StringVar(&r.req.owner, "owner", "", "")
 	ttl := newDuration(fs, "ttl", 30*time.Second, "")
 	wait := newDuration(fs, "wait", 0, "")
@@ -53,6 +58,10 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 		return nil, usagef("run: --ttl must be positive (got %v)", r.req.ttl)
 	case r.req.counter == r.req.key:
 		return nil, usagef("run: --fenced must name a counter key other than --key")
+	case r.req.limit < 0 || r.req.limit > maxLimit:
+		return nil, usagef("run: --limit must be between 1 and %d (got %d)", maxLimit, r.req.limit)
+	case r.req.limit > 0 && r.req.counter != "":
+		return nil, usagef("run: --limit and --fenced do not go together (a semaphore's permits have no fencing token)")
 	}
 	r.name, r.args = rest[0], rest[1:]
 	if r.path, err = commandPath(r.name); err != nil {
@@ -132,6 +141,15 @@ func acquireInterruptibly(locks *lease.Locks, req acquireRequest, sigs <-chan os
 // acquireError is run's error for a failed acquisition.
 func acquireError(req acquireRequest, err error) error {
 	switch {
+	case errors.Is(err, lease.ErrLimitMismatch):
+		return usagef("run: %v (every 'lockctl run --limit' on %s must give the same limit)", err, req.key)
+	case errors.Is(err, lease.ErrInvalidName):
+		return usagef("run: %v", err)
+	case errors.Is(err, lease.ErrNotAcquired) && req.limit > 0:
+		if req.wait > 0 {
+			return failf(exitNotAcquired, "%s has all its %d permits held by other owners (waited %v)", req.key, req.limit, req.wait)
+		}
+		return failf(exitNotAcquired, "%s has all its %d permits held by other owners", req.key, req.limit)
 	case errors.Is(err, lease.ErrNotAcquired):
 		if req.wait > 0 {
 			return failf(exitNotAcquired, "%s is held by another owner (waited %v)", req.key, req.wait)
@@ -154,6 +172,9 @@ func hold(lock heldLock, r *runArgs, sigs <-chan os.Signal, e *env) error {
 		return failf(exitLost, "lost %s before %s could start", r.req.key, r.name)
 	}
 	extra := []string{"RESPIRE_LOCK_KEY=" + r.req.key}
+	if r.req.limit > 0 {
+		extra = append(extra, "RESPIRE_LOCK_LIMIT="+strconv.Itoa(r.req.limit))
+	}
 	if r.req.counter != "" {
 		extra = append(extra, "RESPIRE_FENCING_TOKEN="+strconv.FormatInt(lock.FencingToken(), 10))
 	}

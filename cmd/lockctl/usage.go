@@ -64,9 +64,11 @@ Examples:
 Run 'lockctl COMMAND --help' for the options of a command.
 `
 
-const runUsage = `Usage: lockctl run --key KEY [--ttl 30s] [--wait DURATION] [--fenced COUNTER] [options] [--] CMD [ARGS...]
+const runUsage = `Usage: lockctl run --key KEY [--ttl 30s] [--wait DURATION] [--fenced COUNTER | --limit N] [options] [--] CMD [ARGS...]
 
 Acquire KEY, run CMD while keeping the lease alive, release KEY when CMD exits.
+With --limit N, KEY names a lease semaphore: at most N CMDs run at once, on
+every machine that runs 'lockctl run --limit N --key KEY'.
 
 CMD runs in a process group apart from lockctl's (led by the guard, below) with
 RESPIRE_LOCK_KEY=KEY (and, with --fenced, RESPIRE_FENCING_TOKEN=N) added to its
@@ -111,6 +113,11 @@ Options:
       --fenced COUNTER   take a fencing token from the counter key COUNTER in the same
                          atomic step and pass it as RESPIRE_FENCING_TOKEN (in a cluster,
                          KEY and COUNTER need one hash tag: {job}:lock, {job}:fence)
+      --limit N          KEY is a semaphore of N permits (1 to 1000000): take one of them,
+                         not the whole key (waiting as --wait says while all N are held);
+                         CMD also gets RESPIRE_LOCK_LIMIT=N. Every run on KEY must give the
+                         same N: another limit is refused (exit 64) while a permit is held.
+                         Not with --fenced
       --grace DURATION   time between SIGTERM and SIGKILL on loss (default 10s)
       --unfenced-renewal renew without CLIENT ID/KILL permission (see 'lockctl acl'):
                          a renewal with an unknown outcome then ends the lock at once

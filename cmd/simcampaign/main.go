@@ -37,7 +37,7 @@ func main() {
 	if len(failed) > 0 && *transcript {
 		opt := dst.Swarm(failed[0])
 		opt.Mutation, opt.Transcript = c.mutation, true
-		fmt.Fprint(os.Stdout, dst.Run(opt, nil).Report())
+		fmt.Fprint(os.Stdout, dst.Run(opt).Report())
 	}
 	if len(failed) > 0 {
 		os.Exit(1)
@@ -86,7 +86,7 @@ func (c *campaign) work() {
 	for i := c.next.Add(1) - 1; i < int64(c.runs); i = c.next.Add(1) - 1 {
 		opt := dst.Swarm(c.first + uint64(i))
 		opt.Mutation = c.mutation
-		r := dst.Run(opt, nil)
+		r := dst.Run(opt)
 		c.steps.Add(int64(r.Steps))
 		c.done.Add(1)
 		c.mu.Lock()

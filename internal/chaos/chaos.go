@@ -8,9 +8,10 @@
 // client and a lease.Locks) with 4–8 workers that acquire, hold, reset and
 // release 2–3 lock keys, while an outsider connected directly to the server
 // takes free keys with SET NX PX and an injector stalls, delays, black-holes,
-// resets and closes connections, pauses the server, kills clients
-// server-side and closes a process's Locks mid-flight. When everything is
-// closed, the checker holds four rules:
+// resets and closes connections, partitions one process from the server
+// (in half of the seeds, longer than most leases), pauses the server,
+// kills clients server-side and closes a process's Locks mid-flight. When
+// everything is closed, the checker holds five rules:
 //
 //   - no-two-owners: per key, the intervals during which different owners
 //     believed they held it (a handle from Acquire's return to the earliest
@@ -21,6 +22,11 @@
 //     and one executed delete that was not refused;
 //   - fence-is-final (sim only): nothing runs for a client after an executed
 //     CLIENT KILL ID … ADDR … of it;
+//   - lease-outlived (sim only): no handle's promise (a sampled
+//     now+RemainingEstimate) ends later, by more than its drift margin,
+//     than its token's lease on the server: the last write of the token
+//     that ran (SET NX PX, or a renewal that answered it renewed) plus its
+//     PX;
 //   - no-orphan: no token survives whose owner was told it released it or
 //     that nobody was given, and (on a sim node, over the whole history) a
 //     clean-up that saw an abandoned acquisition's token deletes it; leases
@@ -35,7 +41,7 @@
 // iterations run vary from run to run, so a failing seed is a strong hint,
 // not a guaranteed reproduction; run it a few times.
 //
-// Limits: a real server has no execution history, so the two sim-only rules
+// Limits: a real server has no execution history, so the three sim-only rules
 // are skipped there (noted) and an orphan is only seen while it lives; a
 // belief is known from samples taken every 20 ms at most while held, so a
 // promise the library made between two samples and broke before the next
@@ -76,7 +82,12 @@ const (
 	RuleResent         Rule = "no-uncertain-resend" // a token's SET NX or delete ran twice
 	RuleFencedRan      Rule = "fence-is-final"      // a command of a fenced connection ran after the fence
 	RuleOrphan         Rule = "no-orphan"           // a token nobody may hold is left on the server
-	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
+	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
+	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
+	RuleReaderWriter   Rule = "no-reader-with-writer"
+	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
+	RulePermitFrees    Rule = "permit-frees"       // a permit waiter gave up though fewer than limit leases could be held
+	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.
@@ -105,6 +116,13 @@ type Stats struct {
 	OutsiderWrites   int // outsider SET NX that took a key
 	Fences           int // CLIENT KILL … ADDR the sim executed (0 on a real server)
 	AbandonedExpired int // abandoned acquisitions' leases that expired before their clean-up reached the server
+	PrimCalls        int // Semaphore.Acquire, RWLock.RLock and RWLock.Lock calls
+	Permits          int // ... that returned a permit
+	Reads            int // ... that returned a read hold
+	Writes           int // ... that returned the write hold
+	WriterGaveUp     int // write acquisitions that waited and found the lock held for the whole wait
+	PermitGaveUp     int // permit acquisitions that waited and found the semaphore full for the whole wait
+	Crashed          int // permits whose holder died holding them (no renewal, no release)
 	// ClosestGap is the smallest gap seen between the end of one owner's
 	// belief, when its lease ended it (not a release call), and the start of
 	// the next owner's on the same key (negative for an overlap): how close
@@ -128,6 +146,13 @@ func (s *Stats) Add(o Stats) {
 	s.OutsiderWrites += o.OutsiderWrites
 	s.Fences += o.Fences
 	s.AbandonedExpired += o.AbandonedExpired
+	s.PrimCalls += o.PrimCalls
+	s.Permits += o.Permits
+	s.Reads += o.Reads
+	s.Writes += o.Writes
+	s.WriterGaveUp += o.WriterGaveUp
+	s.PermitGaveUp += o.PermitGaveUp
+	s.Crashed += o.Crashed
 	if o.gapSeen && (!s.gapSeen || o.ClosestGap < s.ClosestGap) {
 		s.ClosestGap, s.gapSeen = o.ClosestGap, true
 	}
@@ -144,9 +169,13 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\nfaults injected: %s",
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\n"+
+		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain, "+
+		"%d permits of holders that died, %d permit waits in vain\n"+
+		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), strings.Join(faults, ", "))
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap),
+		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp, strings.Join(faults, ", "))
 }
 
 // Result is what one schedule did and what the checker found.
@@ -176,12 +205,20 @@ func (r Result) Broken() bool {
 	return len(r.Violations) > 0
 }
 
-// Replay returns the command that runs this schedule again (the go-redis
-// transport's campaign is the goredis module's cmd/chaos).
+// buildTags are the mutation build tags this binary was built with (see
+// buildtag_*.go): a replay needs them too.
+var buildTags []string
+
+// Replay returns the command that runs this schedule again (with the build
+// tags of a deliberately broken build, if this is one).
 func (r Result) Replay() string {
-	cmd := fmt.Sprintf("go run ./cmd/chaos -runs 1 -seed %d", r.Seed)
-	if r.Transport != "" && r.Transport != Rueidis.Name {
-		cmd = fmt.Sprintf("cd goredis && go run ./cmd/chaos -runs 1 -seed %d -transport %s", r.Seed, r.Transport)
+	tags := ""
+	if len(buildTags) > 0 {
+		tags = " -tags " + strings.Join(buildTags, ",")
+	}
+	cmd := fmt.Sprintf("go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
+	if r.Transport != "" && r.Transport != Rueidis.Name { // the goredis module's campaign
+		cmd = fmt.Sprintf("cd goredis && go run%s ./cmd/chaos -runs 1 -seed %d -transport %s", tags, r.Seed, r.Transport)
 	}
 	if r.Target != "" {
 		cmd += " -target " + r.Target

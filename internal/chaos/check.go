@@ -24,14 +24,16 @@ func check(obs observation) (violations []Violation, notes []string, abandonedEx
 	}
 	violations = append(violations, capped(checkTwoOwners(obs))...)
 	if obs.real {
-		notes = append(notes, "no-uncertain-resend and fence-is-final not checked, fences not counted: a real server "+
+		notes = append(notes, "no-uncertain-resend, fence-is-final and lease-outlived not checked, fences not counted: a real server "+
 			"has no execution history (MONITOR shows commands as they arrive, not which ran or were refused, and no CLIENT KILL)")
 	} else {
 		violations = append(violations, capped(checkResent(obs))...)
 		violations = append(violations, capped(checkFencedRan(obs))...)
+		violations = append(violations, capped(checkOutlived(obs))...)
 	}
 	orphans, expired := checkOrphans(obs)
 	violations = append(violations, capped(orphans)...)
+	violations = append(violations, checkPrimitives(obs)...)
 	return violations, notes, expired
 }
 
@@ -67,6 +69,9 @@ type belief struct {
 func beliefs(obs observation) map[string][]belief {
 	out := map[string][]belief{}
 	for _, h := range obs.holdings {
+		if h.kind != holdMutex {
+			continue // permits and holds: primcheck.go
+		}
 		if end := h.beliefEnd(); end.After(h.acquiredAt) {
 			out[h.key] = append(out[h.key], belief{who: h.label + " " + short(h.token), start: h.acquiredAt, end: end,
 				margin: driftMargin(h.lease), detail: h.describe(obs.start), released: end.Equal(h.endCallTime())})
@@ -145,9 +150,12 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// checkResent: per token, at most one executed SET … NX and at most one
-// executed delete that was not refused (an error reply is a refused step
-// of the fallback ladder: unknown command, NOSCRIPT).
+// checkResent: per token, at most one executed SET … NX (or permit or
+// read acquisition script) and at most one executed delete (or holder
+// release script) that was not refused (an error reply is a refused step
+// of the fallback ladder: unknown command, NOSCRIPT). A writer's
+// acquisitions are not counted: a waiting writer tries again with its
+// token on purpose, to refresh its marker.
 func checkResent(obs observation) []Violation {
 	sets, dels := map[string][]sim.Execution{}, map[string][]sim.Execution{}
 	var order []string // tokens in order of first write, for a stable report
@@ -155,13 +163,13 @@ func checkResent(obs observation) []Violation {
 		if strings.HasPrefix(e.Reply, "-") {
 			continue
 		}
-		if token, ok := setNXToken(e.Args); ok {
+		if token, ok := acquireToken(e.Args); ok {
 			if len(sets[token]) == 0 && len(dels[token]) == 0 {
 				order = append(order, token)
 			}
 			sets[token] = append(sets[token], e)
 		}
-		if token, ok := deleteToken(e.Args); ok {
+		if token, ok := releaseToken(e.Args); ok {
 			if len(sets[token]) == 0 && len(dels[token]) == 0 {
 				order = append(order, token)
 			}
@@ -182,6 +190,52 @@ func checkResent(obs observation) []Violation {
 		}
 	}
 	return out
+}
+
+// acquireToken returns the token of an acquisition a token runs at most
+// once: SET … NX, a permit's or a reader's acquisition script.
+func acquireToken(args []string) (string, bool) {
+	if token, ok := setNXToken(args); ok {
+		return token, true
+	}
+	return scriptToken(args, onceAcquired)
+}
+
+// releaseToken returns the token of a delete a token runs at most once: a
+// compare-and-delete, a permit's or a reader's release script.
+func releaseToken(args []string) (string, bool) {
+	if token, ok := deleteToken(args); ok {
+		return token, true
+	}
+	return scriptToken(args, onceReleased)
+}
+
+// tokenScript is a script whose ARGV[1] is an owner token.
+type tokenScript struct {
+	sha, script string
+	keys        int
+}
+
+var (
+	onceAcquired = []tokenScript{{conn.SemaphoreAcquireScriptSHA, conn.SemaphoreAcquireScript, 2},
+		{conn.ReadAcquireScriptSHA, conn.ReadAcquireScript, 2}}
+	onceReleased = []tokenScript{{conn.HolderReleaseScriptSHA, conn.HolderReleaseScript, 2}, // a permit
+		{conn.HolderReleaseScriptSHA, conn.HolderReleaseScript, 1}} // a read hold
+)
+
+// scriptToken returns ARGV[1] of a run (EVALSHA or EVAL) of one of scripts.
+func scriptToken(args []string, scripts []tokenScript) (string, bool) {
+	if len(args) < 3 {
+		return "", false
+	}
+	name := strings.ToUpper(args[0])
+	for _, sc := range scripts {
+		if (name == "EVALSHA" && args[1] == sc.sha || name == "EVAL" && args[1] == sc.script) &&
+			args[2] == strconv.Itoa(sc.keys) && len(args) > 3+sc.keys {
+			return args[3+sc.keys], true
+		}
+	}
+	return "", false
 }
 
 // setNXToken returns the token of a SET key token … NX … command.
@@ -331,6 +385,8 @@ func argsText(args []string) string {
 			out[i] = "<release script>"
 		case len(a) == 32:
 			out[i] = short(a)
+		case len(a) == len(conn.WaitingMarkerPrefix)+32 && strings.HasPrefix(a, conn.WaitingMarkerPrefix):
+			out[i] = conn.WaitingMarkerPrefix + short(a[len(conn.WaitingMarkerPrefix):])
 		default:
 			out[i] = a
 		}

@@ -86,6 +86,10 @@ func (in *injector) apply(f *fault) {
 		if !in.s.srv.injectPush(f) {
 			return
 		}
+	case FaultPartition:
+		if !in.partition(f) {
+			return
+		}
 	case FaultCloseLocks:
 		proc := in.s.procs[f.target%len(in.s.procs)]
 		if proc.closed.Swap(true) {
@@ -106,6 +110,18 @@ func (in *injector) apply(f *fault) {
 	f.applied = true
 	in.applied[f.kind]++
 	in.note(f, false)
+}
+
+// partition black-holes, towards the server, every live connection of
+// f's process; false when it has none.
+func (in *injector) partition(f *fault) bool {
+	f.conns = slices.DeleteFunc(in.s.proxy.Conns(), func(c *faultproxy.Conn) bool {
+		return in.s.dialer(c.ClientAddr()) != f.process-1
+	})
+	for _, c := range f.conns {
+		c.BlackHole(f.dir)
+	}
+	return len(f.conns) > 0
 }
 
 // note records an applied or lifted fault.
@@ -148,6 +164,10 @@ func (in *injector) lift(f *fault) {
 		f.conn.Delay(f.dir, 0)
 	case FaultBlackHole:
 		f.conn.Reset()
+	case FaultPartition:
+		for _, c := range f.conns {
+			c.Reset()
+		}
 	case FaultPause:
 		if in.paused--; in.paused == 0 {
 			in.s.srv.resume(in.s.proxy)

@@ -61,7 +61,7 @@ func uncleanedSets(obs observation, owners owners) (out []Violation, expired int
 		seen, deleted := cleanupOf(obs.history[i+1:], commandKey(e.Args), token, end)
 		switch {
 		case deleted:
-		case seen && healthyFor(obs, e.At, end, cleanupWindow):
+		case seen && healthyFor(obs, e.At, end, obs.scaled(cleanupWindow)):
 			out = append(out, Violation{Rule: RuleOrphan, Key: commandKey(e.Args), Evidence: fmt.Sprintf(
 				"token %s, which no Acquire returned, took the key at %s; a read saw it there while its lease lasted "+
 					"and no delete of it followed; %s", short(token), rel(obs.start, e.At), tokenTrail(obs, token))})

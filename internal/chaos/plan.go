@@ -19,6 +19,7 @@ const (
 	streamFaults                    // the fault schedule
 	streamOutsider                  // the outsider's keys and leases
 	streamPushFaults                // the push faults (a stream of their own: the other faults of a seed stay as they were)
+	streamPartition                 // the partition of one process (a stream of its own, as above)
 	streamTransport                 // the transport a campaign draws for the seed (DrawTransport)
 	// worker w draws from stream w (PCG seeded from the seed and w).
 )
@@ -38,11 +39,12 @@ const (
 	FaultCloseLocks                  // Locks.Close of one process while its workers are mid-flight
 	FaultDropPush                    // drop the tracking invalidations (of one key or all) for a while (sim DropPush; sim only)
 	FaultDelayPush                   // hold the tracking invalidations for a while, then send them (sim DelayPush; sim only)
+	FaultPartition                   // drop everything one process sends on every connection it has, then reset them
 	NumFaultKinds                    // how many kinds there are
 )
 
 var faultNames = [NumFaultKinds]string{"stall", "delay", "reset", "close", "black-hole", "pause", "kill", "close-locks",
-	"drop-push", "delay-push"}
+	"drop-push", "delay-push", "partition"}
 
 // String returns the kind's name, as the campaign prints it.
 func (k FaultKind) String() string {
@@ -63,6 +65,7 @@ type plan struct {
 	workload  time.Duration   // 300–500 ms
 	timeouts  []time.Duration // per process: WithCommandTimeout, 0 for none
 	faults    []*fault
+	prim      primPlan // the semaphore and the read/write lock (primitives.go)
 }
 
 // newPlan derives a schedule's plan from its seed alone.
@@ -87,6 +90,8 @@ func newPlan(seed uint64) plan {
 	}
 	p.faults = planFaults(rand.New(rand.NewPCG(seed, streamFaults)), p.workload, p.processes)
 	p.faults = addPushFault(rand.New(rand.NewPCG(seed, streamPushFaults)), p.faults, p.workload, p.keys)
+	p.faults = addPartition(rand.New(rand.NewPCG(seed, streamPartition)), p.faults, p.workload, p.timeouts)
+	p.prim = newPrimPlan(seed)
 	return p
 }
 
@@ -113,9 +118,10 @@ type fault struct {
 
 	// Set by the injector's goroutine when applied.
 	conn    *faultproxy.Conn
-	killed  int64         // FaultKill: the client id
-	over    *atomic.Bool  // FaultDropPush, FaultDelayPush: set when lifted (the sim fault then matches nothing)
-	gate    chan struct{} // FaultDelayPush: closed when lifted (the held invalidations are sent)
+	conns   []*faultproxy.Conn // FaultPartition: every connection of the process
+	killed  int64              // FaultKill: the client id
+	over    *atomic.Bool       // FaultDropPush, FaultDelayPush: set when lifted (the sim fault then matches nothing)
+	gate    chan struct{}      // FaultDelayPush: closed when lifted (the held invalidations are sent)
 	applied bool
 	lifted  bool
 }
@@ -163,6 +169,31 @@ func addPushFault(rng *rand.Rand, faults []*fault, workload time.Duration, keys 
 	if rng.IntN(2) == 0 {
 		f.key = keys[rng.IntN(len(keys))]
 	}
+	faults = append(faults, f)
+	slices.SortStableFunc(faults, func(a, b *fault) int { return int(a.at - b.at) })
+	return faults
+}
+
+// addPartition adds, in half of the seeds, the partition of one process
+// from the server (everything it sends on the connections it has then is
+// dropped, longer than most leases, then those connections are reset),
+// kept in time order. It picks a process with a command timeout when there
+// is one: its renewals then end uncertain while its lease still runs,
+// which the library must answer by giving the lease up, not by believing
+// it renewed.
+func addPartition(rng *rand.Rand, faults []*fault, workload time.Duration, timeouts []time.Duration) []*fault {
+	if rng.IntN(2) == 0 {
+		return faults
+	}
+	proc := rng.IntN(len(timeouts))
+	for i := range timeouts {
+		if j := (proc + i) % len(timeouts); timeouts[j] > 0 {
+			proc = j
+			break
+		}
+	}
+	f := &fault{kind: FaultPartition, at: between(rng, 20*time.Millisecond, workload/2), dir: faultproxy.ToServer,
+		dur: between(rng, 150*time.Millisecond, 450*time.Millisecond), process: proc + 1}
 	faults = append(faults, f)
 	slices.SortStableFunc(faults, func(a, b *fault) int { return int(a.at - b.at) })
 	return faults

@@ -15,7 +15,9 @@ type acquireFailure struct {
 	label, key string
 	start, end time.Time
 	err        string
-	abandoned  bool // the SET may have run: neither ErrNotAcquired nor not submitted
+	abandoned  bool          // the SET may have run: neither ErrNotAcquired nor not submitted
+	kind       holdKind      // a mutex, or a permit or hold (key: its semaphore's or lock's name)
+	lease      time.Duration // the lease asked for (permits and holds only)
 }
 
 // timelineOf renders the faults a schedule applied and lifted, naming the
@@ -38,6 +40,8 @@ func timelineOf(obs observation) []string {
 			what += fmt.Sprintf(" client %d", f.killed)
 		case FaultCloseLocks:
 			what += fmt.Sprintf(" of process %d", f.target%obs.processes)
+		case FaultPartition:
+			what += fmt.Sprintf(" of process %d (%d connections)", f.process-1, len(f.conns))
 		case FaultDropPush, FaultDelayPush:
 			what += " of " + cmp.Or(f.key, "every key")
 		}

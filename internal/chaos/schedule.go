@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,11 @@ type observation struct {
 	log       []sim.Entry     // the sim node's arrivals (nil on a real server)
 	final     map[string]keyState
 	readErr   error // reading the final state failed
+	prim      primPlan
+	slow      time.Duration   // the scale of the checks' liveness windows (raceSlowdown; 0 means 1)
+	writers   []primWait      // the writer's acquisitions
+	permits   []primWait      // the waiting permit acquisitions
+	members   map[string]bool // the permits' and read holds' tokens still members of their set at the end, by server time
 	failures  []acquireFailure
 	events    []faultEvent
 	processes int
@@ -138,22 +144,34 @@ func (s *schedule) run() observation {
 		workers[i] = w
 		wg.Go(w.run)
 	}
+	for i := range s.plan.prim.workers {
+		w := &worker{s: s, id: i, proc: s.procs[(i+1)%len(s.procs)], deadline: deadline,
+			rng: rand.New(rand.NewPCG(s.plan.seed, streamPrimWorkers+uint64(i)))}
+		workers = append(workers, w)
+		wg.Go(w.runPrim)
+	}
 	sleepUntil(deadline)
 	close(stop)
 	<-injected
 	inj.liftAll()
 	wg.Wait()
 	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
-		writes: s.outsider.writes, events: inj.events, processes: len(s.procs)}
+		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim,
+		slow: raceSlowdown}
 	obs.stats.Add(s.outsider.stats)
 	obs.stats.Faults = inj.applied
 	for _, w := range workers {
 		obs.holdings = append(obs.holdings, w.holdings...)
 		obs.failures = append(obs.failures, w.failures...)
+		obs.writers = append(obs.writers, w.writerWaits...)
+		obs.permits = append(obs.permits, w.permitWaits...)
 		obs.stats.Add(w.stats)
 	}
 	s.finish(inj, obs.holdings, &obs.stats)
 	obs.final, obs.readErr = s.readFinal()
+	if obs.readErr == nil {
+		obs.members, obs.readErr = s.readMembers(obs.holdings)
+	}
 	obs.history = s.srv.history()
 	if s.srv.sim != nil {
 		obs.log = s.srv.sim.Log()
@@ -193,10 +211,19 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 	_ = s.proxy.Close()
 }
 
+// scaled is a liveness window d of the checks, scaled for a slow build
+// (raceSlowdown).
+func (o observation) scaled(d time.Duration) time.Duration {
+	if o.slow > 1 {
+		return d * o.slow
+	}
+	return d
+}
+
 // readFinal reads every lock key's value and PTTL.
 func (s *schedule) readFinal() (map[string]keyState, error) {
 	final := map[string]keyState{}
-	for _, key := range s.plan.keys {
+	for _, key := range append(slices.Clone(s.plan.keys), writerKeyOf(s.plan.prim)) {
 		st, err := s.srv.read(key)
 		if err != nil {
 			return final, fmt.Errorf("reading %s: %w", key, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,7 +51,7 @@ func startServer(opt Options, p plan) (*server, error) {
 	if s.sim == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), normalTimeout)
 		defer cancel()
-		if err := client.Do(ctx, client.B().Del().Key(p.keys...).Build()).Error(); err != nil {
+		if err := client.Do(ctx, client.B().Del().Key(slices.Concat(p.keys, p.prim.keys())...).Build()).Error(); err != nil {
 			s.close()
 			return nil, fmt.Errorf("DEL of the schedule's keys: %w", err)
 		}

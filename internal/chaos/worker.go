@@ -33,6 +33,7 @@ type holding struct {
 	lease      time.Duration
 	keepAlive  bool
 	acquiredAt time.Time // when Acquire returned
+	kind       holdKind  // a mutex (key: the lock key) or a permit or hold (key: the semaphore's or lock's name)
 
 	mu       sync.Mutex
 	promise  time.Time // the furthest now+RemainingEstimate() sampled while held
@@ -42,7 +43,12 @@ type holding struct {
 	toldLost bool   // a Release/ResetExpiry returned an error, or the keep-alive lost ownership
 	released bool   // Release returned Released, or Close returned nil with the state Released
 	outcome  string // the last Release/Close result, for evidence
-	stopKA   func() bool
+	// settledAt, when set, is when a call that left nothing on the server
+	// returned: a Release that answered (Released or NotOwned), a Close
+	// that ended Released.
+	settledAt time.Time
+	crashed   bool // its holder died holding it: no renewal, no release (primitives.go)
+	stopKA    func() bool
 }
 
 // sample records the library's current promise: the lease is ours on the
@@ -59,15 +65,47 @@ func (h *holding) sample(lock *lease.Lock) {
 	}
 }
 
-// ended records that the belief ended with a call started at t.
-func (h *holding) ended(t time.Time, released bool, outcome string) {
+// ended records that the belief ended with a call started at t, which
+// returned now; settled: the call left nothing on the server.
+func (h *holding) ended(t time.Time, released, settled bool, outcome string) {
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.endCall.IsZero() {
 		h.endCall = t
 	}
+	if settled && h.settledAt.IsZero() {
+		h.settledAt = now
+	}
 	h.released = h.released || released
 	h.outcome = outcome
+}
+
+// leaseUntil is the latest time the holding's lease may have been on the
+// server: when a call that settled it returned, or else its belief's end
+// plus its lease (a renewal in flight then may have extended it so far).
+//
+// A crashed holder's lease was set by its acquisition, which ran before
+// the call returned: it cannot be on the server past acquiredAt + lease.
+func (h *holding) leaseUntil() time.Time {
+	end := h.beliefEnd()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !h.settledAt.IsZero():
+		return h.settledAt
+	case h.crashed:
+		return h.acquiredAt.Add(h.lease)
+	}
+	return end.Add(h.lease)
+}
+
+// crash records that the holder died holding the lock: it neither renews
+// nor releases, and its belief ends with its lease as it estimated it.
+func (h *holding) crash() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.crashed = true
 }
 
 // closeAtEnd closes the handle, as a careful owner's deferred Close would:
@@ -86,7 +124,8 @@ func (h *holding) closeAtEnd(stats *Stats) {
 	if errors.Is(err, conn.ErrOutcomeUnknown) {
 		stats.Uncertain++
 	}
-	h.ended(t, err == nil && state == lease.StateReleased, fmt.Sprintf("Close at the end: %v (state %v)", err, state))
+	released := err == nil && state == lease.StateReleased
+	h.ended(t, released, released, fmt.Sprintf("Close at the end: %v (state %v)", err, state))
 }
 
 // keepAliveLost reports whether the keep-alive ended with ErrOwnershipLost
@@ -144,6 +183,10 @@ type worker struct {
 	stats    Stats
 	holdings []*holding
 	failures []acquireFailure
+	// writerWaits are the write acquisitions of the schedule's writer, and
+	// permitWaits the waiting permit acquisitions (primitive workers,
+	// primitives.go).
+	writerWaits, permitWaits []primWait
 }
 
 func (w *worker) run() {
@@ -196,17 +239,22 @@ func (w *worker) acquire(d decision, iter int) (*lease.Lock, *holding) {
 	h.sample(lock)
 	w.holdings = append(w.holdings, h)
 	if d.keepAlive {
-		ka := lock.Context()
-		w.s.kaCallbacks.Add(1)
-		h.stopKA = context.AfterFunc(ka, func() {
-			defer w.s.kaCallbacks.Done()
-			now := time.Now()
-			h.mu.Lock()
-			h.kaEnd, h.kaCause = now, context.Cause(ka)
-			h.mu.Unlock()
-		})
+		w.watchKeepAlive(lock, h)
 	}
 	return lock, h
+}
+
+// watchKeepAlive records when the keep-alive lock's context ends, and why.
+func (w *worker) watchKeepAlive(lock *lease.Lock, h *holding) {
+	ka := lock.Context()
+	w.s.kaCallbacks.Add(1)
+	h.stopKA = context.AfterFunc(ka, func() {
+		defer w.s.kaCallbacks.Done()
+		now := time.Now()
+		h.mu.Lock()
+		h.kaEnd, h.kaCause = now, context.Cause(ka)
+		h.mu.Unlock()
+	})
 }
 
 // hold keeps the lock for d.hold (cut at the workload deadline), sampling
@@ -266,7 +314,8 @@ func (w *worker) release(lock *lease.Lock, h *holding, d decision) {
 		if err != nil {
 			w.noteErr(err)
 		}
-		h.ended(t, err == nil && state == lease.StateReleased, fmt.Sprintf("Close: %v (state %v)", err, state))
+		released := err == nil && state == lease.StateReleased
+		h.ended(t, released, released, fmt.Sprintf("Close: %v (state %v)", err, state))
 		return
 	}
 	timeout := d.releaseTimeout
@@ -277,13 +326,13 @@ func (w *worker) release(lock *lease.Lock, h *holding, d decision) {
 		cancel()
 		w.stats.Releases++
 		if err == nil {
-			h.ended(t, out == lease.Released, fmt.Sprintf("Release: %v", out))
+			h.ended(t, out == lease.Released, true, fmt.Sprintf("Release: %v", out))
 			return
 		}
 		w.noteErr(err)
 		h.told("Release: " + err.Error())
 		if state := lock.State(); state != lease.StateHeld {
-			h.ended(t, false, fmt.Sprintf("Release: %v (state %v)", err, state))
+			h.ended(t, false, false, fmt.Sprintf("Release: %v (state %v)", err, state))
 			return
 		}
 		h.sample(lock) // still ours, says the library: the belief goes on

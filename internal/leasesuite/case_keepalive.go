@@ -99,9 +99,10 @@ func caseKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing
 			kill.Args, kill.Seq, kill.ClientID, renewal.Seq, renewal.ClientID)
 	}
 	eventually(t, "Lost", func() bool { return lock.State() == lease.StateLost })
-	if n := clock.Pending(); n != 0 {
-		t.Fatalf("%d timers still armed on a lost lock", n)
-	}
+	// A holders' read of the push hub (after the fence dropped the watcher's
+	// tracking) may still be on the wire, its bound armed on the clock; it
+	// ends by itself, and then nothing may be left armed.
+	eventually(t, "no timer armed on a lost lock", func() bool { return clock.Pending() == 0 })
 	if out, err := lock.Release(ctxT(t)); out != lease.NotOwned || err != nil {
 		t.Fatalf("Release after loss = %v, %v; want NotOwned", out, err)
 	}

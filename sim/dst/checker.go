@@ -2,16 +2,16 @@ package dst
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/respire-go/respire/conn"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant int           // 0-8, as numbered in the package's invariants list
+	Invariant int           // 0-9, as numbered in the package's invariants list
 	At        time.Duration // virtual time
 	Message   string
 }
@@ -21,30 +21,31 @@ func (v Violation) String() string {
 	return fmt.Sprintf("invariant %d at %.3fms: %s", v.Invariant, float64(v.At)/1e6, v.Message)
 }
 
-// checker holds the invariants. It watches the wire (onSend/onReply), the
-// server (before/afterExec, read as an administrator) and every handle's
-// belief after each step:
-//
-//  1. a handle that believes it holds a key (its local estimate, less the
-//     drift bound) is the server's owner of that key;
-//  2. a command of a handle that is not the owner neither extends nor
-//     deletes the key (nor creates it);
-//  3. no uncertain write is replayed, and a fallback command follows only
-//     the exact confirming reply to the previous one;
-//  4. a live keep-alive context is cancelled before the server-side lease
-//     can have expired (drift bound allowed);
-//  5. a fenced session executes nothing after its CLIENT KILL reply;
-//  6. per fencing counter, the tokens processes accept increase strictly in
-//     the order the server handed them out (fencing.go; there is no modelled
-//     rollback: failover and slot moves copy the counter);
-//  7. without faults, every waiting acquirer acquires within its budget.
+// checker holds the invariants (doc.go numbers them). It watches the wire
+// (onSend, onReply: every command the transport writes, attributed to the
+// lock operation it belongs to, which its owner token maps to a handle or
+// an acquisition try), what the driver was told (opEnded: uncertain, not
+// submitted), the servers (before/afterExec, read as an administrator)
+// and, after every step, every handle's belief as the driver holds it
+// (Lock.LeaseDeadline, its keep-alive's and its context's end).
 type checker struct {
-	violations []Violation
-	expiry     map[string]time.Duration // token -> true time its server lease ends (last seen)
-	owners     []keyState               // scratch: each key's owner this step
-	fenced     map[fenceKey]bool
-	handouts   map[string][]handout // counter -> tokens accepted (invariant 6)
-	cleaned    map[string]string    // token of an abandoned acquisition -> key, once its ordered clean-up answered (invariant 8)
+	violations  []Violation
+	expiry      map[string]time.Duration // token -> true time its server lease ends (last seen)
+	owners      []keyState               // scratch: each key's owner this step
+	fenced      map[fenceKey]bool
+	handouts    map[string][]handout // counter -> tokens accepted (invariant 6)
+	scriptRunOf map[string]int64     // owner token -> the fenced script run that handed out its fencing token
+	cleaned     map[string]string    // token -> key, once an ordered release of it answered (invariant 8)
+	// per owner token: the connections that carried an acquisition the
+	// driver was told is uncertain, and the renewals and releases it was
+	// told are
+	uncertainSet    map[string][]*connection
+	uncertainWrites map[string][]toldUncertain
+	// per owner token: the last id handed out when the core last
+	// dispatched a release, and a renewal, of it (seen by the observer)
+	releaseDispatched, renewDispatched map[string]int64
+	setsOn                             map[string][]*connection // token -> connections carrying a SET of it not answered yet
+	outsiders                          map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
 }
 
 type fenceKey struct {
@@ -59,6 +60,13 @@ type keyState struct {
 	pttl  int64
 }
 
+func newChecker() checker {
+	return checker{expiry: map[string]time.Duration{}, fenced: map[fenceKey]bool{}, scriptRunOf: map[string]int64{},
+		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]toldUncertain{},
+		releaseDispatched: map[string]int64{}, renewDispatched: map[string]int64{},
+		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}}
+}
+
 func (k *checker) fail(w *world, invariant int, format string, args ...any) {
 	v := Violation{Invariant: invariant, At: w.now, Message: fmt.Sprintf(format, args...)}
 	k.violations = append(k.violations, v)
@@ -66,49 +74,141 @@ func (k *checker) fail(w *world, invariant int, format string, args ...any) {
 	w.done = true
 }
 
-// onSend: invariant 3 on the client side of the wire.
+// isAcquisition reports whether an op may create the key.
+func (op *opRun) isAcquisition() bool { return op.name == "acquire" || op.name == "fenced-acquire" }
+
+// onSend: invariant 3 on the client side of the wire, and what invariant
+// 8 needs to know about the command.
 func (k *checker) onSend(w *world, r *request) {
 	op := r.op
 	if op == nil {
 		return
 	}
-	h := op.h
 	name := r.cmd.Args[0]
 	switch {
 	case op.uncertain:
-		k.fail(w, 3, "%s replayed %s after its outcome became uncertain", h.name, name)
+		k.fail(w, 3, "%s op %d replayed %s after its outcome became uncertain", op.name, op.id, name)
 	case op.sent > 0 && !(op.replied && op.confirmed):
-		k.fail(w, 3, "%s sent fallback %s without a confirming reply to the previous command", h.name, name)
-	case op.kind != OpVerify && k.unsealed(op.mustSeal) != nil:
-		k.fail(w, 3, "%s sent %s while its uncertain write on connection id=%d may still run (not fenced)",
-			h.name, op.kind, k.unsealed(op.mustSeal).clientID)
-	case op.afterUncertainSet && (op.kind == OpAcquire || op.kind == OpExtend):
-		k.fail(w, 3, "%s sent %s after its acquisition was uncertain", h.name, op.kind)
+		k.fail(w, 3, "%s op %d sent fallback %s without a confirming reply to the previous command", op.name, op.id, name)
+	case op.isWrite() && k.unsealedBefore(op) != nil:
+		c := k.unsealedBefore(op)
+		k.fail(w, 3, "%s op %d sent %s on %s while an uncertain write of its token on %s may still run (not fenced)",
+			op.name, op.id, name, r.conn.label(), c.label())
+	case (op.isAcquisition() || op.name == "extend") && k.unsealed(k.uncertainSet[op.token]) != nil:
+		k.fail(w, 3, "%s op %d sent %s on %s while the uncertain acquisition of its token on %s may still run",
+			op.name, op.id, name, r.conn.label(), k.unsealed(k.uncertainSet[op.token]).label())
 	}
-}
-
-func (k *checker) onReply(*world, *request, conn.Reply) {}
-
-func (k *checker) onUncertain(_ *world, op *opRun) {
-	switch op.kind {
-	case OpExtend, OpRelease:
-		if op.wrote != nil {
-			op.h.uncertainWrites = append(op.h.uncertainWrites, op.wrote)
+	switch {
+	case op.isAcquisition():
+		k.setsOn[op.token] = append(k.setsOn[op.token], r.conn)
+	case op.name == "release":
+		r.ordered = true
+		for _, c := range k.setsOn[op.token] {
+			if c != r.conn && k.unsealed([]*connection{c}) != nil {
+				r.ordered = false // a SET of the token may run after this delete
+			}
 		}
-	case OpAcquire:
-		op.h.uncertainSet = true
 	}
 }
 
-// unsealed returns one of conns (connections that carried an uncertain
-// write of a handle) that may still run it: neither fenced (its CLIENT KILL
-// answered) nor closed on the server. A new write of the handle before that
-// would race the old one (invariant 3); after it, nothing of the old write
-// can run any more.
+// onReply notes what the reply proves: invariant 3 (a fallback needs the
+// confirming reply), the SET that can no longer run, and an ordered
+// release that answered (invariant 8 from then on).
+func (k *checker) onReply(_ *world, r *request, reply conn.Reply) {
+	op := r.op
+	if op == nil {
+		return
+	}
+	op.replied = true
+	op.confirmed = k.confirming(r.cmd, reply)
+	switch {
+	case op.isAcquisition():
+		k.setsOn[op.token] = without(k.setsOn[op.token], r.conn)
+	case op.name == "release" && r.ordered && reply.Kind == conn.ReplyInt:
+		k.cleaned[op.token] = op.key
+	}
+}
+
+// without returns conns less one occurrence of c.
+func without(conns []*connection, c *connection) []*connection {
+	for i, x := range conns {
+		if x == c {
+			return append(conns[:i], conns[i+1:]...)
+		}
+	}
+	return conns
+}
+
+// onUncertain: the driver was told that op may still run; until its
+// connection is sealed, no later write of its token may go out (an
+// acquisition's uncertainty forbids new acquisitions and renewals only: a
+// delete behind it on its own connection is its clean-up).
+func (k *checker) onUncertain(w *world, op *opRun) {
+	if op.last == nil {
+		return
+	}
+	switch {
+	case op.isAcquisition():
+		k.uncertainSet[op.token] = append(k.uncertainSet[op.token], op.last)
+	case op.isWrite():
+		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], toldUncertain{conn: op.last, told: w.nextID})
+	}
+}
+
+// onNotSubmitted: invariant 3's other half — "not submitted" is a proof,
+// so the op's last written command, if any, must have been answered.
+func (k *checker) onNotSubmitted(w *world, op *opRun) {
+	if op.sent > 0 && !op.replied {
+		k.fail(w, 3, "%s op %d ended not submitted, but its last command was written on %s and is unanswered",
+			op.name, op.id, op.last.label())
+	}
+}
+
+// toldUncertain is a renewal or release the driver was told is
+// uncertain: the connection that carried it, and the last id handed out
+// then (ops with a greater id started after the driver knew).
+type toldUncertain struct {
+	conn *connection
+	told int64
+}
+
+// dispatched records that the core asked the driver to send a release or
+// a renewal of token; last is the last id handed out then.
+func (k *checker) dispatched(token string, kind sm.EffectKind, last int64) {
+	if kind == sm.EffectSendRelease {
+		k.releaseDispatched[token] = last
+	} else {
+		k.renewDispatched[token] = last
+	}
+}
+
+// unsealedBefore returns a connection that may still run an uncertain
+// renewal or release of op's token, which forbids op's write. A release
+// or renewal the core dispatched before the driver was told of the
+// uncertainty is exempt: the core fences only the command whose outcome
+// is unknown and lets the other one in flight go on (its job may still be
+// opening a session on another node then) — a delete to free the key, a
+// renewal whose answer it no longer reads — and compared with the token
+// neither can make anyone an owner: a late renewal cannot bring a deleted
+// key back, a late delete removes only this token's key.
+func (k *checker) unsealedBefore(op *opRun) *connection {
+	for _, u := range k.uncertainWrites[op.token] {
+		if op.name == "release" && k.releaseDispatched[op.token] <= u.told ||
+			op.name == "extend" && k.renewDispatched[op.token] <= u.told {
+			continue
+		}
+		if c := k.unsealed([]*connection{u.conn}); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// unsealed returns one of conns that may still run what it carried:
+// neither fenced (its CLIENT KILL answered) nor closed on the server.
 func (k *checker) unsealed(conns []*connection) *connection {
 	for _, c := range conns {
-		serverClosed := c.closed || c.generation != c.node.generation
-		if !serverClosed && !k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
+		if !c.gone() && !k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
 			return c
 		}
 	}
@@ -142,34 +242,34 @@ func (k *checker) confirming(cmd conn.Command, r conn.Reply) bool {
 // beforeExec reads the key the command touches (invariants 2 and 5).
 func (k *checker) beforeExec(w *world, c *connection, r *request) keyState {
 	if k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
-		k.fail(w, 5, "%s ran on fenced connection id=%d after its CLIENT KILL reply", r.cmd.Args[0], c.clientID)
+		k.fail(w, 5, "%s ran on fenced %s after its CLIENT KILL reply", r.cmd.Args[0], c.label())
 	}
-	if r.op == nil || r.op.kind == OpVerify {
+	if r.op == nil || !r.op.isWrite() {
 		return keyState{}
 	}
-	return c.node.state(w, r.op.h.key)
+	return c.node.state(w, r.op.key)
 }
 
 // afterExec: invariant 2, and the server-side lease end of the owner.
 func (k *checker) afterExec(w *world, c *connection, r *request, before keyState) {
 	op := r.op
-	if op == nil || op.kind == OpVerify {
+	if op == nil || !op.isWrite() {
 		return
 	}
-	c.node.refresh(w, op.h.key)
-	after := c.node.state(w, op.h.key)
+	c.node.refresh(w, op.key)
+	after := c.node.state(w, op.key)
 	if after.found && after.pttl > 0 {
 		k.expiry[after.token] = w.now + time.Duration(after.pttl)*time.Millisecond
 	}
-	if before.found && before.token == op.h.token {
+	if before.found && before.token == op.token {
 		return
 	}
-	if op.kind == OpAcquire && !before.found {
+	if op.isAcquisition() && !before.found {
 		return
 	}
 	if after != before {
-		k.fail(w, 2, "%s (%s) changed %s although it is not the owner (owner before: %s)",
-			op.h.name, r.cmd.Args[0], op.h.key, w.ownerName(before))
+		k.fail(w, 2, "%s op %d (%s) changed %s although its token is not the owner (owner before: %s)",
+			op.name, op.id, r.cmd.Args[0], op.key, w.ownerName(before))
 	}
 }
 
@@ -177,118 +277,10 @@ func (k *checker) onFenced(_ *world, c *connection) {
 	k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] = true
 }
 
-// onFailover: lease ends carry over (the keyspace is copied).
-func (k *checker) onFailover(*world) {}
-
-// ownerName names the handle owning a key state, for messages.
+// ownerName names the owner of a key state, for messages.
 func (w *world) ownerName(s keyState) string {
 	if !s.found {
 		return "none"
 	}
-	for _, h := range w.handles {
-		if h.token == s.token {
-			return h.name
-		}
-	}
-	return "unknown"
-}
-
-// afterStep checks invariants 1 and 4 against the belief of every handle
-// that may still hold or keep alive a lease. A handle whose acquisition
-// call was answered and whose core reached a terminal state without a live
-// keep-alive context can never hold again and is no longer checked.
-func (k *checker) afterStep(w *world) {
-	owners := k.owners[:0]
-	for _, key := range w.keys {
-		owners = append(owners, w.keyState(key))
-	}
-	k.owners = owners
-	for i, key := range w.keys {
-		if o := owners[i]; o.found && k.cleaned[o.token] == key {
-			k.fail(w, 8, "%s holds the token of an abandoned acquisition (%s) after its clean-up answered",
-				key, w.ownerName(o))
-			return
-		}
-	}
-	live := w.live[:0]
-	for _, h := range w.live {
-		b := h.core.Belief()
-		if h.outcome != "" && !b.Held && !b.KeepAliveLive && terminal(b.State) {
-			continue
-		}
-		live = append(live, h)
-		if !w.done {
-			k.checkHandle(w, h, b, owners[h.keyIndex])
-		}
-	}
-	clear(w.live[len(live):])
-	w.live = live
-}
-
-// terminal reports whether a core state never leads back to holding.
-func terminal(state string) bool {
-	switch state {
-	case "Released", "Lost", "NotAcquired", "Abandoned":
-		return true
-	}
-	return false
-}
-
-// driftMargin is how much later than the truth a lease estimate of p may
-// end: a clock running slow by d ppm stretches a lease of at most LeaseMax
-// by d ppm of it (a fast clock errs on the safe side). One millisecond more
-// covers the servers' whole-millisecond TTLs.
-func (w *world) driftMargin(p *process) time.Duration {
-	return time.Duration(max(0, -p.driftPPM)*int64(w.opt.LeaseMax)/1_000_000) + time.Millisecond
-}
-
-func (k *checker) checkHandle(w *world, h *handle, b Belief, owner keyState) {
-	margin := w.driftMargin(h.proc)
-	p := h.proc
-	local := p.local(w.now)
-	if b.Held && local < b.ExpiresLocal-margin && (!owner.found || owner.token != h.token) {
-		k.fail(w, 1, "%s (%s) believes it holds %s for %s more, but the server's owner is %s%s",
-			h.name, b.State, h.key, b.ExpiresLocal-local, w.ownerName(owner), inFlight(h))
-		return
-	}
-	end, known := k.expiry[h.token]
-	if b.KeepAliveLive && known && w.now > end+margin && !p.paused && !w.overdue(p) {
-		k.fail(w, 4, "%s's keep-alive context is live %s after its server-side lease ended (%s, %d timer(s) armed%s)",
-			h.name, w.now-end, b.State, len(h.timers), inFlight(h))
-	}
-}
-
-// inFlight describes h's unfinished writes, for violation messages.
-func inFlight(h *handle) string {
-	ids := make([]int64, 0, len(h.ops))
-	for id := range h.ops {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	s := ""
-	for _, id := range ids {
-		if op := h.ops[id]; !op.done && op.written && op.kind != OpVerify {
-			s += fmt.Sprintf("; %s %s (ttl %s) in flight", op.kind, opLabel(op.id), op.ttl)
-		}
-	}
-	return s
-}
-
-// overdue reports whether p has an event it has not yet had the chance to
-// run (it was paused): its timers catch up first.
-func (w *world) overdue(p *process) bool {
-	for _, ev := range w.events {
-		if ev.proc == p && !ev.cancelled && ev.due <= w.now {
-			return true
-		}
-	}
-	return false
-}
-
-// onAcquireResolved: invariant 7 in liveness schedules.
-func (k *checker) onAcquireResolved(w *world, h *handle, e Effect) {
-	if w.opt.Liveness && e.Outcome != "acquired" {
-		k.fail(w, 7, "%s gave up acquiring %s (%s %s) in a fault-free schedule, budget %s",
-			h.name, h.key, e.Outcome, e.Err, h.waitBudget)
-	}
+	return tokenName(s.token)
 }

@@ -1,56 +1,155 @@
 package dst
 
 import (
-	"github.com/redis/rueidis"
+	"context"
+	"strings"
 
 	"github.com/respire-go/respire/conn"
 )
 
-// fence executes EffFence: CLIENT KILL ID <id> ADDR <addr> of the
-// connection that carried op's last command, sent on the process's control
-// connection. Once it answers, nothing still queued on the killed
-// connection can run (checked by invariant 5).
-func (w *world) fence(h *handle, opID int64) {
-	op := h.ops[opID]
-	p := h.proc
-	report := func(res OpResult) {
-		w.schedule(p, w.now, func() { w.input(h, Input{Kind: InFenceDone, Op: opID, Result: res}) })
+// fenceAttempts bounds how often one fence is sent when the connection it
+// travels on fails, as conn's (CLIENT KILL ID is idempotent).
+const fenceAttempts = 3
+
+// fenceCall is one CLIENT KILL of a session in flight or answered.
+type fenceCall struct {
+	done chan struct{}
+	err  error
+}
+
+// errForeignSession: a session another transport made.
+var errForeignSession = conn.ErrForeignSession
+
+// Fence implements conn.Transport as conn.Pool.Fence does: s is retired,
+// then killed with CLIENT KILL ID <id> ADDR <addr> sent on the process's
+// control connection to s's node; once the kill is answered nothing s
+// carried can run (checked by invariant 5). Fences of one session are
+// shared; a failed fence connection is replaced (fenceAttempts in all); a
+// caller whose ctx ends first gets an Uncertain error while the fence goes
+// on for the others. Without identity: conn.ErrNoIdentity, NotSubmitted.
+// MutationSkipFence answers without sending anything.
+func (t *simTransport) Fence(ctx context.Context, cs conn.Session) error {
+	s, ok := cs.(*simSession)
+	if !ok || s == nil || s.t != t {
+		return &conn.Error{Class: conn.NotSubmitted, Op: "fence", Err: errForeignSession}
 	}
-	switch {
-	case op == nil || !op.written:
-		report(OpResult{Class: Definite})
-		return
-	case op.sess == nil || op.noIdent:
-		w.trace.logf(w, p, h.name, "fence of op %s skipped: no identity", opLabel(opID))
-		report(OpResult{Class: Definite, NoIdentity: true, Err: "no identity to fence"})
-		return
-	case w.opt.Mutation == MutationSkipFence:
-		// the broken variant claims the fence was answered without sending it
-		if op.wrote.generation == op.wrote.node.generation {
-			w.check.onFenced(w, op.wrote)
+	if !s.hasIdentity {
+		t.retire(s)
+		return &conn.Error{Class: conn.NotSubmitted, Op: "fence", Addr: s.node.addr, Session: s, Err: conn.ErrNoIdentity}
+	}
+	for {
+		call, leader := s.joinFence()
+		if leader {
+			call.err = t.sendFence(ctx, s)
+			s.fenceAnswered = s.fenceAnswered || call.err == nil
+			close(call.done)
+			return call.err
 		}
-		report(OpResult{Class: Definite})
-		return
+		if err := t.p.spawn.Wait(ctx, call.done); err != nil {
+			return &conn.Error{Class: conn.Uncertain, Op: "fence", Addr: s.node.addr, Session: s, Err: err}
+		}
+		if call.err == nil || ctx.Err() != nil {
+			return call.err
+		}
+		// the shared fence failed; ours may still succeed
 	}
-	victim := op.wrote // the connection that carried the last written command
-	c := w.liveConn(p, &p.control, victim.node, "control")
-	cmd := conn.FenceCommand(op.clientID, op.addr)
-	w.trace.logf(w, p, h.name, "fence id=%d of op %s", op.clientID, opLabel(opID))
-	w.write(c, &request{cmd: cmd,
-		onLost: func(error) { report(OpResult{Class: Uncertain, Err: "fence connection lost"}) },
+}
+
+// joinFence returns the fence call to wait for, or a new one the caller
+// must send (leader).
+func (s *simSession) joinFence() (call *fenceCall, leader bool) {
+	if f := s.fence; f != nil {
+		select {
+		case <-f.done:
+			if f.err == nil {
+				return f, false
+			}
+		default:
+			return f, false
+		}
+	}
+	s.fence = &fenceCall{done: make(chan struct{})}
+	return s.fence, true
+}
+
+// sendFence sends the kill, again on a fresh control connection after a
+// transport failure while ctx lasts.
+func (t *simTransport) sendFence(ctx context.Context, s *simSession) error {
+	w := t.w
+	t.retire(s) // nothing new is handed to s from now on
+	victim := s.conn
+	if w.opt.Mutation == MutationSkipFence {
+		// the broken variant claims the fence was answered without sending it
+		w.check.onFenced(w, victim)
+		return nil
+	}
+	var err error
+	for attempt := 0; attempt < fenceAttempts; attempt++ {
+		if e := ctx.Err(); e != nil {
+			return &conn.Error{Class: conn.NotSubmitted, Op: "fence", Addr: s.node.addr, Session: s, Err: context.Cause(ctx)}
+		}
+		c := t.controlConn(s.node)
+		w.trace.logf(w, t.p, "", "fence id=%d on %s", s.identity.ID, s.node.name)
+		x := t.sendOn(c, conn.FenceCommand(s.identity.ID, s.identity.Addr))
+		if werr := t.p.spawn.Wait(ctx, x.done); werr != nil {
+			x.over = true
+			err = &conn.Error{Class: conn.Uncertain, Op: "fence", Addr: s.node.addr, Session: s, Err: werr}
+			continue
+		}
+		if x.lost != nil {
+			err = &conn.Error{Class: conn.ClassifyTransport(x.lost), Op: "fence", Addr: s.node.addr, Session: s, Err: x.lost}
+			continue
+		}
+		if r := x.replies[0]; r.Kind == conn.ReplyError {
+			code, _, _ := strings.Cut(r.Text, " ")
+			return &conn.Error{Class: conn.Definite, Op: "fence", Addr: s.node.addr, Session: s, Code: code,
+				Err: &conn.ServerError{Code: code, Message: r.Text}}
+		}
+		w.stats.Fences++
+		t.fenced(victim)
+		return nil
+	}
+	return err
+}
+
+// fenced applies an answered kill of victim: the checker holds that
+// nothing of it runs from now on (invariant 5), the server's killed
+// connections are closed on its side, and the process stops waiting for
+// victim's replies (rueidis' Close of a killed socket: ErrClosing).
+func (t *simTransport) fenced(victim *connection) {
+	w := t.w
+	if victim.generation == victim.node.generation {
+		w.check.onFenced(w, victim)
+	}
+	w.reapKilled()
+	w.abandon(victim)
+}
+
+// controlConn returns a usable control connection to n, the ordinary
+// client's connection that fences travel on.
+func (t *simTransport) controlConn(n *node) *connection {
+	t.grow(n)
+	if c := t.control[n.index]; c.stale() {
+		t.control[n.index] = t.w.open(t.p, n, "control")
+	}
+	return t.control[n.index]
+}
+
+// sendOn writes one command that belongs to no lock operation on c.
+func (t *simTransport) sendOn(c *connection, cmd conn.Command) *pending {
+	x := &pending{replies: make([]conn.Reply, 1), done: make(chan struct{})}
+	t.w.write(c, &request{cmd: cmd,
 		onReply: func(r conn.Reply) {
-			if r.Kind == conn.ReplyError {
-				report(OpResult{Class: Definite, Err: r.Text})
-				return
+			x.replies[0] = r
+			x.finish()
+		},
+		onLost: func(err error) {
+			if !x.over {
+				x.lost = err
+				x.finish()
 			}
-			if victim.generation == victim.node.generation {
-				w.check.onFenced(w, victim)
-			}
-			w.stats.Fences++
-			w.reapKilled()
-			w.abandon(victim)
-			report(OpResult{Class: Definite})
 		}})
+	return x
 }
 
 // reapKilled marks every connection the server killed as closed by the
@@ -61,51 +160,4 @@ func (w *world) reapKilled() {
 			w.serverClose(c)
 		}
 	}
-}
-
-// abandon closes c from the client side, as rueidis' Close does when its
-// drain gives up: the process stops waiting for its replies (each
-// unanswered request fails with rueidis.ErrClosing), but commands already
-// written still reach the server and run; the server drops the connection
-// once they have.
-func (w *world) abandon(c *connection) {
-	if c.closed || c.abandoned {
-		return
-	}
-	c.abandoned = true
-	lost := c.inFlight
-	c.inFlight = nil
-	for _, r := range lost {
-		w.schedule(c.proc, w.now, func() {
-			if !r.settled {
-				r.settled = true
-				r.onLost(rueidis.ErrClosing)
-			}
-		})
-	}
-	if len(c.toServer) == 0 || c.serverGone {
-		w.closeConn(c, rueidis.ErrClosing)
-	}
-}
-
-// fenceConn fences connection victim of session s (CLIENT KILL on p's
-// control connection) and then calls next with whether the kill answered.
-func (w *world) fenceConn(p *process, victim *connection, s *session, next func(ok bool)) {
-	if victim.closed && !victim.abandoned {
-		next(true) // closed on both sides: nothing of it can run
-		return
-	}
-	c := w.liveConn(p, &p.control, victim.node, "control")
-	w.trace.logf(w, p, "", "fence id=%d before a clean-up", s.id)
-	w.write(c, &request{cmd: conn.FenceCommand(s.id, s.addr),
-		onLost: func(error) { w.schedule(p, w.now, func() { next(false) }) },
-		onReply: func(r conn.Reply) {
-			ok := r.Kind != conn.ReplyError
-			if ok && victim.generation == victim.node.generation {
-				w.check.onFenced(w, victim)
-				w.reapKilled()
-				w.abandon(victim)
-			}
-			w.schedule(p, w.now, func() { next(ok) })
-		}})
 }

@@ -31,47 +31,27 @@ func (w *world) nodeKeys() []string {
 // shouldFence decides whether a new handle is a fenced lock.
 func (w *world) shouldFence() bool { return w.chance(w.opt.FencedPercent) }
 
-// fencedReply interprets the reply to a fenced acquisition with conn's
-// protocol: the EVAL fallback after NOSCRIPT, a redirect, or the end.
-func (w *world) fencedReply(op *opRun, r conn.Reply) {
-	out := op.script.Interpret(r)
-	switch {
-	case !out.Done:
-		w.stats.Fallbacks++
-		w.sendStep(op)
-	case out.Redirect != nil:
-		w.redirect(op, *out.Redirect) // rueidis' cluster client follows MOVED/ASK itself
-	case out.Err != nil:
-		w.finish(op, definite(false, out.Err))
-	case out.Malformed != nil:
-		w.finish(op, OpResult{Class: Definite, Err: out.Malformed.Error()})
-	case out.Acquired:
-		token := w.acceptToken(op, out.FencingToken)
-		w.trace.logf(w, op.h.proc, op.h.name, "fencing token %d accepted (script run #%d)", token, op.scriptRun)
-		w.check.onFencingToken(w, op, token)
-		w.finish(op, OpResult{Class: Definite, Owned: true})
-	default:
-		w.finish(op, definite(false, nil))
-	}
-}
-
-// acceptToken is the token the process takes from a successful reply. The
-// mutation takes it from the process's own stale view of the counter (its
-// last token + 1) instead of the reply.
-func (w *world) acceptToken(op *opRun, replied int64) int64 {
-	p, counter := op.h.proc, counterKey(op.h.key)
+// handOut is the fencing token the transport hands the driver for a
+// fenced acquisition of rec that took the lock with replied: the script's
+// reply, or under MutationReuseFencingToken the process's own stale view
+// of the counter (its last token + 1). The script run that answered is
+// remembered by owner token for invariant 6.
+func (w *world) handOut(p *process, rec *opRun, replied int64) int64 {
+	counter := counterKey(rec.key)
 	token := replied
 	if w.opt.Mutation == MutationReuseFencingToken {
 		token = p.lastFencingToken[counter] + 1
 	}
 	p.lastFencingToken[counter] = token
+	w.check.scriptRunOf[rec.token] = rec.scriptRun
+	w.trace.logf(w, p, "", "fencing token %d handed out (script run #%d)", token, rec.scriptRun)
 	return token
 }
 
 // afterScriptExec numbers every fenced script run that handed out a token
 // (the server's order of hand-out, across failovers and slot moves).
 func (w *world) afterScriptExec(r *request, reply conn.Reply) {
-	if r.op == nil || r.op.script == nil || reply.Kind != conn.ReplyBulk {
+	if r.op == nil || !isFencedCommand(r.cmd) || reply.Kind != conn.ReplyBulk {
 		return
 	}
 	w.scriptRuns++
@@ -133,13 +113,14 @@ type handout struct {
 	handle string
 }
 
-// onFencingToken checks invariant 6: per counter, the tokens accepted by
-// processes increase strictly in the order the server handed them out.
-// Failover copies the keyspace (a fully replicated replica) and slot moves
-// copy the counter, so there is no modelled rollback to exempt.
-func (k *checker) onFencingToken(w *world, op *opRun, token int64) {
-	counter := counterKey(op.h.key)
-	got := handout{run: op.scriptRun, token: token, handle: op.h.name}
+// onFencingToken checks invariant 6 when the driver returns a fenced lock
+// of handle h with token: per counter, the tokens processes accept
+// increase strictly in the order the server handed them out. Failover
+// copies the keyspace (a fully replicated replica) and slot moves copy the
+// counter, so there is no modelled rollback to exempt.
+func (k *checker) onFencingToken(w *world, h *handle, run, token int64) {
+	counter := counterKey(h.key)
+	got := handout{run: run, token: token, handle: h.name}
 	for _, prev := range k.handouts[counter] {
 		earlier, later := prev.run < got.run && prev.token >= got.token, prev.run > got.run && prev.token <= got.token
 		if earlier || later {

@@ -9,24 +9,21 @@ import (
 	"github.com/respire-go/respire/sim"
 )
 
-// fencedOp is a fenced acquisition of key by a handle named name whose
-// script was run number run.
-func fencedOp(name, key string, run int64) *opRun {
-	return &opRun{h: &handle{name: name, key: key}, scriptRun: run}
-}
+// fenced is a handle named name of key.
+func fenced(name, key string) *handle { return &handle{name: name, key: key} }
 
 // Invariant 6 orders tokens by the server's hand-out, not by when the
 // replies arrive: a late reply of an older run is no violation; a token
 // that is not larger than an earlier run's is.
 func TestInvariant6ComparesTokensInServerHandOutOrder(t *testing.T) {
-	w := newWorld(Options{Seed: 1}.withDefaults(), nil)
-	w.check.onFencingToken(w, fencedOp("h1", "lock:1", 2), 2)
-	w.check.onFencingToken(w, fencedOp("h2", "lock:1", 1), 1) // older run, reply arrived later
-	w.check.onFencingToken(w, fencedOp("h3", "lock:2", 3), 1) // another counter
+	w := newWorld(Options{Seed: 1}.withDefaults())
+	w.check.onFencingToken(w, fenced("h1", "lock:1"), 2, 2)
+	w.check.onFencingToken(w, fenced("h2", "lock:1"), 1, 1) // older run, reply arrived later
+	w.check.onFencingToken(w, fenced("h3", "lock:2"), 3, 1) // another counter
 	if len(w.check.violations) != 0 {
 		t.Fatalf("violations = %v; want none", w.check.violations)
 	}
-	w.check.onFencingToken(w, fencedOp("h4", "lock:1", 4), 2) // a token reused
+	w.check.onFencingToken(w, fenced("h4", "lock:1"), 4, 2) // a token reused
 	if len(w.check.violations) != 1 || w.check.violations[0].Invariant != 6 {
 		t.Fatalf("violations = %v; want one of invariant 6", w.check.violations)
 	}
@@ -40,10 +37,11 @@ func TestScenarioFencedLocksUnderChurn(t *testing.T) {
 		opt := Options{Seed: seed, Processes: 4, Keys: 2, FencedPercent: 50, DropAfterExecPercent: 5, DelayReplyPercent: 5,
 			FailoverPercent: 2, MoveSlotPercent: 5, CancelPercent: 15, PauseProcessPercent: 1,
 			LeaseMin: 15 * time.Millisecond, LeaseMax: 50 * time.Millisecond}
-		r := Run(opt, nil)
+		opt.Rerun = rerun(t)
+		r := Run(opt)
 		if r.Failed() {
 			opt.Transcript = true
-			t.Fatalf("%s", Run(opt, nil).Report())
+			t.Fatalf("%s", Run(opt).Report())
 		}
 		tokens += r.Stats.FencingTokens
 	}
@@ -56,7 +54,7 @@ func TestScenarioFencedLocksUnderChurn(t *testing.T) {
 // cluster runs it only where both keys are, asks for the target when
 // neither is on the source, and answers TRYAGAIN when they are split.
 func TestFencedScriptFollowsMultiKeyMigrationRules(t *testing.T) {
-	w := newWorld(Options{Seed: 1}.withDefaults(), nil)
+	w := newWorld(Options{Seed: 1}.withDefaults())
 	source, target := w.nodes[0], newNode(w, sim.Redis70, w.nodeKeys())
 	m := &migration{from: source, to: target}
 	cmd := conn.NewFencedAcquire("lock:1", counterKey("lock:1"), "tok", 100).Command()

@@ -1,177 +1,267 @@
 package dst
 
 import (
-	"math/rand/v2"
+	"context"
+	"errors"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/respire-go/respire/actor"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
-// HandleInfo is what a core factory learns about the handle it builds.
-type HandleInfo struct {
-	ID     int64
-	Name   string // "h3", for messages
-	Key    string
-	Token  string
-	Random *rand.Rand // seeded from the schedule; the core's only randomness (jitter)
-}
-
-// handle is the runtime's side of one lock handle: the core plus the timers,
-// operations and user calls the runtime executes for it.
+// handle is the user's side of one acquisition and, once it succeeded,
+// of the lock the driver returned: what the user holds and what the
+// checker reads the driver's belief from.
 type handle struct {
 	id       int64
 	name     string
 	proc     *process
 	key      string
 	keyIndex int
-	token    string
-	fenced   bool // acquires through the fenced script (coordination/)
-	core     Core
-	timers   map[int64]*event
-	ops      map[int64]*opRun
+	spec     actor.AcquireSpec
+	lock     *actor.Lock             // nil until acquired
+	token    string                  // lock.Token(), once acquired
+	ctx      context.Context         // the lock's Context, when the user asked for it
+	kept     *actor.KeepAlive        // the keep-alive StartKeepAlive started, nil when none
+	keptEnd  context.CancelCauseFunc // cancels the ctx that keep-alive was started with
 
-	acquiredAt time.Duration // true time of the successful acquire (-1 if never)
-	waitBudget time.Duration // liveness: the acquirer's wait budget
-	outcome    string        // the acquire call's outcome, once resolved
-	// checker bookkeeping
-	uncertainWrites []*connection // connections that carried an uncertain extend or release of this handle
-	uncertainSet    bool          // its acquire was uncertain
+	acquiredAt time.Duration // true time of the successful acquisition (-1 if never)
+	keptSince  time.Duration // true time the latest keep-alive started (invariant 9)
+	outcome    string        // the acquisition's outcome, once answered ("" while pending)
 }
 
-// userCall is a pending user call: cancellable until resolved.
+// callKind names a user call.
+type callKind int
+
+// The user calls.
+const (
+	callAcquire callKind = iota + 1
+	callReset
+	callKeepAlive
+	callStopKeepAlive
+	callRelease
+	callClose
+	callVerify
+)
+
+var callNames = [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release", "close", "verify"}
+
+// userCall is a pending user call: a task of its process running one
+// call of the driver's API, cancellable (its ctx) until it returns.
 type userCall struct {
-	id   int64
-	h    *handle
-	kind InputKind
+	id     int64
+	h      *handle
+	kind   callKind
+	cancel context.CancelCauseFunc
 }
 
-// newHandle builds a handle with a fresh token for key.
+// errUserGaveUp is the cause of a user's cancellation.
+var errUserGaveUp = errors.New("the user gave up")
+
+// newHandle makes the record of a new acquisition of key.
 func (w *world) newHandle(p *process, keyIndex int) *handle {
-	p.tokens++
 	id := w.id()
-	key := w.keys[keyIndex]
-	h := &handle{id: id, name: "h" + strconv.FormatInt(id, 10), proc: p, key: key, keyIndex: keyIndex,
-		timers: map[int64]*event{}, ops: map[int64]*opRun{}, acquiredAt: -1}
-	h.token = p.name + "-" + strconv.Itoa(p.tokens) + "-" + strconv.FormatUint(w.rng.Uint64(), 36)
-	w.trace.nameToken(h.token, h.name)
-	h.core = w.newCore(HandleInfo{ID: id, Name: h.name, Key: key, Token: h.token,
-		Random: rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))})
+	h := &handle{id: id, name: "h" + strconv.FormatInt(id, 10), proc: p, key: w.keys[keyIndex], keyIndex: keyIndex,
+		acquiredAt: -1}
 	w.handles = append(w.handles, h)
 	w.live = append(w.live, h)
 	return h
 }
 
-// call starts a user call on h.
-func (w *world) call(h *handle, in Input) *userCall {
-	c := &userCall{id: w.id(), h: h, kind: in.Kind}
-	in.Call = c.id
-	h.proc.calls = append(h.proc.calls, c)
-	w.input(h, in)
+// call starts a user call on h: run, in a task of h's process, with a ctx
+// the user may cancel while the call is pending; run returns the outcome
+// for the transcript. The ctx ends with the call, except a keep-alive's:
+// its end would stop the keep-alive.
+func (w *world) call(h *handle, kind callKind, run func(ctx context.Context) string) *userCall {
+	p := h.proc
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := &userCall{id: w.id(), h: h, kind: kind, cancel: cancel}
+	p.calls = append(p.calls, c)
+	w.trace.logf(w, p, h.name, "user: %s (call %d)", callNames[kind], c.id)
+	p.spawn.Go(func() {
+		outcome := run(ctx)
+		if kind != callKeepAlive {
+			cancel(nil)
+		}
+		for i, x := range p.calls {
+			if x == c {
+				p.calls = append(p.calls[:i], p.calls[i+1:]...)
+				break
+			}
+		}
+		w.trace.logf(w, p, h.name, "user: %s (call %d) -> %s", callNames[kind], c.id, outcome)
+	})
 	return c
 }
 
-// input steps h's core with in (stamped with the process's clock) and
-// executes the effects in order.
-func (w *world) input(h *handle, in Input) {
-	p := h.proc
-	in.Now = p.local(w.now)
-	if w.trace.enabled {
-		w.trace.logf(w, p, h.name, "%s", inputString(in))
+// hasCall reports whether a call on h is pending.
+func (w *world) hasCall(h *handle) bool {
+	for _, c := range h.proc.calls {
+		if c.h == h {
+			return true
+		}
 	}
-	effects := h.core.Step(in)
-	for _, e := range effects {
-		w.apply(h, e)
-	}
+	return false
 }
 
-// apply executes one effect.
-func (w *world) apply(h *handle, e Effect) {
-	p := h.proc
-	switch e.Kind {
-	case EffSend:
-		w.trace.logf(w, p, h.name, "-> send %s op %s ttl=%s", e.OpKind, opLabel(e.Op), e.TTL)
-		w.startOp(h, e)
-	case EffCancelOp:
-		w.trace.logf(w, p, h.name, "-> cancel op %s", opLabel(e.Op))
-		w.cancelOp(h.ops[e.Op])
-	case EffFence:
-		w.fence(h, e.Op)
-	case EffArm:
-		if old := h.timers[e.Timer]; old != nil {
-			old.cancelled = true
+// errText renders a call's error for the transcript ("" when nil).
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+// acquire starts a new handle's acquisition: with or without a wait, a
+// keep-alive, a fencing token.
+func (w *world) acquire(p *process, keyIndex int) {
+	h := w.newHandle(p, keyIndex)
+	p.current[h.key] = h
+	h.spec = actor.AcquireSpec{WireKey: h.key, TTL: w.leaseTTL(), RetryEvery: 5 * time.Millisecond, RetryEverySet: true}
+	switch {
+	case w.opt.Liveness:
+		h.spec.Wait = w.livenessBudget()
+	case w.rng.IntN(2) == 0:
+		h.spec.Wait = w.between(0, 100*time.Millisecond)
+	}
+	h.spec.KeepAlive = !w.opt.Liveness && w.rng.IntN(3) == 0
+	if w.opt.giveUp {
+		h.spec.Wait = 0
+	}
+	if w.shouldFence() {
+		h.spec.Fenced = &actor.Fenced{CounterKey: counterKey(h.key)}
+	}
+	watch := w.rng.IntN(2) == 0 // the user asks for the lock's context
+	w.call(h, callAcquire, func(ctx context.Context) string {
+		lock, err := p.driver.Acquire(ctx, h.spec)
+		return w.acquired(h, lock, err, watch)
+	})
+}
+
+// acquired records an acquisition's answer.
+func (w *world) acquired(h *handle, lock *actor.Lock, err error, watch bool) string {
+	switch {
+	case lock != nil:
+		h.outcome, h.lock, h.token, h.acquiredAt, h.keptSince = "acquired", lock, lock.Token(), w.now, w.now
+		w.stats.Acquired++
+		if watch {
+			h.ctx = lock.Context()
 		}
-		timer := e.Timer
-		h.timers[timer] = w.schedule(p, p.trueAt(e.At), func() {
-			delete(h.timers, timer)
-			w.input(h, Input{Kind: InTimer, Timer: timer})
+		if f := h.spec.Fenced; f != nil {
+			w.check.onFencingToken(w, h, w.check.scriptRunOf[h.token], f.Reply.FencingToken)
+		}
+		return "acquired " + tokenName(h.token)
+	case err == nil:
+		h.outcome = "not-acquired"
+	default:
+		h.outcome = "error"
+	}
+	if w.opt.Liveness {
+		w.check.fail(w, 7, "%s gave up acquiring %s (%s%s) in a fault-free schedule, budget %s",
+			h.name, h.key, h.outcome, errText(err), h.spec.Wait)
+	}
+	return h.outcome + errText(err)
+}
+
+// leaseTTL draws a lease duration in whole milliseconds.
+func (w *world) leaseTTL() time.Duration {
+	return w.between(w.opt.LeaseMin, w.opt.LeaseMax).Truncate(time.Millisecond)
+}
+
+// userAction is one random call on a held handle.
+func (w *world) userAction(h *handle) {
+	l := h.lock
+	if w.opt.Liveness {
+		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
+			w.release(h)
+		}
+		return
+	}
+	switch n := w.rng.IntN(100); {
+	case n < 20:
+		ttl := w.leaseTTL()
+		w.call(h, callReset, func(ctx context.Context) string {
+			res, err := l.ResetExpiry(ctx, ttl)
+			return resultText(res, err)
 		})
-	case EffDisarm:
-		if old := h.timers[e.Timer]; old != nil {
-			old.cancelled = true
-			delete(h.timers, e.Timer)
+	case n < 35:
+		w.startKeepAlive(h)
+	case n < 39:
+		if k := h.kept; k != nil {
+			w.call(h, callStopKeepAlive, func(context.Context) string { k.Stop(); return "stopped" })
 		}
-	case EffResolve:
-		w.resolve(h, e)
-	case EffCancelKeepAlive:
-		w.trace.logf(w, p, h.name, "-> keep-alive cancelled: %s", e.Cause)
-	case EffTrace:
-		if strings.Contains(e.Outcome, "-recovered->") {
-			w.stats.Recoveries++
+	case n < 42:
+		if h.keptEnd != nil {
+			w.trace.logf(w, h.proc, h.name, "user: ends the keep-alive's ctx")
+			h.keptEnd(errUserGaveUp)
 		}
-		w.trace.logf(w, p, h.name, "   %s", e.Outcome)
+	case n < 62:
+		w.release(h)
+	case n < 72:
+		w.close(h)
+	case n < 85:
+		w.call(h, callVerify, func(ctx context.Context) string {
+			held, err := l.Verify(ctx)
+			return strconv.FormatBool(held) + errText(err)
+		})
 	}
+	// otherwise: keep working under the lock (the checker watches it)
 }
 
-// resolve answers a user call.
-func (w *world) resolve(h *handle, e Effect) {
-	p := h.proc
-	for i, c := range p.calls {
-		if c.id != e.Call {
-			continue
+// startKeepAlive starts a keep-alive on h, whose end the user's ctx
+// causes too.
+func (w *world) startKeepAlive(h *handle) {
+	k := new(actor.KeepAlive)
+	var c *userCall
+	c = w.call(h, callKeepAlive, func(ctx context.Context) string {
+		if err := h.lock.StartKeepAlive(ctx, k); err != nil {
+			c.cancel(nil)
+			return "error" + errText(err)
 		}
-		p.calls = append(p.calls[:i], p.calls[i+1:]...)
-		if c.kind == InAcquire {
-			h.outcome = e.Outcome
-			if e.Outcome == "acquired" {
-				h.acquiredAt = w.now
-				w.stats.Acquired++
-			}
-			w.check.onAcquireResolved(w, h, e)
-		}
-		break
-	}
-	if e.Outcome == "Released" {
-		w.stats.Released++
-	}
-	w.trace.logf(w, p, h.name, "-> resolve call %d: %s %s", e.Call, e.Outcome, e.Err)
+		h.kept, h.keptEnd, h.keptSince = k, c.cancel, w.now
+		return "running"
+	})
 }
 
-func inputString(in Input) string {
-	names := [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release",
-		"close", "verify", "cancel", "op-done", "fence-done", "timer"}
-	s := "<- " + names[in.Kind]
-	switch in.Kind {
-	case InAcquire:
-		s += " " + in.Key + " for " + in.Duration.String() + " wait " + in.Wait.String()
-		if in.KeepAlive {
-			s += " keep-alive"
+// release asks the driver to release h's lock.
+func (w *world) release(h *handle) {
+	w.call(h, callRelease, func(ctx context.Context) string {
+		res, err := h.lock.Request(ctx, sm.Input{Kind: sm.InputRelease})
+		if res.Release == sm.ReleaseReleased {
+			w.stats.Released++
 		}
-	case InReset:
-		s += " to " + in.Duration.String()
-	case InCancel:
-		s += " call " + strconv.FormatInt(in.Call, 10)
-	case InOpDone, InFenceDone:
-		s += " op " + opLabel(in.Op) + " " + in.Result.Class.String()
-		if in.Result.Owned {
-			s += " owned"
-		}
-		if in.Result.Err != "" {
-			s += " err=" + in.Result.Err
-		}
-	case InTimer:
-		s += " " + strconv.FormatInt(in.Timer, 10)
-	}
-	return s
+		return resultText(res, err)
+	})
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// close stops the keep-alive and releases, bounded as lease.Lock.Close
+// is (the remaining estimate plus the fence timeout, on the process's
+// clock), swallowing what Close swallows.
+func (w *world) close(h *handle) {
+	l, p := h.lock, h.proc
+	w.call(h, callClose, func(ctx context.Context) string {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		t := p.clock.AfterFunc(l.RemainingEstimate()+actor.FenceTimeout, func() { cancel(context.DeadlineExceeded) })
+		defer t.Stop()
+		res, err := l.StopAndRelease(ctx)
+		if res.Release == sm.ReleaseReleased {
+			w.stats.Released++
+		}
+		return resultText(res, err)
+	})
+}
+
+// resultText renders the driver's answer to a request.
+func resultText(res sm.Result, err error) string {
+	switch {
+	case err != nil:
+		return "error" + errText(err)
+	case res.Err != nil:
+		return "failed" + errText(res.Err)
+	case res.Release != sm.ReleaseNone:
+		return res.Release.String()
+	}
+	return strconv.FormatBool(res.OK)
+}

@@ -10,9 +10,10 @@ import (
 	"github.com/respire-go/respire/conn"
 )
 
-// connection is one simulated TCP connection from a process to the node.
-// Requests arrive at the server in the order they were written and replies
-// come back in order (TCP); the scheduler interleaves connections freely.
+// connection is one simulated TCP connection from a process to a node.
+// Requests arrive at the server in the order they were written and
+// replies — and, on a watcher, invalidation pushes — come back in order
+// (TCP); the scheduler interleaves connections freely.
 type connection struct {
 	id         int64
 	proc       *process
@@ -20,7 +21,9 @@ type connection struct {
 	generation int   // node generation it was opened to
 	clientID   int64 // the server's CLIENT ID for it
 	addr       string
-	role       string // "session", "mux" or "control"
+	role       string      // "session", "control" or "watch"
+	session    *simSession // role "session": the session it carries
+	watch      *watcher    // role "watch": the watcher it carries
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
 	retired    bool       // no new commands; closed once the written ones are answered
@@ -28,25 +31,28 @@ type connection struct {
 	asking     bool       // server side: the last command was ASKING
 	inFlight   []*request // written, not yet answered (order of writing)
 	toServer   []*request // written, not yet arrived (FIFO)
-	toClient   []answer   // executed, reply travelling back (FIFO)
+	toClient   []answer   // executed (or pushed), travelling back (FIFO)
 	lastArrive time.Duration
 	lastReply  time.Duration
 }
 
-// answer is a reply on its way back.
+// answer is a reply, or a push, on its way back.
 type answer struct {
-	r     *request
+	r     *request // nil for a push
 	reply conn.Reply
+	keys  []string // a push: the invalidated keys (nil with flush)
+	flush bool     // a push: everything tracked is forgotten
 }
 
 // request is one command written on a connection.
 type request struct {
 	cmd     conn.Command
-	op      *opRun // nil for identity/fence traffic
+	op      *opRun // the lock operation it belongs to; nil for identity, fence and watch traffic
 	conn    *connection
 	onReply func(conn.Reply)
 	onLost  func(err error) // the connection died before the reply arrived; err is what rueidis reports
 	settled bool
+	ordered bool // a release: no SET of its token could run after it (invariant 8)
 }
 
 // open connects p to node n.
@@ -62,6 +68,18 @@ func (w *world) open(p *process, n *node, role string) *connection {
 // stale reports whether c can no longer be used by its process.
 func (c *connection) stale() bool {
 	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
+}
+
+// label names c in messages: "connection id=<client id> to <node>".
+func (c *connection) label() string {
+	return "connection id=" + strconv.FormatInt(c.clientID, 10) + " to " + c.node.name
+}
+
+// gone reports whether nothing written on c can run any more because the
+// server side is closed (dropped, killed, failed over, or closed once its
+// written commands ran); a fence seals it too (see checker.unsealed).
+func (c *connection) gone() bool {
+	return c.closed || c.generation != c.node.generation || c.serverGone
 }
 
 // write sends r on c: it arrives at the server after a latency drawn now,
@@ -104,6 +122,7 @@ func (w *world) arrive(c *connection) {
 		w.serverClose(c)
 		return
 	}
+	w.takePushes(n)
 	if c.abandoned {
 		if len(c.toServer) == 0 {
 			w.closeConn(c, rueidis.ErrClosing)
@@ -117,28 +136,40 @@ func (w *world) arrive(c *connection) {
 	}
 	delay := w.between(w.opt.LatencyMin, w.opt.LatencyMax)
 	if w.shouldDelayReplyPastDeadline() {
-		delay += w.opt.CommandTimeout + w.between(0, w.opt.CommandTimeout)
+		late := max(w.opt.CommandTimeout, 10*time.Millisecond)
+		delay += late + w.between(0, late)
 	}
+	w.sendBack(c, answer{r: r, reply: reply}, delay)
+}
+
+// sendBack puts a onto c's way back, delay from now but never before what
+// c sent back earlier (TCP).
+func (w *world) sendBack(c *connection, a answer, delay time.Duration) {
 	back := max(w.now+delay, c.lastReply)
 	c.lastReply = back
-	c.toClient = append(c.toClient, answer{r, reply})
+	c.toClient = append(c.toClient, a)
 	w.schedule(c.proc, back, func() { w.deliver(c) })
 }
 
-// deliver hands the oldest travelling reply to the process.
+// deliver hands the oldest travelling reply or push to the process.
 func (w *world) deliver(c *connection) {
 	if c.closed || c.abandoned || len(c.toClient) == 0 {
 		return
 	}
-	r, reply := c.toClient[0].r, c.toClient[0].reply
+	a := c.toClient[0]
 	c.toClient = c.toClient[1:]
+	if a.r == nil {
+		w.pushArrived(c, a)
+		return
+	}
+	r := a.r
 	if r.settled {
 		return
 	}
 	w.removeInFlight(c, r)
 	r.settled = true
-	w.check.onReply(w, r, reply)
-	r.onReply(reply)
+	w.check.onReply(w, r, a.reply)
+	r.onReply(a.reply)
 	if c.retired && len(c.inFlight) == 0 {
 		w.closeConn(c, rueidis.ErrClosing)
 	}
@@ -171,9 +202,10 @@ func (w *world) serverClose(c *connection) {
 	w.schedule(c.proc, notice, func() { w.closeConn(c, io.EOF) })
 }
 
-// closeConn kills c on both sides: the server forgets it and every
-// unanswered request on it is lost with err, each noticed by the process as
-// its own event.
+// closeConn kills c on both sides: the server forgets it, its session or
+// watcher is retired (the process knows the socket is closed), and every
+// unanswered request on it is lost with err, each noticed by the process
+// as its own event.
 func (w *world) closeConn(c *connection, err error) {
 	if c.closed {
 		return
@@ -184,6 +216,12 @@ func (w *world) closeConn(c *connection, err error) {
 	}
 	lost := c.inFlight
 	c.inFlight, c.toServer, c.toClient = nil, nil, nil
+	if s := c.session; s != nil {
+		s.t.forget(s)
+	}
+	if wt := c.watch; wt != nil {
+		wt.t.retireWatcher(wt)
+	}
 	for _, r := range lost {
 		w.schedule(c.proc, w.now+w.opt.LatencyMin, func() {
 			if !r.settled {
@@ -191,5 +229,55 @@ func (w *world) closeConn(c *connection, err error) {
 				r.onLost(err)
 			}
 		})
+	}
+}
+
+// retireConn closes c as rueidis' Close does: no new command goes to it,
+// the replies of commands already written are still read, then the socket
+// is closed. The wait for those replies is bounded: once the escape time
+// has passed, the requests still unanswered fail with rueidis.ErrClosing
+// although the server may still run them.
+func (w *world) retireConn(c *connection) {
+	if c.closed || c.retired {
+		return
+	}
+	c.retired = true
+	if len(c.inFlight) == 0 {
+		w.closeConn(c, rueidis.ErrClosing)
+		return
+	}
+	w.schedule(c.proc, w.now+w.between(0, 2*w.opt.LatencyMax), func() {
+		if !c.closed && len(c.inFlight) > 0 {
+			w.trace.logf(w, c.proc, "", "closing connection %d gave up waiting for %d replies", c.clientID, len(c.inFlight))
+			w.abandon(c)
+		}
+	})
+}
+
+// abandon closes c from the client side, as rueidis' Close does when its
+// drain gives up: the process stops waiting for its replies (each
+// unanswered request fails with rueidis.ErrClosing), but commands already
+// written still reach the server and run; the server drops the connection
+// once they have.
+func (w *world) abandon(c *connection) {
+	if c.closed || c.abandoned {
+		return
+	}
+	c.abandoned = true
+	lost := c.inFlight
+	c.inFlight = nil
+	if s := c.session; s != nil {
+		s.t.forget(s)
+	}
+	for _, r := range lost {
+		w.schedule(c.proc, w.now, func() {
+			if !r.settled {
+				r.settled = true
+				r.onLost(rueidis.ErrClosing)
+			}
+		})
+	}
+	if len(c.toServer) == 0 || c.serverGone {
+		w.closeConn(c, rueidis.ErrClosing)
 	}
 }

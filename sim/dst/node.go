@@ -24,13 +24,15 @@ type node struct {
 	resumeAt   time.Duration
 	keys       []string // every key the workload uses (lock keys and their fencing counters)
 	cache      map[string]keyCache
+	watchers   map[int64]*connection // tracking watchers' connections by CLIENT ID (current generation)
 }
 
 func newNode(w *world, profile sim.Profile, keys []string) *node {
 	i := len(w.nodes)
 	n := &node{index: i, name: "n" + strconv.Itoa(i+1), addr: "10.0.1." + strconv.Itoa(i+1) + ":6379",
 		engine:  sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
-		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{}}
+		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{},
+		watchers: map[int64]*connection{}}
 	w.nodes = append(w.nodes, n)
 	return n
 }
@@ -126,6 +128,7 @@ func (n *node) failover(w *world, profile sim.Profile) {
 	old := n.engine
 	n.engine, n.profile = next, profile
 	n.generation++
+	clear(n.watchers)
 	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {
@@ -137,7 +140,6 @@ func (n *node) failover(w *world, profile sim.Profile) {
 	for _, k := range n.keys {
 		n.refresh(w, k)
 	}
-	w.check.onFailover(w)
 }
 
 // moved applies cluster routing to a command arriving at n, as a cluster
@@ -235,8 +237,9 @@ func (n *node) denyACL(w *world, perm string) {
 	w.trace.logf(w, nil, "", "fault: ACL denies %s (%s)", perm, trimCRLF(reply))
 }
 
-// parseReply decodes one RESP2 reply into conn's client-neutral form.
-// Arrays are reduced to their length (the lock path never needs them).
+// parseReply decodes one RESP2 or RESP3 reply into conn's client-neutral
+// form. Arrays and maps are reduced to their length (the lock path never
+// needs them); a verbatim string is a bulk string.
 func parseReply(b []byte) conn.Reply {
 	if len(b) < 3 {
 		return conn.Reply{Kind: conn.ReplyError, Text: "ERR empty reply"}
@@ -256,15 +259,19 @@ func parseReply(b []byte) conn.Reply {
 	case ':':
 		n, _ := strconv.ParseInt(string(line), 10, 64)
 		return conn.Reply{Kind: conn.ReplyInt, Int: n}
-	case '$':
+	case '$', '=':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 || len(rest) < n {
 			return conn.Reply{Kind: conn.ReplyNil}
 		}
-		return conn.Reply{Kind: conn.ReplyBulk, Text: string(rest[:n])}
+		text := string(rest[:n])
+		if b[0] == '=' && len(text) >= 4 {
+			text = text[4:] // RESP3 verbatim: "txt:" first
+		}
+		return conn.Reply{Kind: conn.ReplyBulk, Text: text}
 	case '_':
 		return conn.Reply{Kind: conn.ReplyNil}
-	case '*':
+	case '*', '%':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 {
 			return conn.Reply{Kind: conn.ReplyNil}

@@ -1,261 +1,168 @@
 package dst
 
 import (
-	"errors"
-	"io"
-	"time"
-
-	"github.com/redis/rueidis"
+	"context"
+	"strconv"
+	"strings"
 
 	"github.com/respire-go/respire/conn"
 )
 
-// opRun is one operation a core started: the runtime's transport half. It
-// drives conn's pure protocol (conn.Operation) over the simulated wire and
-// classifies the end: a reply is Definite, a command never written is
-// NotSubmitted, anything lost after the write is Uncertain.
+// opRun is the checker's record of one lock operation the driver handed
+// the transport (a Transport.Do, a Session.Do, one renewal of an
+// ExtendMany batch): its owner token and every command it wrote. The
+// token maps it to the handle, or to the acquisition try, it belongs to.
 type opRun struct {
 	id        int64
-	h         *handle
-	kind      OpKind
-	ttl       time.Duration
-	fenced    bool
-	sess      *session // extend, release, verify
-	carrier   *connection
-	wrote     *connection // the connection that carried the last written command
-	clientID  int64       // its identity: CLIENT ID ...
-	addr      string      // ... and addr= (CLIENT INFO)
-	protocol  *conn.Operation
-	script    *conn.FencedAcquire // a fenced handle's acquisition
-	scriptRun int64               // the fenced script run that handed out its token
-	written   bool
-	done      bool
-	noIdent   bool
-	gate      *event // a delayed write (waiting for in-flight capacity)
-	deadline  *event
-	sent      int  // commands written (checker: fallbacks)
-	replied   bool // the last command got a reply
-	confirmed bool // ... and it was a confirming fallback reply
-	uncertain bool
-	// the core decided this op after it had learned that its acquisition
-	// was uncertain, or while earlier uncertain writes of the handle may
-	// still run (invariant 3: those must be sealed before this op writes)
-	afterUncertainSet bool
-	mustSeal          []*connection
-	asking            bool   // after ASK: every command goes after ASKING
-	token             string // the owner token of the attempt this op belongs to
-	cleanup           bool   // the clean-up delete of an abandoned acquisition
-	ordered           bool   // ... sent where its SET cannot run after it (same connection, or after a fence)
+	proc      *process
+	name      string // conn.Op.Name(): "acquire", "extend", "release", "owner", "fenced-acquire"
+	key       string
+	token     string
+	sent      int         // commands written
+	replied   bool        // the last written command got a reply
+	confirmed bool        // ... and it was a fallback-confirming or redirect reply
+	last      *connection // the connection that carried the last written command
+	ended     bool
+	uncertain bool  // it ended with an Uncertain error
+	scriptRun int64 // a fenced acquisition: the script run that handed out its token
 }
 
-// opLabel renders an op id as attempt.op for the transcript.
-func opLabel(id int64) string {
-	s := itoa(id>>32) + "." + itoa(id&0xfffff)
-	if id&(1<<31) != 0 {
-		s += "+" + itoa((id>>20)&0x7ff)
-	}
-	return s
+// isWrite reports whether the op may change the key.
+func (op *opRun) isWrite() bool { return op.name != "owner" }
+
+// newOp records an operation the driver started; its token is read from
+// its first command (run) when the caller does not know it.
+func (w *world) newOp(p *process, op conn.Op, token string) *opRun {
+	return &opRun{id: w.id(), proc: p, name: op.Name(), key: op.Key(), token: token}
 }
 
-// startOp executes EffSend.
-func (w *world) startOp(h *handle, e Effect) {
-	op := &opRun{id: e.Op, h: h, kind: e.OpKind, ttl: e.TTL, fenced: e.Fenced, afterUncertainSet: h.uncertainSet,
-		mustSeal: append([]*connection(nil), h.uncertainWrites...), cleanup: e.Cleanup}
-	h.ops[op.id] = op
-	if e.Token != "" && e.Token != h.token {
-		h.token = e.Token // a new acquisition try with a fresh token
-		w.trace.nameToken(h.token, h.name)
+// tokenOf returns the owner token a lock command carries ("" for GET).
+func tokenOf(cmd conn.Command) string {
+	switch a := cmd.Args; {
+	case len(a) == 0:
+	case a[0] == "SET" && len(a) > 2, a[0] == "DELIFEQ" && len(a) > 2:
+		return a[2]
+	case a[0] == "DELEX" && len(a) > 3:
+		return a[3]
+	case (a[0] == "EVALSHA" || a[0] == "EVAL") && len(a) > 3:
+		if n, err := strconv.Atoi(a[2]); err == nil && 3+n < len(a) {
+			return a[3+n]
+		}
 	}
-	op.token = h.token
-	if e.Cleanup {
-		w.startCleanup(op, h.ops[e.After])
-		return
-	}
-	if w.bind(op, w.routeFor(h.proc, h.key)) {
-		w.writeOp(op)
-	}
+	return ""
 }
 
-// startCleanup sends the clean-up delete of an abandoned acquisition as
-// lease does: on the SET's own connection while it lives (the delete
-// queues behind the SET), otherwise after fencing that connection, so that
-// the SET cannot run after the delete. Without an identity to fence, the
-// delete is best effort.
-func (w *world) startCleanup(op, set *opRun) {
-	if set == nil || set.wrote == nil || set.sess == nil {
-		w.bindAndWrite(op, w.routeFor(op.h.proc, op.h.key))
-		return
-	}
-	target := set.wrote.node
-	switch {
-	case set.wrote.stale() && set.sess.identity != identityReady:
-		w.bindAndWrite(op, target)
-	case set.wrote.stale():
-		w.fenceConn(op.h.proc, set.wrote, set.sess, func(ok bool) {
-			op.ordered = ok
-			w.bindAndWrite(op, target)
-		})
-	default:
-		op.ordered = true // liveSession returns the SET's own session
-		w.bindAndWrite(op, target)
-	}
-}
-
-func (w *world) bindAndWrite(op *opRun, n *node) {
-	if w.bind(op, n) {
-		w.writeOp(op)
-	}
-}
-
-// bind points op at node n: fenced acquisitions (coordination/) use the
-// multiplexed connection, everything else the node's session (a fresh
-// Operation from that session's capabilities, after its identity
-// handshake), as lease does. It reports whether op may be written now;
-// otherwise it waits for the handshake.
-func (w *world) bind(op *opRun, n *node) bool {
-	h, p := op.h, op.h.proc
-	if op.kind == OpAcquire && h.fenced {
-		op.carrier = w.liveConn(p, &p.mux, n, "mux")
-		op.script = conn.NewFencedAcquire(h.key, counterKey(h.key), op.token, millis(op.ttl))
-		return true
-	}
-	op.sess = w.liveSession(p, n)
-	op.carrier = op.sess.conn
-	caps := op.sess.caps.Load()
-	switch op.kind {
-	case OpAcquire:
-		op.protocol = conn.NewAcquire(h.key, op.token, millis(op.ttl))
-	case OpExtend:
-		op.protocol = conn.NewExtend(h.key, op.token, millis(op.ttl), caps)
-	case OpRelease:
-		op.protocol = conn.NewRelease(h.key, op.token, caps)
-	case OpVerify:
-		op.protocol = conn.NewOwnerQuery(h.key)
-	}
-	return w.ensureIdentity(op.sess, op)
-}
-
-// redirect follows a MOVED reply the way conn's pool does: the command
-// did not run; correct the slot map, retire the session that got it and
-// run the op again on the target's session.
-func (w *world) redirect(op *opRun, rd conn.Redirect) {
-	target := w.nodeByAddr(rd.Addr)
-	if target == nil {
-		w.finish(op, OpResult{Class: Definite, Err: "MOVED to an unknown node " + rd.Addr})
-		return
-	}
-	if !rd.Ask {
-		op.h.proc.route[op.h.key] = target
-	}
-	op.asking = rd.Ask
-	w.stats.Redirects++
-	op.written = false // MOVED proves the command did not run: a cancel from here on is "not submitted"
-	if op.deadline != nil {
-		op.deadline.cancelled = true
-		op.deadline = nil
-	}
-	w.trace.logf(w, op.h.proc, op.h.name, "%s %s redirected to %s (ask=%v)", op.kind, opLabel(op.id), target.name, rd.Ask)
-	if op.sess != nil {
-		w.retire(op.sess)
-	}
-	if w.bind(op, target) {
-		w.writeOp(op)
-	}
-}
-
-// writeOp writes op's first command, possibly after a wait for capacity
-// (during which a cancel is still "not submitted").
-func (w *world) writeOp(op *opRun) {
-	if op.sess != nil && op.kind != OpAcquire {
-		op.noIdent = op.sess.identity == identityDenied // fences matter to renewals and releases
-	}
-	if w.shouldDelayWrite() {
-		op.gate = w.schedule(op.h.proc, w.now+w.between(0, 5*time.Millisecond), func() {
-			op.gate = nil
-			w.sendStep(op)
-		})
-		return
-	}
-	w.sendStep(op)
-}
-
-// sendStep writes the op's current command and arms its deadline.
-func (w *world) sendStep(op *opRun) {
-	if op.done {
-		return
-	}
-	c := op.carrier
-	if c.closed || c.abandoned {
-		// every earlier command of op got a reply proving it did not run
-		w.finish(op, OpResult{Class: NotSubmitted, Err: "connection closed before the write"})
-		return
-	}
-	if c.serverGone && op.wrote != c && w.shouldNoticeDead() {
-		// conn's idle PING or death watch finds the socket dead before the
-		// hand-off: the session is retired and the op goes to a fresh one.
-		w.trace.logf(w, op.h.proc, op.h.name, "%s found connection %d dead before the write", op.kind, c.clientID)
-		w.closeConn(c, io.EOF)
-		w.bindAndWrite(op, c.node)
-		return
-	}
-	if op.asking {
-		w.write(c, &request{cmd: conn.AskingCommand(), onReply: func(conn.Reply) {}, onLost: func(error) {}})
-	}
-	req := &request{cmd: w.command(op), op: op}
-	req.onReply = func(r conn.Reply) { w.opReply(op, req, r) }
-	req.onLost = func(err error) { w.opLost(op, err) }
-	w.write(c, req) // the checker sees the op as it was before this command
-	op.written, op.replied, op.confirmed = true, false, false
+// wrote records that rec's latest command went out on c.
+func (op *opRun) wrote(c *connection) {
 	op.sent++
-	op.wrote, op.clientID = c, c.clientID
-	if op.sess != nil {
-		op.clientID, op.addr = op.sess.id, op.sess.addr
-	}
-	w.armDeadline(op)
+	op.replied, op.confirmed, op.last = false, false, c
 }
 
-// command is the op's current command; the mutation hook may rewrite it.
-func (w *world) command(op *opRun) conn.Command {
-	h := op.h
-	if op.kind == OpAcquire && op.script != nil {
-		return op.script.Command()
+// opEnded tells the checker how the driver learned the op ended (err nil:
+// an answer). From an Uncertain end on, the driver knows the op may still
+// run; a NotSubmitted end must be the truth.
+func (w *world) opEnded(op *opRun, err error) {
+	op.ended = true
+	switch conn.ClassOf(err) {
+	case conn.Uncertain:
+		op.uncertain = true
+		w.stats.Uncertain++
+		w.check.onUncertain(w, op)
+	case conn.NotSubmitted:
+		w.stats.NotSubmitted++
+		w.check.onNotSubmitted(w, op)
 	}
-	cmd := op.protocol.Command()
-	if w.opt.Mutation == MutationRenewWithoutCompare && op.kind == OpExtend {
-		return conn.Command{Args: []string{"PEXPIRE", h.key, itoa(millis(op.ttl))}, Key: 1}
-	}
-	return cmd
-}
-
-func (w *world) armDeadline(op *opRun) {
-	if op.deadline != nil {
-		op.deadline.cancelled = true
-	}
-	p := op.h.proc
-	at := p.trueAt(p.local(w.now) + w.opt.CommandTimeout)
-	op.deadline = w.schedule(p, at, func() {
-		op.deadline = nil
-		if op.done {
-			return
+	if w.trace.enabled {
+		outcome := "answered"
+		if err != nil {
+			outcome = conn.ClassOf(err).String() + ": " + err.Error()
 		}
-		if w.opt.Mutation == MutationFallbackAfterTimeout && w.mutateFallback(op) {
-			return
-		}
-		// The caller's deadline ended the wait; the socket stays in use
-		// (conn retires a session on transport failures only).
-		w.trace.logf(w, p, op.h.name, "%s timed out after the write", op.kind)
-		w.finish(op, OpResult{Class: Uncertain, Err: "command timeout"})
-	})
+		w.trace.logf(w, op.proc, "", "%s op %d ends %s", op.name, op.id, outcome)
+	}
 }
 
-// mutateFallback is the broken variant: on a timeout, pretend the reply
-// was the confirming one and send the next implementation.
-func (w *world) mutateFallback(op *opRun) bool {
-	if op.protocol == nil {
+// Do implements conn.Session: op on this session only, through its
+// fallback steps; a redirect is a Definite *conn.Error with Redirect set
+// (the session is then retired).
+func (s *simSession) Do(ctx context.Context, op conn.Op, route *conn.Route) (conn.Result, error) {
+	if lease, counter, ok := op.FencedKeys(); ok {
+		if err := s.t.CheckFencedKeys(lease, counter); err != nil {
+			return conn.Result{}, err
+		}
+	}
+	if err := op.Invalid(); err != nil {
+		return conn.Result{}, err
+	}
+	rec := s.t.w.newOp(s.t.p, op, "")
+	res, err := s.run(ctx, op, false, route, rec)
+	s.t.w.opEnded(rec, err)
+	return res, err
+}
+
+// run drives op's pure protocol (conn.Op.Machine) on this session (after
+// ASKING when asking), one exchange per step, as conn's sessions do.
+func (s *simSession) run(ctx context.Context, op conn.Op, asking bool, route *conn.Route, rec *opRun) (conn.Result, error) {
+	name := op.Name()
+	o, fenced, script := op.Machine(s.caps.Load())
+	if script != nil {
+		return conn.Result{}, s.notSent(name, errNotModelled)
+	}
+	if rec.token == "" && o != nil {
+		rec.token = tokenOf(o.Command())
+	} else if rec.token == "" {
+		rec.token = tokenOf(fenced.Command())
+	}
+	for {
+		cmd := s.t.w.command(op, o, fenced)
+		cmds, recs := []conn.Command{cmd}, []*opRun{rec}
+		if asking {
+			cmds, recs = []conn.Command{conn.AskingCommand(), cmd}, []*opRun{nil, rec}
+		}
+		replies, err := s.exchange(ctx, recs, name, cmds, route)
+		if err != nil {
+			if s.t.w.mutateFallback(o, err) {
+				ctx = context.WithoutCancel(ctx) // the broken variant sends the next step anyway
+				continue
+			}
+			return conn.Result{Session: s}, err
+		}
+		r := replies[len(replies)-1]
+		var res conn.Result
+		var done bool
+		if o != nil {
+			res, done, err = s.interpret(name, o, r)
+		} else {
+			res, done, err = s.interpretFenced(name, fenced, r, rec)
+		}
+		if done {
+			return res, err
+		}
+		s.t.w.stats.Fallbacks++
+	}
+}
+
+// command is the op's current command; MutationRenewWithoutCompare
+// rewrites a renewal into a PEXPIRE without the owner compare.
+func (w *world) command(op conn.Op, o *conn.Operation, fenced *conn.FencedAcquire) conn.Command {
+	if o == nil {
+		return fenced.Command()
+	}
+	if w.opt.Mutation == MutationRenewWithoutCompare && op.Name() == "extend" {
+		cmd := o.Command()
+		return conn.Command{Args: []string{"PEXPIRE", cmd.Args[cmd.Key], cmd.Args[len(cmd.Args)-1]}, Key: 1}
+	}
+	return o.Command()
+}
+
+// mutateFallback is MutationFallbackAfterTimeout: when a ladder step's
+// wait ended after its write, pretend its reply was the confirming one and
+// go on with the next step. It reports whether it did.
+func (w *world) mutateFallback(o *conn.Operation, err error) bool {
+	if w.opt.Mutation != MutationFallbackAfterTimeout || o == nil || conn.ClassOf(err) != conn.Uncertain {
 		return false
 	}
 	var fake string
-	switch op.protocol.Step() {
+	switch o.Step() {
 	case conn.StepSetIfeq:
 		fake = "ERR syntax error"
 	case conn.StepDelex:
@@ -267,124 +174,169 @@ func (w *world) mutateFallback(op *opRun) bool {
 	default:
 		return false
 	}
-	out := op.protocol.Interpret(conn.Reply{Kind: conn.ReplyError, Text: fake})
-	if out.Done {
-		return false
-	}
-	w.sendStep(op)
-	return true
+	return !o.Interpret(conn.Reply{Kind: conn.ReplyError, Text: fake}).Done
 }
 
-// opReply interprets a reply with conn's protocol and either finishes the
-// op or writes the fallback command conn chose.
-func (w *world) opReply(op *opRun, req *request, r conn.Reply) {
-	if op.done {
-		return
+// interpret consumes a reply of an acquisition, extension, release or
+// owner query; done false means the next fallback step is due.
+func (s *simSession) interpret(name string, o *conn.Operation, r conn.Reply) (conn.Result, bool, error) {
+	out := o.Interpret(r)
+	if added := s.caps.AddNew(out.Learned); added != 0 {
+		s.t.w.trace.logf(s.t.w, s.t.p, "", "session id=%d learned %s", s.conn.clientID, added)
 	}
-	op.replied = true
-	op.confirmed = w.check.confirming(req.cmd, r)
-	if op.script != nil {
-		w.fencedReply(op, r)
-		return
+	if !out.Done {
+		return conn.Result{}, false, nil
 	}
-	out := op.protocol.Interpret(r)
-	op.sess.caps.Add(out.Learned)
-	if out.Learned != 0 {
-		w.trace.logf(w, op.h.proc, op.h.name, "session learned %s", out.Learned)
+	if out.Redirect != nil || out.Err != nil {
+		res, err := s.finishError(name, o.Command(), out.Redirect, out.Err)
+		return res, true, err
 	}
+	return conn.Result{Owned: out.Owned, Token: out.Value, Session: s}, true, nil
+}
+
+// interpretFenced consumes a reply of the fenced acquisition script.
+func (s *simSession) interpretFenced(name string, f *conn.FencedAcquire, r conn.Reply, rec *opRun) (conn.Result, bool, error) {
+	out := f.Interpret(r)
 	switch {
 	case !out.Done:
-		w.stats.Fallbacks++
-		w.sendStep(op)
-	case out.Redirect != nil:
-		w.redirect(op, *out.Redirect)
-	case op.kind == OpVerify:
-		w.finish(op, definite(out.Owned && out.Value == op.h.token, out.Err))
-	default:
-		w.finish(op, definite(out.Owned, out.Err))
+		return conn.Result{}, false, nil // NOSCRIPT: the script did not run; EVAL it
+	case out.Redirect != nil || out.Err != nil:
+		res, err := s.finishError(name, f.Command(), out.Redirect, out.Err)
+		return res, true, err
+	case out.Malformed != nil:
+		return conn.Result{Session: s}, true, &conn.Error{Class: conn.Definite, Op: name, Addr: s.node.addr, Session: s,
+			Code: "PROTOCOL", Err: out.Malformed}
+	}
+	token := out.FencingToken
+	if out.Acquired {
+		token = s.t.w.handOut(s.t.p, rec, token)
+	}
+	return conn.Result{Owned: out.Acquired, FencingToken: token, Session: s}, true, nil
+}
+
+// finishError builds the Definite error of a redirect or an error reply,
+// as conn's finish does: a redirect retires the session (MOVED also
+// corrects the slot map), READONLY retires it.
+func (s *simSession) finishError(name string, cmd conn.Command, rd *conn.Redirect, se *conn.ServerError) (conn.Result, error) {
+	e := &conn.Error{Class: conn.Definite, Op: name, Addr: s.node.addr, Session: s, Err: conn.ErrServerReply}
+	if se != nil {
+		e.Code, e.Err = se.Code, se
+	}
+	switch {
+	case rd != nil:
+		s.t.retire(s)
+		if se == nil {
+			e.Code = "ASK"
+			if !rd.Ask {
+				e.Code = "MOVED"
+				if to := s.t.w.nodeByAddr(rd.Addr); to != nil && cmd.Key >= 0 {
+					s.t.learnSlot(cmd.Args[cmd.Key], s.node, to)
+				}
+			}
+		}
+		e.Redirect = rd
+	case conn.IsReadOnlyReply(se.Message):
+		s.t.retire(s)
+	}
+	return conn.Result{Session: s}, e
+}
+
+// ExtendMany implements conn.Session: many renewals in one pipelined
+// round trip; a key whose first step needs a fallback finishes on its own
+// afterwards. Results are in request order; a request whose Route aborts
+// is not sent.
+func (s *simSession) ExtendMany(ctx context.Context, requests []conn.ExtendRequest) []conn.ExtendResult {
+	w := s.t.w
+	w.stats.RenewalBatches++
+	results := make([]conn.ExtendResult, len(requests))
+	ops := make([]*conn.Operation, len(requests))
+	recs := make([]*opRun, len(requests))
+	sendErr := s.sendable(ctx)
+	caps := s.caps.Load()
+	for i, r := range requests {
+		op := conn.ExtendOp(r.Key, r.Token, r.TTLMillis)
+		recs[i] = w.newOp(s.t.p, op, r.Token)
+		switch {
+		case sendErr != nil:
+			results[i].Err = s.notSent("extend", sendErr)
+		case !r.Route.Carry(s):
+			results[i].Err = s.notSent("extend", conn.ErrAborted)
+		default:
+			ops[i], _, _ = op.Machine(caps)
+		}
+		results[i].Session = s
+	}
+	s.extendBatch(ctx, requests, ops, recs, results)
+	for i := range results {
+		w.opEnded(recs[i], results[i].Err)
+	}
+	return results
+}
+
+// extendBatch sends the first step of every renewal in ops (nil: not
+// sent) in one exchange, then finishes each one.
+func (s *simSession) extendBatch(ctx context.Context, requests []conn.ExtendRequest, ops []*conn.Operation,
+	recs []*opRun, results []conn.ExtendResult) {
+	var cmds []conn.Command
+	var sent []*opRun
+	for i, o := range ops {
+		if o != nil {
+			cmds = append(cmds, s.t.w.command(conn.ExtendOp(requests[i].Key, "", 0), o, nil))
+			sent = append(sent, recs[i])
+		}
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	replies, err := s.exchange(ctx, sent, "extend", cmds, nil)
+	next := 0
+	for i, o := range ops {
+		if o == nil {
+			continue
+		}
+		if err != nil {
+			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: err}
+			continue
+		}
+		res, done, e := s.interpret("extend", o, replies[next])
+		next++
+		if !done {
+			s.t.w.stats.Fallbacks++
+			res, e = s.drive(ctx, o, requests[i].Route, recs[i])
+		}
+		results[i] = conn.ExtendResult{Result: res, Err: e}
 	}
 }
 
-func definite(owned bool, err *conn.ServerError) OpResult {
+// drive finishes a renewal from its current step on this session.
+func (s *simSession) drive(ctx context.Context, o *conn.Operation, route *conn.Route, rec *opRun) (conn.Result, error) {
+	for {
+		cmd := s.t.w.command(conn.ExtendOp("", "", 0), o, nil)
+		replies, err := s.exchange(ctx, []*opRun{rec}, "extend", []conn.Command{cmd}, route)
+		if err != nil {
+			return conn.Result{Session: s}, err
+		}
+		if res, done, err := s.interpret("extend", o, replies[0]); done {
+			return res, err
+		}
+		s.t.w.stats.Fallbacks++
+	}
+}
+
+// ProbeKill implements conn.Session: CLIENT KILL ID <own id> SKIPME yes on
+// the session itself (kills nothing, answers :0); nil means permitted.
+func (s *simSession) ProbeKill(ctx context.Context) error {
+	if !s.hasIdentity {
+		return s.notSent("probe", conn.ErrNoIdentity)
+	}
+	replies, err := s.exchange(ctx, []*opRun{nil}, "probe", []conn.Command{conn.ProbeKillCommand(s.identity.ID)}, nil)
 	if err != nil {
-		return OpResult{Class: Definite, Err: err.Error()}
+		return err
 	}
-	return OpResult{Class: Definite, Owned: owned}
-}
-
-// opLost: the connection failed after the write with err, the error
-// rueidis reports; conn's classification decides what it proves.
-func (w *world) opLost(op *opRun, err error) {
-	if op.done {
-		return
+	if r := replies[0]; r.Kind == conn.ReplyError {
+		code, _, _ := strings.Cut(r.Text, " ")
+		return &conn.Error{Class: conn.Definite, Op: "probe", Addr: s.node.addr, Session: s, Code: code,
+			Err: &conn.ServerError{Code: code, Message: r.Text}}
 	}
-	if op.sess != nil {
-		w.retire(op.sess)
-	}
-	w.finish(op, OpResult{Class: w.classify(err), Err: "connection lost: " + err.Error()})
-}
-
-// classify is conn.ClassifyTransport, except under
-// MutationClosingNotSubmitted.
-func (w *world) classify(err error) Class {
-	if w.opt.Mutation == MutationClosingNotSubmitted && errors.Is(err, rueidis.ErrClosing) {
-		return NotSubmitted
-	}
-	if conn.ClassifyTransport(err) == conn.NotSubmitted {
-		return NotSubmitted
-	}
-	return Uncertain
-}
-
-// cancelOp executes EffCancelOp: before the write it is NotSubmitted;
-// after, Uncertain.
-func (w *world) cancelOp(op *opRun) {
-	if op == nil || op.done {
-		return
-	}
-	if !op.written {
-		if op.gate != nil {
-			op.gate.cancelled = true
-		}
-		w.finish(op, OpResult{Class: NotSubmitted, Err: "context canceled"})
-		return
-	}
-	w.finish(op, OpResult{Class: Uncertain, Err: "context canceled"})
-}
-
-// finish records op's outcome and hands it to the core as its own event.
-func (w *world) finish(op *opRun, res OpResult) {
-	if op.done {
-		return
-	}
-	op.done = true
-	if op.deadline != nil {
-		op.deadline.cancelled = true
-	}
-	if op.gate != nil {
-		op.gate.cancelled = true
-	}
-	res.NoIdentity = res.NoIdentity || op.noIdent
-	op.uncertain = res.Class == Uncertain
-	switch res.Class {
-	case Uncertain:
-		w.stats.Uncertain++
-	case NotSubmitted:
-		w.stats.NotSubmitted++
-	}
-	h := op.h
-	w.trace.logf(w, h.proc, h.name, "%s %s ends %s owned=%v %s", op.kind, opLabel(op.id), res.Class, res.Owned, res.Err)
-	if op.cleanup && op.ordered && res.Class == Definite && res.Err == "" {
-		w.check.cleaned[op.token] = h.key // invariant 8 from now on
-	}
-	w.schedule(h.proc, w.now, func() {
-		if op.uncertain {
-			w.check.onUncertain(w, op) // from now on the core knows
-		}
-		w.input(h, Input{Kind: InOpDone, Op: op.id, Result: res})
-	})
-}
-
-func millis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	return nil
 }

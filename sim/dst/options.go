@@ -22,7 +22,10 @@ type Options struct {
 	DriftPPM int64
 	// Lease durations are drawn from [LeaseMin, LeaseMax]; defaults 40ms-200ms.
 	LeaseMin, LeaseMax time.Duration
-	// CommandTimeout is the per-command deadline (local time); default 30ms.
+	// CommandTimeout is the driver's command timeout (actor.Config's, on
+	// the process's clock); default 30ms, negative for none (the
+	// production default: a command then ends with its caller's ctx or the
+	// lease deadline).
 	CommandTimeout time.Duration
 	// Network latency per direction is drawn from [LatencyMin, LatencyMax];
 	// defaults 100µs-3ms.
@@ -36,6 +39,10 @@ type Options struct {
 	// (coordination/: the fenced acquisition script and a counter per key);
 	// default 0, none.
 	FencedPercent int
+	// WithoutPush turns the drivers' push off (lease.WithoutPush): waiters
+	// poll, holders learn of a change at their next renewal. By default
+	// every process has a tracking watcher per node, as production does.
+	WithoutPush bool
 
 	// Fault rates. "Per tick" faults are drawn by the chaos loop every
 	// 1-10ms of virtual time; the others at each command or user decision.
@@ -51,6 +58,12 @@ type Options struct {
 	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
 	CloseSessionPercent   int // per tick: a process closes one of its sessions itself, busy or not (another lock's fence, Locks.Close)
 	KillClientsPercent    int // per tick: an outsider kills every client of a node (CLIENT KILL TYPE normal)
+	DropPushPercent       int // per invalidation: the server's push to a watcher is lost (the connection lives)
+	DelayPushPercent      int // per invalidation: it reaches the watcher up to LeaseMax/2 late (and so does what follows it)
+	// OverwritePercent is per tick: an outsider overwrites a held key with
+	// its own token (no lock can prevent that); its holder must learn of
+	// it (invariant 9) and is exempt from invariant 1 meanwhile.
+	OverwritePercent int
 	// NoticeDeadPercent is the chance that a process finds a session the
 	// server closed dead before writing on it (conn's idle PING or death
 	// watch); otherwise the write vanishes into the dead socket. Default 50.
@@ -58,29 +71,41 @@ type Options struct {
 	// Mutation breaks the runtime on purpose (tests of the checker only).
 	Mutation   Mutation
 	Transcript bool // keep the readable transcript (Result.Transcript)
+	// Rerun is the command that replays these Options when they are not
+	// Swarm(Seed)'s (a test sets its own go test line); Result.Replay
+	// prints it. Swarm's options need none.
+	Rerun string
+
+	giveUp    bool // tests of invariant 7: every acquisition tries once, whatever its wait
+	judgePush bool // tests of invariant 9: judge it even with push off
 }
 
-// Mutation deliberately breaks the runtime's protocol step, to prove the
-// checker catches a wrong implementation. MutationNone is production.
+// Mutation deliberately breaks the simulated transport (the part of a
+// schedule that stands in for conn), to prove the checker catches a wrong
+// implementation under the real driver. MutationNone is production. (A
+// mutation of the driver itself is a build tag of package actor:
+// respire_mutation_renewal.)
 type Mutation int
 
 // The mutations.
 const (
 	MutationNone Mutation = iota
-	// MutationFallbackAfterTimeout: when a ladder command times out, send the
-	// next fallback step anyway (an uncertain write replayed).
+	// MutationFallbackAfterTimeout: when a ladder command's wait ends
+	// before its reply, send the next fallback step anyway (an uncertain
+	// write replayed).
 	MutationFallbackAfterTimeout
 	// MutationRenewWithoutCompare: renew with PEXPIRE (no owner compare).
 	MutationRenewWithoutCompare
 	// MutationSkipFence: never send the fence; report it answered.
 	MutationSkipFence
-	// MutationReuseFencingToken: a fenced acquisition takes its token from
-	// the process's stale view of the counter (its last token + 1) instead
-	// of the script's reply.
+	// MutationReuseFencingToken: a fenced acquisition hands the driver a
+	// token from the process's stale view of the counter (its last token
+	// + 1) instead of the script's reply.
 	MutationReuseFencingToken
 	// MutationClosingNotSubmitted: a command whose connection the process
-	// closed itself (rueidis.ErrClosing) counts as not submitted, the bug
-	// real sockets showed: a delete that may have run restores Held.
+	// closed itself (rueidis.ErrClosing) counts as not submitted on a
+	// retired session, the bug real sockets showed (conn's build tag
+	// respire_mutation_errclosing does the same to conn.ClassifyTransport).
 	MutationClosingNotSubmitted
 )
 
@@ -103,11 +128,24 @@ func Swarm(seed uint64) Options {
 	// timing regimes: short leases make renewals hit the renewal delay's 10ms floor; a
 	// command deadline longer than the lease leaves only the lease deadline
 	o.CommandTimeout = []time.Duration{10, 30, 30, 80}[r.IntN(4)] * time.Millisecond
+	// push off in one seed in four, no command timeout in one in four (the
+	// production defaults are push on, no timeout), drawn apart as above
+	if f := rand.New(rand.NewPCG(seed, 0x9054)); f.IntN(4) == 0 {
+		o.WithoutPush = true
+	} else if f.IntN(3) == 0 {
+		o.CommandTimeout = -1
+	}
 	if r.IntN(4) == 0 {
 		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
 	}
 	if r.IntN(8) == 0 {
 		o.Liveness = true
+		return o
+	}
+	if f := rand.New(rand.NewPCG(seed, 0x7e57)); !o.WithoutPush && f.IntN(8) == 0 {
+		// a push probe: outsiders overwrite held keys and nothing delays
+		// what their holders learn (invariant 9)
+		o.OverwritePercent, o.CancelPercent = 2+f.IntN(4), f.IntN(20)
 		return o
 	}
 	pick := func(max int) int {
@@ -128,6 +166,7 @@ func Swarm(seed uint64) Options {
 	o.DelayWritePercent = pick(30)
 	o.CloseSessionPercent = pick(3)
 	o.KillClientsPercent = pick(2)
+	o.pushFaults(rand.New(rand.NewPCG(seed, 0xd209)))
 	return o
 }
 
@@ -153,11 +192,42 @@ func (o Options) withDefaults() Options {
 	def(&o.Horizon, 2*time.Second)
 	def(&o.LeaseMin, 40*time.Millisecond)
 	def(&o.LeaseMax, 200*time.Millisecond)
-	def(&o.CommandTimeout, 30*time.Millisecond)
+	if o.CommandTimeout == 0 {
+		o.CommandTimeout = 30 * time.Millisecond
+	}
 	def(&o.LatencyMin, 100*time.Microsecond)
 	def(&o.LatencyMax, 3*time.Millisecond)
 	if o.NoticeDeadPercent == 0 {
 		o.NoticeDeadPercent = 50
 	}
 	return o
+}
+
+// pushFaults draws the push faults of a schedule with push on from r (a
+// PRNG of their own, so that the other choices of a seed stay what they
+// were): lost and late invalidations in one seed in four, outsiders'
+// overwrites in one in eight.
+func (o *Options) pushFaults(r *rand.Rand) {
+	if o.WithoutPush {
+		return
+	}
+	if r.IntN(4) == 0 {
+		o.DropPushPercent, o.DelayPushPercent = r.IntN(30), r.IntN(30)
+	}
+	if r.IntN(8) == 0 {
+		o.OverwritePercent = 1 + r.IntN(3)
+	}
+}
+
+// commandTimeout is the driver's command timeout (0: none).
+func (o Options) commandTimeout() time.Duration { return max(o.CommandTimeout, 0) }
+
+// pushProbe reports whether the schedule judges invariant 9: push on, and
+// no fault but the outsiders' overwrites (a lost, late or delayed message
+// or a paused party delays what a holder learns without bound).
+func (o Options) pushProbe() bool {
+	return (!o.WithoutPush || o.judgePush) && o.OverwritePercent > 0 && o.DropBeforeExecPercent == 0 && o.DropAfterExecPercent == 0 &&
+		o.DelayReplyPercent == 0 && o.PauseNodePercent == 0 && o.FailoverPercent == 0 && o.MoveSlotPercent == 0 &&
+		o.DenyACLPercent == 0 && o.PauseProcessPercent == 0 && o.DelayWritePercent == 0 &&
+		o.CloseSessionPercent == 0 && o.KillClientsPercent == 0 && o.DropPushPercent == 0 && o.DelayPushPercent == 0
 }

@@ -9,10 +9,6 @@ import (
 	"time"
 )
 
-// CoreFactory builds the core of a new handle. DefaultCore is the
-// production core (statemachine/).
-type CoreFactory func(HandleInfo) Core
-
 // Result is the outcome of one schedule.
 type Result struct {
 	Seed        uint64
@@ -29,18 +25,42 @@ type Result struct {
 // Failed reports whether an invariant broke.
 func (r Result) Failed() bool { return len(r.Violations) > 0 }
 
-// ReplayCommand is the one command that replays seed exactly.
+// buildTags are the mutation build tags this binary was built with (see
+// buildtag_*.go): a replay needs them too.
+var buildTags []string
+
+// ReplayCommand is the one command that replays seed exactly (with the
+// build tags of a deliberately broken build, if this is one).
 func ReplayCommand(seed uint64) string {
-	return "go test ./sim -run TestSimulate -seed=" + strconv.FormatUint(seed, 10) + " -v"
+	tags := ""
+	if len(buildTags) > 0 {
+		tags = " -tags " + strings.Join(buildTags, ",")
+	}
+	return "go test" + tags + " ./sim -run '^TestSimulate$' -seed=" + strconv.FormatUint(seed, 10) + " -v"
 }
 
-// Replay is the command that replays this run: ReplayCommand, plus the
-// mutation flag when the run used a deliberately broken variant.
+// Replay is the one command that replays this run: ReplayCommand (plus
+// the mutation flag when the run used a deliberately broken variant) for
+// Swarm's options, else Options.Rerun.
 func (r Result) Replay() string {
+	if !r.swarm() {
+		if r.Options.Rerun != "" {
+			return r.Options.Rerun
+		}
+		return "(not Swarm's options, and no Options.Rerun: rerun the test that ran them)"
+	}
 	if r.Options.Mutation == MutationNone {
 		return ReplayCommand(r.Seed)
 	}
 	return ReplayCommand(r.Seed) + " -sim.mutation=" + strconv.Itoa(int(r.Options.Mutation))
+}
+
+// swarm reports whether r ran Swarm(r.Seed)'s options (the mutation and
+// the transcript aside), which ReplayCommand replays.
+func (r Result) swarm() bool {
+	want := Swarm(r.Seed).withDefaults()
+	want.Mutation, want.Transcript, want.Rerun = r.Options.Mutation, r.Options.Transcript, r.Options.Rerun
+	return r.Options == want
 }
 
 // Report is the failure message: seed, replay command, violations and, if
@@ -64,16 +84,20 @@ func (r Result) Report() string {
 	return b.String()
 }
 
-// Run plays one schedule with newCore building every handle's core (nil
-// means DefaultCore). It blocks until the schedule ends (no pending event,
-// Options.Steps reached, or a violation) and never starts a goroutine.
-func Run(opt Options, newCore CoreFactory) Result {
-	if newCore == nil {
-		newCore = DefaultCore
-	}
-	w := newWorld(opt.withDefaults(), newCore)
+// Run plays one schedule: every process runs its own actor.Driver (the
+// driver production runs) over the simulated transport. It blocks until
+// the schedule ends (no pending event, Options.Steps reached, or a
+// violation) and never starts a goroutine that outlives it (the tasks are
+// coroutines of the calling goroutine, unwound at the end).
+func Run(opt Options) Result {
+	w := newWorld(opt.withDefaults())
 	stack := w.loop()
 	w.stopTasks()
+	for _, p := range w.procs {
+		ps := p.driver.PushStats()
+		w.stats.HolderReads += ps.HolderReads
+		w.stats.Refuted += ps.Refuted
+	}
 	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}
@@ -85,6 +109,9 @@ func (w *world) loop() (stack string) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack = string(debug.Stack())
+			if tp, ok := v.(taskPanic); ok {
+				v, stack = tp.value, tp.stack
+			}
 			w.check.fail(w, 0, "panic: %v", v)
 		}
 	}()
@@ -100,13 +127,9 @@ func (w *world) loop() (stack string) {
 	return ""
 }
 
-func newWorld(opt Options, newCore CoreFactory) *world {
-	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		newCore: newCore}
+func newWorld(opt Options) *world {
+	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)), check: newChecker()}
 	w.trace.enabled = opt.Transcript
-	w.check.expiry = map[string]time.Duration{}
-	w.check.fenced = map[fenceKey]bool{}
-	w.check.cleaned = map[string]string{}
 	for i := range opt.Keys {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))
 	}
@@ -115,13 +138,16 @@ func newWorld(opt Options, newCore CoreFactory) *world {
 	for _, k := range w.keys {
 		w.owner[k] = first
 	}
-	w.trace.logf(w, nil, "", "seed %d: %d processes, keys %v, %s, drift ±%dppm, mutation %d",
-		opt.Seed, opt.Processes, w.keys, opt.Profile, opt.DriftPPM, opt.Mutation)
+	w.trace.logf(w, nil, "", "seed %d: %d processes, keys %v, %s, drift ±%dppm, push %v, command timeout %s, mutation %d",
+		opt.Seed, opt.Processes, w.keys, opt.Profile, opt.DriftPPM, !opt.WithoutPush, opt.commandTimeout(), opt.Mutation)
 	for i := range opt.Processes {
 		p := newProcess(w, i)
 		w.procs = append(w.procs, p)
 		w.schedule(p, w.between(0, 5*time.Millisecond), func() { w.think(p) })
 	}
 	w.schedule(nil, w.between(0, 5*time.Millisecond), w.chaos)
+	if !opt.WithoutPush {
+		w.schedule(nil, w.between(0, 5*time.Millisecond), w.cron)
+	}
 	return w
 }

@@ -12,14 +12,20 @@ import (
 // Scenario tests: each pushes one fault to the extreme and checks that the
 // real core keeps every invariant. They read as scripts: a goal, options, run.
 
+// rerun is the command that replays t: its seeds run in order and it stops
+// at the first failing one, so rerunning it replays that schedule.
+func rerun(t *testing.T) string {
+	return "go test ./sim/dst -run '^" + t.Name() + "$' -v"
+}
+
 func runScenario(t *testing.T, seeds int, opt Options) {
 	t.Helper()
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		o := opt
-		o.Seed = seed
-		if r := Run(o, nil); r.Failed() {
+		o.Seed, o.Rerun = seed, rerun(t)
+		if r := Run(o); r.Failed() {
 			o.Transcript = true
-			t.Fatalf("%s", Run(o, nil).Report())
+			t.Fatalf("%s", Run(o).Report())
 		}
 	}
 }
@@ -72,25 +78,9 @@ func TestSameSeedSameTranscript(t *testing.T) {
 	for seed := uint64(1); seed <= 30; seed++ {
 		opt := Swarm(seed)
 		opt.Transcript = true
-		a, b := Run(opt, nil), Run(opt, nil)
+		a, b := Run(opt), Run(opt)
 		if a.Transcript == "" || a.Transcript != b.Transcript {
 			t.Fatalf("seed %d: transcripts differ or are empty", seed)
-		}
-	}
-}
-
-// The runtime is independent of the core it drives: a small test-only core
-// runs under the same scheduler without crashing the runtime.
-func TestRuntimeDrivesAnyCore(t *testing.T) {
-	for seed := uint64(1); seed <= 50; seed++ {
-		r := Run(Swarm(seed), newStandIn)
-		for _, v := range r.Violations {
-			if v.Invariant == 0 {
-				t.Fatalf("seed %d: %s\n%s", seed, v, r.PanicStack)
-			}
-		}
-		if r.Steps == 0 {
-			t.Fatalf("seed %d: nothing happened", seed)
 		}
 	}
 }
@@ -98,12 +88,12 @@ func TestRuntimeDrivesAnyCore(t *testing.T) {
 // Transcripts never show owner tokens, not even inside server error texts.
 func TestTranscriptRedactsTokens(t *testing.T) {
 	opt := Options{Seed: 7, Profile: sim.Redis70, Transcript: true}
-	r := Run(opt, nil)
-	if !strings.Contains(r.Transcript, "tok(h") {
+	r := Run(opt)
+	if !strings.Contains(r.Transcript, "tok(p") {
 		t.Fatalf("no redacted token in transcript:\n%s", r.Transcript)
 	}
 	for _, line := range strings.Split(r.Transcript, "\n") {
-		if strings.Contains(line, "p1-1-") || strings.Contains(line, "p2-1-") {
+		if strings.Contains(line, "p1.1-") || strings.Contains(line, "p2.1-") {
 			t.Fatalf("token leaked: %s", line)
 		}
 	}
@@ -169,22 +159,12 @@ func TestCheckerConfirmingReplies(t *testing.T) {
 	}
 }
 
-// noWaitCore breaks waiting acquisition: every acquire tries once.
-type noWaitCore struct{ Core }
-
-func (c noWaitCore) Step(in Input) []Effect {
-	if in.Kind == InAcquire {
-		in.Wait = 0
-	}
-	return c.Core.Step(in)
-}
-
 // Invariant 7 is not vacuous: acquirers that give up at the first
-// contention are reported in fault-free liveness schedules.
+// contention (the workload's giveUp breaks waiting: every acquisition
+// tries once) are reported in fault-free liveness schedules.
 func TestLivenessCheckCatchesGivingUp(t *testing.T) {
-	broken := func(info HandleInfo) Core { return noWaitCore{DefaultCore(info)} }
 	for seed := uint64(1); seed <= 50; seed++ {
-		r := Run(Options{Seed: seed, Liveness: true, Processes: 3}, broken)
+		r := Run(Options{Seed: seed, Liveness: true, Processes: 3, giveUp: true})
 		if r.Failed() && r.Violations[0].Invariant == 7 {
 			t.Logf("seed %d: %s", seed, r.Violations[0])
 			return

@@ -21,6 +21,15 @@ type Stats struct {
 	LocalCloses   int // sessions a process closed itself
 	ClientKills   int // outsiders' CLIENT KILL TYPE normal
 	Recoveries    int // handles that left Recovering for Held
+	Pushes        int // invalidations that reached a watcher
+	PushesLost    int // invalidations lost on a live watcher (a fault)
+	Overwrites    int // outsiders' overwrites of a held key
+	// What the driver did (package actor, the driver production runs):
+	RenewalBatches int // batches of keep-alive renewals its renewers sent (Session.ExtendMany)
+	Settled        int // uncertain acquisitions it settled (fence, read) for a waiting caller
+	Cleanups       int // clean-ups of abandoned acquisitions it started
+	HolderReads    int // its push hub's owner-compared reads for keep-alive holders
+	Refuted        int // holders its push hub ended after such a read
 }
 
 // Add adds o's counts to s.
@@ -43,4 +52,12 @@ func (s *Stats) Add(o Stats) {
 	s.LocalCloses += o.LocalCloses
 	s.ClientKills += o.ClientKills
 	s.Recoveries += o.Recoveries
+	s.Pushes += o.Pushes
+	s.PushesLost += o.PushesLost
+	s.Overwrites += o.Overwrites
+	s.RenewalBatches += o.RenewalBatches
+	s.Settled += o.Settled
+	s.Cleanups += o.Cleanups
+	s.HolderReads += o.HolderReads
+	s.Refuted += o.Refuted
 }

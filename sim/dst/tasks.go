@@ -2,7 +2,9 @@ package dst
 
 import (
 	"context"
+	"fmt"
 	"iter"
+	"runtime/debug"
 
 	"github.com/respire-go/respire/actor"
 )
@@ -15,12 +17,16 @@ import (
 // is the scheduler's seeded choice, like every other event: one seed, one
 // interleaving. No real goroutine, timer or channel wait exists in a run.
 
-// task is one coroutine of a process.
+// task is one coroutine of a process. A coroutine whose job ended is
+// kept, idle, for the next job (of any process): its stack, grown by the
+// driver's calls, is not grown again.
 type task struct {
 	proc  *process
 	next  func() (struct{}, bool)
 	stop  func()
 	yield func(struct{}) bool
+	job   func() // the job to run next, while idle
+	idle  bool   // its job ended; parked until the next one
 	// while waiting: what it waits for; fired tells, once resumed, that
 	// ready fired (else ctx ended)
 	ready <-chan struct{}
@@ -31,6 +37,15 @@ type task struct {
 
 // simOver unwinds a task whose schedule ended while it waited.
 type simOver struct{}
+
+// taskPanic carries a task's panic, with the task's own stack, to the
+// scheduler (invariant 0).
+type taskPanic struct {
+	value any
+	stack string
+}
+
+func (p taskPanic) String() string { return fmt.Sprint(p.value) }
 
 // ctxWatch is one Spawn.AfterFunc registration.
 type ctxWatch struct {
@@ -45,7 +60,9 @@ type tasks struct {
 	current *task       // the task running now, nil on the scheduler's own code
 	waiting []*task     // tasks parked in Wait, in the order they parked
 	watches []*ctxWatch // AfterFunc registrations not yet fired or stopped
-	live    []*task     // every task not ended (stopped when the schedule ends)
+	live    []*task     // every coroutine not ended (stopped when the schedule ends)
+	free    []*task     // idle coroutines, for the next jobs
+	over    bool        // the schedule ended: no new task starts
 }
 
 // spawnFor is process p's actor.Spawn.
@@ -64,35 +81,75 @@ func (s simSpawn) AfterFunc(ctx context.Context, f func()) func() bool {
 	return s.w.watchContext(s.p, ctx, f)
 }
 
-// startTask makes f a task of p, started by an event of its own.
+// startTask makes f a task of p, started by an event of its own, on an
+// idle coroutine when there is one.
 func (w *world) startTask(p *process, f func()) {
-	t := &task{proc: p}
-	t.next, t.stop = iter.Pull(func(yield func(struct{}) bool) {
-		t.yield = yield
-		defer func() {
-			if v := recover(); v != nil {
-				if _, over := v.(simOver); !over {
-					panic(v)
-				}
-			}
-		}()
-		f()
-	})
-	w.tasks.live = append(w.tasks.live, t)
+	if w.tasks.over {
+		return // unwinding: nothing starts any more
+	}
+	var t *task
+	if n := len(w.tasks.free); n > 0 {
+		t = w.tasks.free[n-1]
+		w.tasks.free[n-1] = nil
+		w.tasks.free = w.tasks.free[:n-1]
+	} else {
+		t = w.newCoroutine()
+	}
+	t.proc, t.job, t.idle = p, f, false
 	w.schedule(p, w.now, func() { w.runTask(t) })
 }
 
-// runTask runs t until it waits or ends.
+// newCoroutine makes a coroutine that runs the jobs it is given, one at
+// a time, parking idle between them.
+func (w *world) newCoroutine() *task {
+	t := &task{}
+	t.next, t.stop = iter.Pull(func(yield func(struct{}) bool) {
+		t.yield = yield
+		for {
+			if !t.runJob() {
+				return
+			}
+			t.idle = true
+			if !yield(struct{}{}) {
+				return
+			}
+		}
+	})
+	w.tasks.live = append(w.tasks.live, t)
+	return t
+}
+
+// runJob runs t's job; false when the schedule ended under it.
+func (t *task) runJob() (more bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if _, over := v.(simOver); !over {
+				panic(taskPanic{value: v, stack: string(debug.Stack())})
+			}
+			more = false
+		}
+	}()
+	f := t.job
+	t.job = nil
+	f()
+	return true
+}
+
+// runTask runs t until it waits or its job ends (it is then idle).
 func (w *world) runTask(t *task) {
-	if t.ended {
+	if t.ended || t.idle {
 		return
 	}
 	outer := w.tasks.current
 	w.tasks.current = t
 	_, more := t.next()
 	w.tasks.current = outer
-	if !more {
+	switch {
+	case !more:
 		t.ended = true
+	case t.idle:
+		t.proc = nil
+		w.tasks.free = append(w.tasks.free, t)
 	}
 }
 
@@ -177,14 +234,22 @@ func (w *world) wakeReady() {
 	w.tasks.watches = watches
 }
 
-// stopTasks ends every task still parked when the schedule ends: its Wait
-// unwinds (deferred calls run), so no coroutine outlives the run.
+// stopTasks ends every coroutine when the schedule ends: a task parked
+// in Wait unwinds (deferred calls run; nothing new starts), an idle one
+// just ends, so no coroutine outlives the run. A panic while unwinding is
+// reported as invariant 0.
 func (w *world) stopTasks() {
+	w.tasks.over = true
+	defer func() {
+		if v := recover(); v != nil {
+			w.check.fail(w, 0, "panic while unwinding a task: %v", v)
+		}
+		w.tasks = tasks{over: true}
+	}()
 	for _, t := range w.tasks.live {
 		if !t.ended {
 			t.ended = true
 			t.stop()
 		}
 	}
-	w.tasks = tasks{}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // taskWorld is a world with one process and no workload: the scheduler and
@@ -125,5 +126,16 @@ func TestTasksSleepOnTheVirtualClock(t *testing.T) {
 	runAll(w)
 	if woke != 250*time.Millisecond {
 		t.Fatalf("woke at %v; want 250ms", woke)
+	}
+}
+
+// The transcript names every input kind and outcome of the core: a kind
+// added to statemachine must be named here too (observer.go).
+func TestTranscriptNamesEveryInput(t *testing.T) {
+	if got, want := len(inputNames), int(sm.InputAcquireSettled)+1; got != want {
+		t.Errorf("inputNames has %d names; statemachine has %d input kinds (and 0)", got, want-1)
+	}
+	if got, want := len(outcomeNames), int(sm.OutcomeUncertain)+1; got != want {
+		t.Errorf("outcomeNames has %d names; statemachine has %d outcomes (and 0)", got, want-1)
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // transcript is the readable schedule: one line per event, virtual time
 // first. Owner tokens are secrets even in a simulation: they are printed as
-// "tok(hN)", the handle that owns them. It costs nothing when disabled.
+// "tok(p1.3)", the process and the number of the try that drew them. It
+// costs nothing when disabled.
 type transcript struct {
 	enabled bool
 	lines   []string
@@ -18,15 +19,22 @@ type transcript struct {
 	order   []string          // tokens in creation order (deterministic redaction)
 }
 
-func (t *transcript) nameToken(token, handle string) {
+func (t *transcript) nameToken(token, label string) {
 	if !t.enabled {
 		return
 	}
 	if t.tokens == nil {
 		t.tokens = map[string]string{}
 	}
-	t.tokens[token] = "tok(" + handle + ")"
+	t.tokens[token] = "tok(" + label + ")"
 	t.order = append(t.order, token)
+}
+
+// tokenName names a token without revealing it: tok(p1.3), from the label
+// every token of a schedule starts with (see world.newToken).
+func tokenName(token string) string {
+	label, _, _ := strings.Cut(token, "-")
+	return "tok(" + label + ")"
 }
 
 // redactText replaces every token inside a free text (server error

@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/respire-go/respire/sim"
@@ -20,19 +21,19 @@ func (w *world) think(p *process) {
 	if len(p.calls) > 0 && w.shouldCancel() {
 		c := p.calls[w.rng.IntN(len(p.calls))]
 		w.stats.Cancellations++
-		w.input(c.h, Input{Kind: InCancel, Call: c.id})
+		w.trace.logf(w, p, c.h.name, "user: cancels call %d (%s)", c.id, callNames[c.kind])
+		c.cancel(errUserGaveUp)
 		return
 	}
 	keyIndex := w.rng.IntN(len(w.keys))
-	key := w.keys[keyIndex]
-	h := p.current[key]
+	h := p.current[w.keys[keyIndex]]
 	switch {
 	case h != nil && h.outcome == "":
 		// still acquiring: the user waits
 	case h == nil || w.finished(h):
 		w.acquire(p, keyIndex)
 	default:
-		w.userAction(h)
+		w.userAction(h) // concurrent calls on one lock included
 	}
 }
 
@@ -46,8 +47,8 @@ func (w *world) drain(p *process) {
 			continue
 		}
 		busy = true
-		if !w.hasCall(h) && h.core.Belief().Held {
-			w.call(h, Input{Kind: InRelease})
+		if !w.hasCall(h) && h.lock != nil {
+			w.close(h)
 		}
 	}
 	if busy {
@@ -61,64 +62,11 @@ func (w *world) finished(h *handle) bool {
 	if h.outcome == "" {
 		return false
 	}
-	if h.outcome != "acquired" {
+	if h.lock == nil {
 		return true
 	}
-	b := h.core.Belief()
-	return !b.Held && !w.hasCall(h)
-}
-
-func (w *world) hasCall(h *handle) bool {
-	for _, c := range h.proc.calls {
-		if c.h == h {
-			return true
-		}
-	}
-	return false
-}
-
-// acquire starts a new handle's acquisition.
-func (w *world) acquire(p *process, keyIndex int) {
-	key := w.keys[keyIndex]
-	h := w.newHandle(p, keyIndex)
-	h.fenced = w.shouldFence()
-	p.current[key] = h
-	in := Input{Kind: InAcquire, Key: key, Token: h.token,
-		Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax), Retry: 5 * time.Millisecond}
-	switch {
-	case w.opt.Liveness:
-		in.Wait = w.livenessBudget()
-	case w.rng.IntN(2) == 0:
-		in.Wait = w.between(0, 100*time.Millisecond)
-	}
-	in.KeepAlive = !w.opt.Liveness && w.rng.IntN(3) == 0
-	h.waitBudget = in.Wait
-	w.call(h, in)
-}
-
-// userAction is one random call on a held handle.
-func (w *world) userAction(h *handle) {
-	if w.opt.Liveness {
-		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
-			w.call(h, Input{Kind: InRelease})
-		}
-		return
-	}
-	switch n := w.rng.IntN(100); {
-	case n < 20:
-		w.call(h, Input{Kind: InReset, Duration: w.between(w.opt.LeaseMin, w.opt.LeaseMax)})
-	case n < 35:
-		w.call(h, Input{Kind: InKeepAlive})
-	case n < 42:
-		w.call(h, Input{Kind: InStopKeepAlive})
-	case n < 62:
-		w.call(h, Input{Kind: InRelease})
-	case n < 72:
-		w.call(h, Input{Kind: InClose})
-	case n < 85:
-		w.call(h, Input{Kind: InVerify})
-	}
-	// otherwise: keep working under the lock (the checker watches it)
+	_, held := h.lock.LeaseDeadline()
+	return !held && !w.hasCall(h)
 }
 
 // livenessBudget is long enough for every other process to hold and
@@ -159,20 +107,44 @@ func (w *world) chaos() {
 		w.closeSomeSession(w.procs[w.rng.IntN(len(w.procs))], n)
 	case w.shouldKillClients():
 		w.killClients(n)
+	case w.shouldOverwrite():
+		w.overwrite(w.keys[w.rng.IntN(len(w.keys))])
 	}
+}
+
+func (w *world) shouldOverwrite() bool { return w.chance(w.opt.OverwritePercent) }
+
+// overwrite is an outsider's SET of a held key with a token of its own (a
+// lease of LeaseMax): no lock can prevent that, but a keep-alive holder
+// must learn of it (invariant 9).
+func (w *world) overwrite(key string) {
+	n := w.owner[key]
+	if s := n.state(w, key); !s.found || w.migrating[key] != nil {
+		return
+	}
+	w.outsiders++
+	token := "outsider." + strconv.Itoa(w.outsiders) + "-" + strconv.FormatUint(w.rng.Uint64(), 36)
+	w.trace.nameToken(token, "outsider."+strconv.Itoa(w.outsiders))
+	w.check.outsiders[token] = w.now
+	w.stats.Overwrites++
+	n.engine.AdminExec("SET", key, token, "PX", strconv.FormatInt(w.opt.LeaseMax.Milliseconds(), 10))
+	n.refresh(w, key)
+	w.takePushes(n)
+	w.trace.logf(w, nil, "", "fault: an outsider overwrites %s on %s", key, n.name)
 }
 
 // closeSomeSession closes p's session to n locally, busy or not, as
 // another lock's fence or Locks.Close would: commands in flight on it get
 // their replies, or rueidis.ErrClosing once the close gives up waiting.
 func (w *world) closeSomeSession(p *process, n *node) {
-	if n.index >= len(p.sessions) || p.sessions[n.index] == nil || p.sessions[n.index].conn.stale() {
+	t := p.transport
+	if n.index >= len(t.sessions) || t.sessions[n.index] == nil {
 		return
 	}
-	s := p.sessions[n.index]
+	s := t.sessions[n.index]
 	w.stats.LocalCloses++
 	w.trace.logf(w, p, "", "fault: closing session id=%d locally with %d command(s) in flight", s.conn.clientID, len(s.conn.inFlight))
-	w.retire(s)
+	t.retire(s)
 }
 
 // killClients is an outsider's CLIENT KILL TYPE normal on n: the server

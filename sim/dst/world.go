@@ -18,8 +18,9 @@ type event struct {
 	cancelled bool
 }
 
-// world is one simulated universe: the server, the client processes, the
-// network, the virtual clock and the checker. Not safe for concurrent use.
+// world is one simulated universe: the servers, the client processes (each
+// with its actor.Driver), the network, the virtual clock and the checker.
+// Not safe for concurrent use.
 type world struct {
 	opt        Options
 	rng        *rand.Rand
@@ -36,8 +37,8 @@ type world struct {
 	keys       []string
 	trace      transcript
 	check      checker
-	newCore    func(h HandleInfo) Core
 	nextID     int64
+	outsiders  int   // outsiders' overwrites so far
 	scriptRuns int64 // fenced scripts that handed out a token, in server order
 	steps      int
 	stats      Stats

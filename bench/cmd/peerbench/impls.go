@@ -40,7 +40,15 @@ type impl struct {
 	// serverKeys are the server keys that make up the lock on key: what a
 	// third party deletes to take it away, or sets to hold it.
 	serverKeys func(key string) []string
-	close      func()
+	// sem takes a permit of the semaphore name (limit) once, without
+	// waiting; release is nil when it is full. nil when the implementation
+	// has no lease semaphore (semaphore.go).
+	sem func(name string, limit int) (release func() error, err error)
+	// semWait takes a permit, waiting while the semaphore is full, until
+	// ctx is done; semHold takes one with the keep-alive (nil: none).
+	semWait func(ctx context.Context, name string, limit int) (release func() error, err error)
+	semHold func(name string, limit int) (heldLock, error)
+	close   func()
 }
 
 // watchedLock is a lock taken with a keep-alive whose loss is observable.
@@ -134,7 +142,13 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		}
 		return func() error { return release(key, token) }, nil
 	}
-	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, close: client.Close}, nil
+	sem, err := rawSem(client, c, ttl)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
+		close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of

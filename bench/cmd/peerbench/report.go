@@ -16,12 +16,15 @@ type implInfo struct {
 	name, wire, waits    string
 	peer, keepAlive      bool
 	variant, wait, watch bool
+	sem, semWait         bool // has a lease semaphore; can wait for a permit
+	semHold              bool // can hold a permit with a keep-alive
 }
 
 // infoOf is im as the report and the scenarios' applies see it.
 func infoOf(im *impl) implInfo {
 	return implInfo{name: im.name, wire: im.wire, waits: im.waits, peer: im.peer, keepAlive: im.hold != nil,
-		variant: im.variant, wait: im.wait != nil, watch: im.watch != nil}
+		variant: im.variant, wait: im.wait != nil, watch: im.watch != nil, sem: im.sem != nil,
+		semWait: im.semWait != nil, semHold: im.semHold != nil}
 }
 
 // cell addresses one metric's values over the repetitions.

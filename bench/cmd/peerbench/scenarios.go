@@ -131,6 +131,7 @@ func scenarios(cfg config) []*scenario {
 		})
 	}
 	all = append(all, waitingScenarios(cfg)...)
+	all = append(all, semaphoreScenarios(cfg)...)
 	var out []*scenario
 	for _, sc := range all {
 		if len(cfg.scenarios) == 0 || cfg.scenarios[sc.family] || cfg.scenarios[sc.id] {
