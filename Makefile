@@ -4,16 +4,21 @@ PKGS      ?= ./...
 SIM_RUNS  ?= 1000000
 CHAOS_RUNS ?= 10000
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+## GOREDIS_MINORS: the go-redis v9 versions the goredis module's tests run against: the oldest
+## and the newest it supports (v9.23 is both: the transport needs Client.EphemeralConn, new in
+## v9.23, and goredis/go.mod requires it, so no build can pick an older one).
+GOREDIS_MINORS ?= v9.23.0
 
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
-## (goredis/ is its own module) on servers of their own; then check that the chaos campaign and the
-## deterministic simulator catch deliberately broken builds.
+## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
+## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
-	bash scripts/with-servers.sh env -C goredis $(GO) test -race -count=1 -timeout 10m ./...
+	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
+	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
 	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) allocs
 	$(MAKE) chaos-mutation

@@ -6,7 +6,8 @@ import (
 	"github.com/respire-go/respire/capstore"
 )
 
-// Observer receives a Pool's events, for telemetry: sessions opened and
+// Observer receives a transport's events (a Pool's, or any transport with
+// a SetObserver method), for telemetry: sessions opened and
 // retired, fallbacks taken, and the name of each command right before it is
 // handed to a socket. Any field may be nil. The callbacks run on the
 // goroutine of the event, with no lock of the Pool or of a Session held; they
@@ -112,8 +113,10 @@ func (f Fallback) String() string {
 	return "unknown"
 }
 
-// fallbackOf names the fallback taken from step (the step a reply refused).
-func fallbackOf(step Step) Fallback {
+// FallbackOf names the fallback taken from step, the step a reply refused
+// (an Outcome that is not Done): for transports that report
+// Observer.FallbackTaken themselves.
+func FallbackOf(step Step) Fallback {
 	switch step {
 	case StepSetIfeq:
 		return FallbackSetIfeq
@@ -133,7 +136,7 @@ func (s *pinned) learn(step Step, out Outcome) {
 		return
 	}
 	if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
-		o.FallbackTaken(s.node, fallbackOf(step), added&capstore.FallbackBits != 0)
+		o.FallbackTaken(s.node, FallbackOf(step), added&capstore.FallbackBits != 0)
 	}
 }
 
@@ -150,11 +153,11 @@ func (p *Pool) reportCommand(ctx context.Context, name string) {
 // nothing), so that a trace never shows it as a fence's CLIENT KILL.
 const ProbeCommandName = "CLIENT KILL SKIPME (permission probe)"
 
-// commandName is the command's name as the server's documentation writes
-// it: the first word, and the subcommand of CLIENT and CLUSTER (the
-// permission probe gets ProbeCommandName). It returns a constant string (no
-// allocation).
-func commandName(cmd Command) string {
+// CommandName is the command's name as the server's documentation writes
+// it (Observer.Command's name): the first word, and the subcommand of
+// CLIENT and CLUSTER (the permission probe gets ProbeCommandName). It
+// returns a constant string or cmd's own first argument (no allocation).
+func CommandName(cmd Command) string {
 	if len(cmd.Args) == 0 {
 		return ""
 	}

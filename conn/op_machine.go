@@ -29,6 +29,23 @@ func (o Op) Machine(caps capstore.Set) (op *Operation, fenced *FencedAcquire, sc
 	return NewOwnerQuery(o.key), nil, nil
 }
 
+// Operation returns o's state machine by value, ok false for a fenced
+// acquisition or a primitive (see Machine): for a transport that keeps it
+// off the heap.
+func (o Op) Operation(caps capstore.Set) (op Operation, ok bool) {
+	switch o.kind {
+	case opFenced, opPrimitive:
+		return Operation{}, false
+	case opExtend:
+		return *NewExtend(o.key, o.token, o.ttlMillis, caps), true
+	case opRelease:
+		return *NewRelease(o.key, o.token, caps), true
+	case opAcquire:
+		return Operation{key: o.key, token: o.token, ttlMillis: o.ttlMillis, step: StepAcquire}, true
+	}
+	return Operation{key: o.key, step: StepGet}, true
+}
+
 // Name returns the Op field of the *Error values o's failures carry
 // ("acquire", "extend", "release", "owner", "fenced-acquire", or the
 // primitive's name).

@@ -61,24 +61,36 @@ func (o *Operation) Step() Step { return o.step }
 // Command returns the command to send for the current step.
 func (o *Operation) Command() Command {
 	switch o.step {
+	case StepExtendEvalsha, StepExtendEval, StepReleaseEvalsha, StepReleaseEval:
+		return Command{Args: o.AppendArgs(make([]string, 0, 6)), Key: 3}
+	}
+	return Command{Args: o.AppendArgs(make([]string, 0, 7)), Key: 1}
+}
+
+// AppendArgs appends the arguments of Command (the current step's) to dst
+// and returns the extended slice, for a transport that keeps them in a
+// buffer of its own: it allocates nothing when dst has room (but the TTL's
+// decimal text of the steps that carry one).
+func (o *Operation) AppendArgs(dst []string) []string {
+	switch o.step {
 	case StepSetIfeq:
-		return Command{Args: []string{"SET", o.key, o.token, "IFEQ", o.token, "PX", o.ms()}, Key: 1}
+		return append(dst, "SET", o.key, o.token, "IFEQ", o.token, "PX", o.ms())
 	case StepExtendEvalsha:
-		return Command{Args: []string{"EVALSHA", ExtendScriptSHA, "1", o.key, o.token, o.ms()}, Key: 3}
+		return append(dst, "EVALSHA", ExtendScriptSHA, "1", o.key, o.token, o.ms())
 	case StepExtendEval:
-		return Command{Args: []string{"EVAL", ExtendScript, "1", o.key, o.token, o.ms()}, Key: 3}
+		return append(dst, "EVAL", ExtendScript, "1", o.key, o.token, o.ms())
 	case StepDelex:
-		return Command{Args: []string{"DELEX", o.key, "IFEQ", o.token}, Key: 1}
+		return append(dst, "DELEX", o.key, "IFEQ", o.token)
 	case StepDelifeq:
-		return Command{Args: []string{"DELIFEQ", o.key, o.token}, Key: 1}
+		return append(dst, "DELIFEQ", o.key, o.token)
 	case StepReleaseEvalsha:
-		return Command{Args: []string{"EVALSHA", ReleaseScriptSHA, "1", o.key, o.token}, Key: 3}
+		return append(dst, "EVALSHA", ReleaseScriptSHA, "1", o.key, o.token)
 	case StepReleaseEval:
-		return Command{Args: []string{"EVAL", ReleaseScript, "1", o.key, o.token}, Key: 3}
+		return append(dst, "EVAL", ReleaseScript, "1", o.key, o.token)
 	case StepGet:
-		return OwnerCommand(o.key)
+		return append(dst, "GET", o.key)
 	case StepAcquire:
-		return AcquireCommand(o.key, o.token, o.ttlMillis)
+		return append(dst, "SET", o.key, o.token, "NX", "PX", o.ms())
 	}
 	panic("conn: operation in invalid step " + strconv.Itoa(int(o.step)))
 }

@@ -164,7 +164,7 @@ func (s *pinned) exchangeStep(ctx context.Context, op string, cmd Command, o *Op
 		if o != nil {
 			s.pool.reportCommand(ctx, stepName(o.step))
 		} else {
-			s.pool.reportCommand(ctx, commandName(cmd))
+			s.pool.reportCommand(ctx, CommandName(cmd))
 		}
 	}
 	var built rueidis.Completed

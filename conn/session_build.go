@@ -32,7 +32,7 @@ func buildStep(b rueidis.Builder, o *Operation) rueidis.Completed {
 	return buildCommand(b, o.Command()) // the EVAL fallbacks: rare, and they carry the script
 }
 
-// stepName is commandName(Command{Args: step's arguments}), without
+// stepName is CommandName(Command{Args: step's arguments}), without
 // building them.
 func stepName(step Step) string {
 	switch step {

@@ -21,7 +21,7 @@ func TestBuildStepSendsWhatCommandSays(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("step %d, %d ms: built %q; Command says %q", step, ms, got, want)
 			}
-			if got, want := stepName(step), commandName(o.Command()); got != want {
+			if got, want := stepName(step), CommandName(o.Command()); got != want {
 				t.Errorf("step %d is reported as %q; its command is %q", step, got, want)
 			}
 		}

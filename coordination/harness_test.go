@@ -2,9 +2,11 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,16 +150,46 @@ func fencedScripts(log []sim.Entry) int {
 	return n
 }
 
-// isRelease reports whether e is a compare-and-delete of key.
-func isRelease(key string) func(sim.Entry) bool {
-	return func(e sim.Entry) bool {
-		name := strings.ToUpper(e.Args[0])
-		switch {
-		case name == "DELEX" || name == "DELIFEQ":
-			return e.Args[1] == key
-		case name == "EVALSHA" || name == "EVAL":
-			return (e.Args[1] == conn.ReleaseScriptSHA || e.Args[1] == conn.ReleaseScript) && e.Args[3] == key
-		}
+// The lease and counter keys of the tests' fenced locks.
+const (
+	leaseKey   = "{job}:lease"
+	counterKey = "{job}:fence"
+)
+
+// simCoordinator starts a sim server of profile with the fenced script
+// already cached (so the one command is EVALSHA) and a Coordinator on it.
+func simCoordinator(t *testing.T, profile sim.Profile) (*sim.Server, *Coordinator) {
+	t.Helper()
+	srv := startSim(t, profile)
+	srv.Exec("SCRIPT", "LOAD", conn.FencedAcquireScript)
+	return srv, newCoordinator(t, newClient(t, []string{srv.Addr()}, simPassword), "")
+}
+
+// fencedResource is what a protected resource must do: accept a write only
+// when its token is >= the largest accepted so far, atomically.
+type fencedResource struct {
+	mu   sync.Mutex
+	last int64
+}
+
+var errStaleToken = errors.New("stale fencing token")
+
+func (r *fencedResource) write(token int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token <= 0 || token < r.last {
+		return errStaleToken
+	}
+	r.last = token
+	return nil
+}
+
+// isFencedScript reports whether args are the fenced acquisition script.
+func isFencedScript(args []string) bool {
+	if len(args) < 3 {
 		return false
 	}
+	name := strings.ToUpper(args[0])
+	return (name == "EVALSHA" || name == "EVAL") &&
+		(args[1] == conn.FencedAcquireScriptSHA || args[1] == conn.FencedAcquireScript)
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -69,4 +70,46 @@ func BenchmarkPairRawGoRedis(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPairLocks is one goroutine's TryAcquire + Release through
+// lease on the go-redis transport (what peerbench's uncontended scenario
+// times), each call under context.Background() (background) or a
+// context.WithTimeout of its own (request).
+func BenchmarkPairLocks(b *testing.B) {
+	addr, pw := realStandaloneB(b)
+	locks, err := New(goredisClient(b, addr, pw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(locks.Close)
+	for _, request := range []bool{false, true} {
+		name := "background"
+		if request {
+			name = "request"
+		}
+		b.Run(name, func(b *testing.B) {
+			call := func() (context.Context, context.CancelFunc) {
+				if request {
+					return context.WithTimeout(context.Background(), 5*time.Second)
+				}
+				return context.Background(), func() {}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := call()
+				a, err := locks.TryAcquire(ctx, "bench:l", 10*time.Second)
+				cancel()
+				if err != nil || !a.Acquired() {
+					b.Fatal(a.Acquired(), err)
+				}
+				ctx, cancel = call()
+				_, err = a.Lock().Release(ctx)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

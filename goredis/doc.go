@@ -9,13 +9,17 @@
 // # Sessions
 //
 // A session is one go-redis Conn (Client.EphemeralConn: the socket is
-// dropped, never pooled again, when the session ends) owned by one
-// goroutine, the session's drainer: callers queue commands, the drainer
-// writes everything queued in one pipeline and hands each caller its own
-// replies. No other goroutine ever touches the Conn, so a late reply can
-// never be handed to another caller (go-redis' sticky pool checks for a
-// bad connection before it waits for the socket, and a Conn shared by two
-// goroutines can give one of them the other's reply with a nil error).
+// dropped, never pooled again, when the session ends) used by one
+// goroutine at a time. A caller that finds the session idle, and whose
+// ctx cannot end (context.Background() and the like), sends its command
+// itself: no hand-off between goroutines. Every other caller queues its
+// commands, and the session's drainer goroutine writes everything queued
+// in one pipeline once the Conn is free and hands each caller its own
+// replies. So a late reply can never be handed to another caller
+// (go-redis' sticky pool checks for a bad connection before it waits for
+// the socket, and a Conn shared by two goroutines can give one of them the
+// other's reply with a nil error), and a caller whose ctx can end never
+// waits on the socket.
 // Identity is learned once, pipelined at open: CLIENT ID and CLIENT INFO's
 // addr= (and laddr=, which names the node behind a Sentinel client). A
 // fence is CLIENT KILL ID … ADDR … sent on another Conn of the same node.

@@ -41,7 +41,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []conn.ExtendRequest)
 	if len(cmds) == 0 {
 		return results
 	}
-	replies, err := s.exchange(ctx, "extend", cmds, nil)
+	replies, err := s.submit(ctx, "extend", cmds, nil, false)
 	if err == nil {
 		err = s.checkPrimary("extend")
 	}
@@ -94,7 +94,7 @@ func (s *session) finishPipelined(ctx context.Context, r conn.ExtendRequest, o *
 	res, done, e := s.interpretScript(name, scripts[i], reply)
 	for !done {
 		var next result
-		if next, e = s.step(ctx, name, scripts[i].Command(), false, r.Route); e != nil {
+		if next, e = s.step(ctx, name, newWireCmd(ctx, scripts[i].Command().Args), false, r.Route); e != nil {
 			return conn.ExtendResult{Result: conn.Result{Session: s}, Err: e}
 		}
 		res, done, e = s.interpretScript(name, scripts[i], next)
@@ -104,15 +104,7 @@ func (s *session) finishPipelined(ctx context.Context, r conn.ExtendRequest, o *
 
 // drive finishes an Operation from its current step on this session.
 func (s *session) drive(ctx context.Context, op string, o *conn.Operation, route *conn.Route) (conn.Result, error) {
-	for {
-		r, err := s.step(ctx, op, o.Command(), false, route)
-		if err != nil {
-			return conn.Result{Session: s}, err
-		}
-		if res, done, err := s.interpret(op, o, r); done {
-			return res, err
-		}
-	}
+	return s.driveAsking(ctx, op, o, false, route)
 }
 
 // ProbeKill implements conn.Session: CLIENT KILL ID <own id> SKIPME yes on
@@ -122,11 +114,11 @@ func (s *session) ProbeKill(ctx context.Context) error {
 	if !ok {
 		return &conn.Error{Class: conn.NotSubmitted, Op: "probe", Addr: s.node, Session: s, Err: conn.ErrNoIdentity}
 	}
-	results, err := s.exchange(ctx, "probe", []conn.Command{conn.ProbeKillCommand(id.ID)}, nil)
+	r, err := s.exchangeOne(ctx, "probe", newWireCmd(ctx, conn.ProbeKillCommand(id.ID).Args), nil)
 	if err != nil {
 		return err
 	}
-	if r := results[0]; r.reply.Kind == conn.ReplyError {
+	if r.reply.Kind == conn.ReplyError {
 		return definite("probe", s, r)
 	}
 	return nil
@@ -236,7 +228,10 @@ func (s *session) Fenced() bool {
 // Sentinel mode: a kill that reached another node than s's proves the
 // master moved (s is then demoted, nothing to kill).
 func (t *Transport) sendFence(ctx context.Context, s *session, id conn.Identity) error {
-	t.retireFor(s, conn.RetiredFenced)
+	t.unlist(s)
+	if s.markRetired(conn.RetiredFenced) {
+		defer t.reportRetired(s.node, conn.RetiredFenced)
+	}
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {
 		if e := ctx.Err(); e != nil {

@@ -3,30 +3,11 @@ package goredis
 import (
 	"context"
 	"errors"
-	"net"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/respire-go/respire/conn"
 )
-
-// wireCmd is one command the transport sends: a generic go-redis command
-// whose NoRetry is true, so that go-redis re-sends neither it nor a
-// pipeline holding it, whatever the client's MaxRetries (rule
-// GoRedisRetriesOff).
-type wireCmd struct{ *redis.Cmd }
-
-// NoRetry reports true: the command is never re-sent by go-redis.
-func (wireCmd) NoRetry() bool { return true }
-
-// result is what go-redis itself read for one command: a reply (with the
-// server's error when it is an error reply), or the transport error that
-// left it without one.
-type result struct {
-	reply     conn.Reply
-	server    error // *serverError for conn.ReplyError
-	transport error // nil when the reply was read
-}
 
 // Errors of a round trip whose commands the witness did not see go out as
 // built.
@@ -40,16 +21,17 @@ var (
 )
 
 // witness is installed on every Conn the transport uses as its innermost
-// ProcessPipelineHook: it sees exactly what go-redis wrote and read, before
-// any hook of the user's can rewrite it, and records it (rule
-// GoRedisHooksCannotRewrite). One goroutine at a time uses a Conn, so one
-// witness serves it.
+// ProcessHook and ProcessPipelineHook: it sees exactly what go-redis wrote
+// and read, before any hook of the user's can rewrite it, and records it
+// (rule GoRedisHooksCannotRewrite). One goroutine at a time uses a Conn,
+// so one witness serves it.
 type witness struct {
-	want  []conn.Command
-	wire  []redis.Cmder
-	calls int
-	moved bool // the commands next was given were not ours
-	snap  []result
+	wire     []*wireCmd
+	calls    int
+	moved    bool // the commands next was given were not ours
+	snap     []result
+	one      result // what go-redis read for one command (roundTripOne)
+	recorded bool   // one was recorded
 }
 
 // install adds w to rc as its innermost hook (go-redis wraps the hooks
@@ -62,29 +44,62 @@ func (w *witness) install(rc *redis.Conn) { rc.AddHook(witnessHook{w}) }
 // errNotHandedOff (nothing sent) or errHookAltered (anything may have been
 // sent); transport errors are per command.
 func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Command) ([]result, error) {
-	w.want, w.calls, w.moved = cmds, 0, false
-	w.wire = w.wire[:0]
+	return w.roundTripWires(ctx, rc, wireCmds(ctx, cmds))
+}
+
+// wireCmds builds the go-redis commands of cmds.
+func wireCmds(ctx context.Context, cmds []conn.Command) []*wireCmd {
+	wcs := make([]*wireCmd, len(cmds))
+	for i, c := range cmds {
+		wcs[i] = newWireCmd(ctx, c.Args)
+	}
+	return wcs
+}
+
+// roundTripWires is roundTrip of commands already built.
+func (w *witness) roundTripWires(ctx context.Context, rc *redis.Conn, wcs []*wireCmd) ([]result, error) {
+	w.calls, w.moved = 0, false
+	w.wire = append(w.wire[:0], wcs...)
+	defer w.forget()
 	// A fresh record every round trip: the callers of this batch read theirs
 	// while the next batch is on the wire (rule GoRedisNoForeignReply).
-	w.snap = make([]result, 0, len(cmds))
+	w.snap = make([]result, 0, len(wcs))
 	pipe := rc.Pipeline()
-	for _, c := range cmds {
-		args := make([]any, len(c.Args))
-		for i, a := range c.Args {
-			args[i] = a
-		}
-		wc := wireCmd{redis.NewCmd(ctx, args...)}
-		w.wire = append(w.wire, wc)
+	for _, wc := range wcs {
 		_ = pipe.Process(ctx, wc)
 	}
 	_, _ = pipe.Exec(ctx)
 	switch {
 	case w.calls == 0:
 		return nil, errNotHandedOff
-	case w.calls > 1 || w.moved || len(w.snap) != len(cmds):
+	case w.calls > 1 || w.moved || len(w.snap) != len(wcs):
 		return nil, errHookAltered
 	}
 	return w.snap, nil
+}
+
+// roundTripOne is roundTrip of one command, sent alone (Conn.Process: no
+// pipeline to build), its result returned by value.
+func (w *witness) roundTripOne(ctx context.Context, rc *redis.Conn, wc *wireCmd) (result, error) {
+	w.calls, w.moved, w.recorded = 0, false, false
+	w.wire = append(w.wire[:0], wc)
+	defer w.forget()
+	_ = rc.Process(ctx, wc)
+	switch {
+	case w.calls == 0:
+		return result{}, errNotHandedOff
+	case w.calls > 1 || w.moved || !w.recorded:
+		return result{}, errHookAltered
+	}
+	return w.one, nil
+}
+
+// forget drops the round trip's commands, which hold their caller's ctx
+// (a lock held for hours must not keep its acquisition's ctx reachable:
+// rule OwnedKeepAlive).
+func (w *witness) forget() {
+	clear(w.wire)
+	w.wire = w.wire[:0]
 }
 
 // ours reports whether cmds are exactly the commands built, unaltered.
@@ -93,17 +108,8 @@ func (w *witness) ours(cmds []redis.Cmder) bool {
 		return false
 	}
 	for i, c := range cmds {
-		if c != w.wire[i] {
+		if c != redis.Cmder(w.wire[i]) || !w.wire[i].unaltered() {
 			return false
-		}
-		args := c.Args()
-		if len(args) != len(w.want[i].Args) {
-			return false
-		}
-		for j, a := range args {
-			if s, ok := a.(string); !ok || s != w.want[i].Args[j] {
-				return false
-			}
 		}
 	}
 	return true
@@ -113,7 +119,7 @@ func (w *witness) ours(cmds []redis.Cmder) bool {
 // this package makes wireCmds, and one round trip at a time uses a Conn).
 func (w *witness) touches(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
-		if _, ok := c.(wireCmd); ok {
+		if _, ok := c.(*wireCmd); ok {
 			return true
 		}
 	}
@@ -124,51 +130,9 @@ func (w *witness) touches(cmds []redis.Cmder) bool {
 // returned.
 func (w *witness) record(cmds []redis.Cmder) {
 	for _, c := range cmds {
-		w.snap = append(w.snap, resultOf(c.(wireCmd).Cmd))
+		wc := c.(*wireCmd)
+		w.snap = append(w.snap, resultOf(wc.Cmd.Err(), wc.Cmd.Val()))
 	}
-}
-
-// resultOf converts one command's outcome into the pure protocol's Reply.
-// A server error reply keeps its whole text; redis.Nil is the nil reply;
-// any other error is a transport error.
-func resultOf(c *redis.Cmd) result {
-	err := c.Err()
-	switch {
-	case err == nil:
-	case errors.Is(err, redis.Nil):
-		return result{reply: conn.Reply{Kind: conn.ReplyNil}}
-	case isServerReply(err):
-		se := &serverError{text: err.Error()}
-		return result{reply: conn.Reply{Kind: conn.ReplyError, Text: se.text}, server: se}
-	default:
-		return result{transport: err}
-	}
-	switch v := c.Val().(type) {
-	case string:
-		return result{reply: conn.Reply{Kind: conn.ReplyBulk, Text: v}}
-	case int64:
-		return result{reply: conn.Reply{Kind: conn.ReplyInt, Int: v}}
-	case nil:
-		return result{reply: conn.Reply{Kind: conn.ReplyNil}}
-	case bool:
-		if v {
-			return result{reply: conn.Reply{Kind: conn.ReplyInt, Int: 1}}
-		}
-		return result{reply: conn.Reply{Kind: conn.ReplyNil}}
-	}
-	return result{reply: conn.Reply{}}
-}
-
-// isServerReply reports whether err, as go-redis' reader returned it, is a
-// server's error reply (go-redis' own reply types implement redis.Error;
-// its client-side errors do not, network errors neither).
-func isServerReply(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	var ne net.Error
-	return !errors.As(err, &ne)
 }
 
 // witnessHook is the redis.Hook of a witness.
@@ -177,8 +141,24 @@ type witnessHook struct{ w *witness }
 // DialHook passes dials through.
 func (h witnessHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-// ProcessHook passes single commands through (the transport sends none).
-func (h witnessHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+// ProcessHook records what go-redis did with a command of roundTripOne.
+func (h witnessHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		w := h.w
+		wc, ok := cmd.(*wireCmd)
+		if !ok {
+			return next(ctx, cmd) // not the transport's
+		}
+		w.calls++
+		if w.calls > 1 || len(w.wire) != 1 || w.wire[0] != wc || !wc.unaltered() {
+			w.moved = true
+			return next(ctx, cmd)
+		}
+		err := next(ctx, cmd) // go-redis sets cmd's error only once every hook returned
+		w.one, w.recorded = resultOf(err, wc.Cmd.Val()), true
+		return err
+	}
+}
 
 // ProcessPipelineHook records what go-redis did with the pipeline.
 func (h witnessHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

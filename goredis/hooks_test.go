@@ -55,13 +55,10 @@ func TestGoRedisRetriesOff_RetryableReplyIsNotResent(t *testing.T) {
 	}
 }
 
-// rewriter is a user's hook that lies: every pipeline command is made to
-// look like it answered OK with no error, whatever really happened.
-type rewriter struct{}
-
-func (rewriter) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (rewriter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (rewriter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+// rewriter is a user's hook that lies: every command, alone or in a
+// pipeline, is made to look like it answered OK with no error, whatever
+// really happened.
+var rewriter = hookFunc(func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		_ = next(ctx, cmds)
 		for _, c := range cmds {
@@ -72,20 +69,30 @@ func (rewriter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		}
 		return nil
 	}
-}
+})
 
 // TestGoRedisHooksCannotRewrite_FakeReplies: with a user hook that turns
 // every reply into OK and every error into none, a taken key is still
 // reported taken, and a lost reply is still uncertain.
 func TestGoRedisHooksCannotRewrite_FakeReplies(t *testing.T) {
 	srv, p, client := private(t, true)
-	client.AddHook(rewriter{})
+	client.AddHook(rewriter)
 	tr := newTransport(t, client)
 	k := key(t, "k")
 	srv.MustExec(t, "SET", k, "someone-else")
 	res, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, token(t), 10000), nil)
 	if err != nil || res.Owned {
 		t.Fatalf("taken key behind a lying hook: %+v %v", res, err)
+	}
+	s, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.ExtendMany(ctxFor(t, 5*time.Second), []conn.ExtendRequest{{Key: k, Token: "mine", TTLMillis: 1000},
+		{Key: k + "2", Token: "mine", TTLMillis: 1000}}) { // one pipeline
+		if r.Err != nil || r.Owned {
+			t.Fatalf("renewal of a key not ours behind a lying hook: %+v", r)
+		}
 	}
 	p.Conns()[0].BlackHole(faultproxy.ToClient)
 	done := make(chan error, 1)
@@ -100,11 +107,17 @@ func TestGoRedisHooksCannotRewrite_FakeReplies(t *testing.T) {
 	}
 }
 
-// hookFunc is a user's pipeline hook built from a function.
+// hookFunc is a user's hook built from a pipeline hook function, applied
+// to single commands too (as a pipeline of one): the transport sends a
+// lone command with Process, several with a pipeline.
 type hookFunc func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook
 
-func (h hookFunc) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h hookFunc) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h hookFunc) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h hookFunc) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h(func(ctx context.Context, cmds []redis.Cmder) error { return next(ctx, cmds[0]) })(ctx, []redis.Cmder{cmd})
+	}
+}
 func (h hookFunc) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return h(next)
 }
@@ -149,5 +162,37 @@ func TestGoRedisHooksCannotRewrite_ShortCircuitAndReplay(t *testing.T) {
 	}
 	if !s.Retired() {
 		t.Fatal("session kept after a hook re-sent its commands")
+	}
+}
+
+// TestGoRedisHooksCannotRewrite_ArgumentRewrittenInPlace: a hook that
+// rewrites an argument in place (go-redis is given *string arguments)
+// before calling next makes the command uncertain, never a definite
+// answer about the key it did not send: the witness compares what goes
+// out with the command built, which keeps its own copy.
+func TestGoRedisHooksCannotRewrite_ArgumentRewrittenInPlace(t *testing.T) {
+	var rewrite atomic.Bool
+	_, _, client := private(t, false)
+	client.AddHook(hookFunc(func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+		return func(ctx context.Context, cmds []redis.Cmder) error {
+			if rewrite.Load() {
+				for _, c := range cmds {
+					if p, ok := c.Args()[1].(*string); ok {
+						*p = "someone-elses-key"
+					}
+				}
+			}
+			return next(ctx, cmds)
+		}
+	}))
+	tr := newTransport(t, client)
+	k := key(t, "k")
+	if _, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k); err != nil {
+		t.Fatal(err)
+	}
+	rewrite.Store(true)
+	_, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 10000), nil)
+	if conn.ClassOf(err) != conn.Uncertain || !errors.Is(err, errHookAltered) {
+		t.Fatalf("an argument rewritten in place: %v (%s), want uncertain (%v)", err, classOf(err), errHookAltered)
 	}
 }

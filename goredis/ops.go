@@ -70,29 +70,26 @@ func (s *session) Do(ctx context.Context, op conn.Op, route *conn.Route) (conn.R
 // asking), one exchange per step.
 func (s *session) run(ctx context.Context, op conn.Op, asking bool, route *conn.Route) (conn.Result, error) {
 	name := op.Name()
-	o, fenced, script := op.Machine(s.caps.Load())
+	if o, ok := op.Operation(s.caps.Load()); ok {
+		return s.driveAsking(ctx, name, &o, asking, route)
+	}
+	_, fenced, script := op.Machine(s.caps.Load())
 	for {
 		var cmd conn.Command
-		switch {
-		case o != nil:
-			cmd = o.Command()
-		case fenced != nil:
+		if fenced != nil {
 			cmd = fenced.Command()
-		default:
+		} else {
 			cmd = script.Command()
 		}
-		r, err := s.step(ctx, name, cmd, asking, route)
+		r, err := s.step(ctx, name, newWireCmd(ctx, cmd.Args), asking, route)
 		if err != nil {
 			return conn.Result{Session: s}, err
 		}
 		var res conn.Result
 		var done bool
-		switch {
-		case o != nil:
-			res, done, err = s.interpret(name, o, r)
-		case fenced != nil:
+		if fenced != nil {
 			res, done, err = s.interpretFenced(name, fenced, r)
-		default:
+		} else {
 			res, done, err = s.interpretScript(name, script, r)
 		}
 		if done {
@@ -101,22 +98,42 @@ func (s *session) run(ctx context.Context, op conn.Op, asking bool, route *conn.
 	}
 }
 
+// driveAsking finishes an Operation from its current step on this session
+// (after ASKING when asking), its commands built straight into go-redis'.
+func (s *session) driveAsking(ctx context.Context, op string, o *conn.Operation, asking bool, route *conn.Route) (conn.Result, error) {
+	for {
+		r, err := s.step(ctx, op, opWireCmd(ctx, o), asking, route)
+		if err != nil {
+			return conn.Result{Session: s}, err
+		}
+		if res, done, err := s.interpret(op, o, r); done {
+			return res, err
+		}
+	}
+}
+
 // step exchanges one command (after ASKING when asking) and returns its
 // result; on Sentinel a reply from a node that stopped being the primary
 // proves nothing (Uncertain, conn.ErrNotPrimary).
-func (s *session) step(ctx context.Context, op string, cmd conn.Command, asking bool, route *conn.Route) (result, error) {
-	cmds := []conn.Command{cmd}
+func (s *session) step(ctx context.Context, op string, wc *wireCmd, asking bool, route *conn.Route) (result, error) {
+	var r result
+	var err error
 	if asking {
-		cmds = []conn.Command{conn.AskingCommand(), cmd}
+		var results []result
+		results, err = s.exchange(ctx, op, []conn.Command{conn.AskingCommand(), wc.command()}, route)
+		if err == nil {
+			r = results[1]
+		}
+	} else {
+		r, err = s.exchangeOne(ctx, op, wc, route)
 	}
-	results, err := s.exchange(ctx, op, cmds, route)
 	if err != nil {
 		return result{}, err
 	}
 	if err := s.checkPrimary(op); err != nil {
 		return result{}, err
 	}
-	return results[len(results)-1], nil
+	return r, nil
 }
 
 // checkPrimary demotes and retires a Sentinel session whose node is no
@@ -133,8 +150,9 @@ func (s *session) checkPrimary(op string) error {
 // interpret consumes a reply of an acquisition, extension, release or
 // owner query; done false means the next fallback step is due.
 func (s *session) interpret(op string, o *conn.Operation, r result) (conn.Result, bool, error) {
+	step := o.Step()
 	out := o.Interpret(r.reply)
-	s.caps.AddNew(out.Learned)
+	s.learn(step, out)
 	if !out.Done {
 		return conn.Result{}, false, nil
 	}
@@ -150,6 +168,7 @@ func (s *session) interpretFenced(op string, f *conn.FencedAcquire, r result) (c
 	out := f.Interpret(r.reply)
 	switch {
 	case !out.Done:
+		s.scriptNotCached()
 		return conn.Result{}, false, nil // NOSCRIPT: the script did not run; EVAL it
 	case out.Redirect != nil || out.Err != nil:
 		res, err := s.finishError(op, out.Redirect, out.Err, r.server)
@@ -167,6 +186,7 @@ func (s *session) interpretScript(op string, c *conn.ScriptCall, r result) (conn
 	out := c.Interpret(r.reply)
 	switch {
 	case !out.Done:
+		s.scriptNotCached()
 		return conn.Result{}, false, nil
 	case out.LimitMismatch != nil:
 		if r.server != nil {

@@ -163,6 +163,12 @@ func (t *Transport) openCurrent(ctx context.Context, node string) (*session, err
 
 // retireFor retires s and forgets it as its node's current session.
 func (t *Transport) retireFor(s *session, reason conn.RetireReason) {
+	t.unlist(s)
+	s.retire(reason)
+}
+
+// unlist forgets s as its node's current session and as open.
+func (t *Transport) unlist(s *session) {
 	t.mu.Lock()
 	for node, cur := range t.sessionsOf(s) {
 		if cur == s {
@@ -171,7 +177,6 @@ func (t *Transport) retireFor(s *session, reason conn.RetireReason) {
 	}
 	delete(t.open, s)
 	t.mu.Unlock()
-	s.retire(reason)
 }
 
 // sessionsOf returns the entries of t.sessions that may hold s (its node,

@@ -32,7 +32,9 @@ type session struct {
 	identityErr error
 
 	mu      sync.Mutex
+	busy    bool // the Conn is in use: by the drainer, or by a caller (drain.go)
 	queue   []*request
+	batch   []*request    // the drainer's batch buffer (take)
 	wake    chan struct{} // cap 1: the queue grew, or the session retired
 	stopped chan struct{} // closed once the drainer ended and the Conn is closed
 
@@ -82,7 +84,9 @@ func (t *Transport) openSession(ctx context.Context, node string) (*session, err
 	}
 	s := &session{t: t, node: node, rc: ephemeral(nc), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	s.w.install(s.rc)
-	replies, err := s.w.roundTrip(ctx, s.rc, []conn.Command{conn.ClientIDCommand(), conn.ClientInfoCommand()})
+	handshake := []conn.Command{conn.ClientIDCommand(), conn.ClientInfoCommand()}
+	t.report(ctx, handshake...)
+	replies, err := s.w.roundTrip(ctx, s.rc, handshake)
 	for _, r := range replies {
 		if err == nil && r.transport != nil {
 			err = r.transport // a dial failure, or the socket failed under the handshake
@@ -112,6 +116,7 @@ func (t *Transport) openSession(ctx context.Context, node string) (*session, err
 	t.running.Add(1)
 	t.mu.Unlock()
 	go s.drain()
+	t.reportOpened(s.node)
 	t.notePrimary(s.node)
 	return s, nil
 }
@@ -180,14 +185,24 @@ func (e *serverError) Code() string {
 // submitted, closes the Conn after the batch in flight and stops. The
 // first reason is kept.
 func (s *session) retire(reason conn.RetireReason) {
+	if s.markRetired(reason) {
+		s.t.reportRetired(s.node, conn.RetireReason(s.reason.Load()))
+	}
+}
+
+// markRetired is retire without telling the observer; it reports whether
+// this call retired the session (a fence reports it once the kill was
+// answered, as conn.Pool does).
+func (s *session) markRetired(reason conn.RetireReason) bool {
 	s.reason.CompareAndSwap(0, uint32(reason))
 	if s.retired.Swap(true) {
-		return
+		return false
 	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (s *session) touch() { s.lastReply.Store(monoNow()) }

@@ -57,6 +57,7 @@ type Transport struct {
 	cluster *redis.ClusterClient // cluster
 	addr    string               // standalone: the node's address as the client names it
 
+	obs          *conn.Observer         // telemetry (SetObserver); nil: none
 	idleCheck    atomic.Int64           // see SetIdleCheck
 	primary      atomic.Pointer[string] // Sentinel: the node the latest Conn reached (laddr)
 	lastProbe    atomic.Int64           // monoNow of the last client probe (ClientAlive)
@@ -261,13 +262,20 @@ func (t *Transport) isClosed() bool {
 // errClientClosed matches conn.ErrClientClosed.
 var errClientClosed = fmt.Errorf("%w (go-redis: %w)", conn.ErrClientClosed, redis.ErrClosed)
 
-// probeClient pings through the client and records a closed one.
+// probeClient pings through the client and records a closed one. On a
+// cluster it pings one primary's client (from the slot map go-redis
+// already has): ClusterClient.Ping would first fetch COMMAND's whole table
+// (go-redis v9.23 looks up every command's routing policy), and the
+// transport never sends discovery commands.
 func (t *Transport) probeClient() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var err error
 	if t.mode == modeCluster {
-		err = t.cluster.Ping(ctx).Err()
+		var primary *redis.Client
+		if primary, err = t.cluster.MasterForKey(ctx, ""); err == nil {
+			err = primary.Ping(ctx).Err()
+		}
 	} else {
 		err = t.single.Ping(ctx).Err()
 	}

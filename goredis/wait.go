@@ -27,6 +27,7 @@ func (t *Transport) control(ctx context.Context, node string, cmds ...conn.Comma
 	if t.mode == modeSentinel {
 		cmds = append([]conn.Command{conn.ClientInfoCommand()}, cmds...)
 	}
+	t.report(ctx, cmds...)
 	results, err := w.roundTrip(ctx, rc, cmds)
 	if err == nil {
 		for _, r := range results {
@@ -116,7 +117,9 @@ func (t *Transport) replicated(ctx context.Context, rc *redis.Conn, node, leaseK
 	w.install(rc)
 	f := conn.NewFencedAcquire(leaseKey, counterKey, token, ttlMillis)
 	for {
-		results, err := w.roundTrip(ctx, rc, []conn.Command{f.Command(), conn.WaitCommand(replicas, waitMillis)})
+		cmds := []conn.Command{f.Command(), conn.WaitCommand(replicas, waitMillis)}
+		t.report(ctx, cmds...)
+		results, err := w.roundTrip(ctx, rc, cmds)
 		if err == nil && results[0].transport != nil {
 			err = results[0].transport
 		}

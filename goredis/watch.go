@@ -103,7 +103,7 @@ func (t *Transport) watcherFor(ctx context.Context, node string) (*watcher, erro
 		t.watch.mu.Unlock()
 		var w *watcher
 		select {
-		case r := <-t.watch.opening.DoChan(node, func() (any, error) { return t.openWatcher(ctx, node) }):
+		case r := <-t.watch.opening.DoChan(node, func() (any, error) { return t.openTracked(ctx, node) }):
 			if r.Err != nil {
 				if ctx.Err() == nil && (errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
 					continue // the caller that led the open gave up; ours is live
@@ -119,6 +119,21 @@ func (t *Transport) watcherFor(ctx context.Context, node string) (*watcher, erro
 		t.watch.mu.Unlock()
 		return w, nil
 	}
+}
+
+// openTracked is openWatcher counted in t.running (it runs on
+// singleflight's goroutine, which may outlive its callers), so that Close
+// waits for it; after Close it opens nothing.
+func (t *Transport) openTracked(ctx context.Context, node string) (*watcher, error) {
+	t.watch.mu.Lock()
+	if t.watch.closed {
+		t.watch.mu.Unlock()
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: conn.ErrPoolClosed}
+	}
+	t.running.Add(1) // under watch.mu before closed is set: before Close's Wait
+	t.watch.mu.Unlock()
+	defer t.running.Done()
+	return t.openWatcher(ctx, node)
 }
 
 // openWatcher opens node's listener and reader and points the reader's
@@ -137,8 +152,9 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	}
 	w.reader = nc.EphemeralConn()
 	w.w.install(w.reader)
-	results, err := w.w.roundTrip(ctx, w.reader, []conn.Command{conn.TrackingOffCommand(),
-		conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()})
+	open := []conn.Command{conn.TrackingOffCommand(), conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()}
+	t.report(ctx, open...)
+	results, err := w.w.roundTrip(ctx, w.reader, open)
 	if err == nil {
 		for _, r := range results {
 			if r.transport != nil {
@@ -266,4 +282,15 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 	case <-ctx.Done():
 		return 0, context.Cause(ctx)
 	}
+}
+
+// TrackingRefused reports whether node refused tracking to its current
+// session (see conn.ErrTrackingRefused), as conn.Pool's TrackingRefused
+// does; it sends nothing and is safe for concurrent use.
+func (t *Transport) TrackingRefused(node string) bool {
+	cur, _ := t.current(node)
+	t.watch.mu.Lock()
+	defer t.watch.mu.Unlock()
+	r, ok := t.watch.refused[node]
+	return ok && r.session == cur
 }

@@ -272,6 +272,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string
 		}
 		cmds = append(cmds, conn.CachingYesCommand(), read)
 	}
+	t.report(ctx, cmds...)
 	w.mu.Lock()
 	results, err := w.w.roundTrip(ctx, w.reader, cmds)
 	w.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,39 +136,6 @@ type target struct {
 	password string
 	clock    *sim.ManualClock // nil on a real server (real time)
 	real     bool
-}
-
-// visible returns the part of an expected command sequence the server's log
-// can show: a real server's MONITOR never shows commands rejected as
-// unknown (DELEX, DELIFEQ on Redis 7.0); those are counted with
-// unknownCommandErrors instead.
-func (tg *target) visible(want []string) []string {
-	if !tg.real {
-		return want
-	}
-	var out []string
-	for _, name := range want {
-		if name != "DELEX" && name != "DELIFEQ" {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// unknownCommandErrors returns how many ERR replies a real server has sent
-// (INFO errorstats, admin connection); -1 on a sim node.
-func (tg *target) unknownCommandErrors(t *testing.T) int {
-	if !tg.real {
-		return -1
-	}
-	info := tg.srv.Exec("INFO", "errorstats")
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "errorstat_ERR:count="); ok {
-			n, _ := strconv.Atoi(rest)
-			return n
-		}
-	}
-	return 0
 }
 
 // locks returns Locks on a new client of the default user.

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -27,17 +28,6 @@ func useClock(locks *Locks, clock actor.Clock) {
 	locks.Driver().UseClock(clock, func() float64 { return 0.5 })
 }
 
-// count returns how many logged commands have name (case-insensitive).
-func count(log []sim.Entry, name string) int {
-	n := 0
-	for _, e := range log {
-		if strings.EqualFold(e.Args[0], name) {
-			n++
-		}
-	}
-	return n
-}
-
 // isCommand matches log entries whose first args equal prefix (case-insensitive name).
 func isCommand(prefix ...string) func(sim.Entry) bool {
 	return func(e sim.Entry) bool {
@@ -46,12 +36,6 @@ func isCommand(prefix ...string) func(sim.Entry) bool {
 		}
 		return slices.Equal(e.Args[1:len(prefix)], prefix[1:])
 	}
-}
-
-// isKill matches a CLIENT KILL ID … ADDR … fence (not the SKIPME probe).
-func isKill(e sim.Entry) bool {
-	return len(e.Args) >= 6 && strings.EqualFold(e.Args[0], "CLIENT") && strings.EqualFold(e.Args[1], "KILL") &&
-		strings.EqualFold(e.Args[4], "ADDR")
 }
 
 // waitLog waits (bounded by the test ctx) for a log entry.
@@ -97,16 +81,6 @@ func isRenewal(key string) func(sim.Entry) bool {
 
 func hasIFEQ(args []string) bool { return len(args) >= 4 && strings.EqualFold(args[3], "IFEQ") }
 
-// seqOf returns the Seq of the first entry matching, or 0.
-func seqOf(log []sim.Entry, match func(sim.Entry) bool) int64 {
-	for _, e := range log {
-		if match(e) {
-			return e.Seq
-		}
-	}
-	return 0
-}
-
 // estimateOf is the RemainingEstimate of a lease of ttl just confirmed:
 // ttl less the default drift margin.
 func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift().Of(ttl) }
@@ -117,4 +91,51 @@ func estimateOf(ttl time.Duration) time.Duration { return ttl - sm.DefaultDrift(
 // the end of a manual clock's Advance, the renewal read the clock.)
 func renewedFresh(lock *Lock) bool {
 	return lock.RemainingEstimate() > estimateOf(10*time.Second)-time.Second
+}
+
+// acquireWithClock returns a lock of ttl on a Redis 8.4 sim, with the managed
+// runtime on a manual clock.
+func acquireWithClock(t *testing.T, ttl time.Duration, opts ...AcquireOption) (*sim.Server, *actor.ManualClock, *Lock) {
+	t.Helper()
+	srv, locks := managedSim(t, sim.Redis84)
+	clock := &actor.ManualClock{}
+	useClock(locks, clock)
+	lock, err := locks.Acquire(ctxT(t), "k", ttl, opts...)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	t.Cleanup(func() { _ = lock.Close() })
+	return srv, clock, lock
+}
+
+// realCluster70 returns the addresses and password of the real 3-master
+// redis-server 7.0 cluster given by the environment, or skips.
+func realCluster70(t *testing.T) (addrs []string, password string) {
+	t.Helper()
+	list := os.Getenv("RESPIRE_REAL_CLUSTER70")
+	if list == "" {
+		t.Skip("RESPIRE_REAL_CLUSTER70 not set: no real redis-server 7.0 cluster (the Makefile starts one)")
+	}
+	return strings.Split(list, ","), os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
+}
+
+// isDelete matches a release command of token, whichever the server needs.
+func isDelete(token string) func(sim.Entry) bool {
+	return func(e sim.Entry) bool {
+		name := strings.ToUpper(e.Args[0])
+		switch name {
+		case "DELEX", "DELIFEQ":
+			return slices.Contains(e.Args, token)
+		case "EVALSHA", "EVAL":
+			return slices.Contains(e.Args, token) && len(e.Args) == 5 // the release script: KEYS[1], ARGV[1]
+		}
+		return false
+	}
+}
+
+// ctxFor returns a context that ends after d (and when the test ends).
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -90,30 +90,6 @@ func (tel *telemetry) sum(t testing.TB, name string, want ...attribute.KeyValue)
 	return n
 }
 
-// count is the number of measurements of the histogram name whose
-// attributes include want.
-func (tel *telemetry) count(t testing.TB, name string, want ...attribute.KeyValue) uint64 {
-	t.Helper()
-	m, ok := tel.metric(t, name)
-	if !ok {
-		return 0
-	}
-	data, ok := m.Data.(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("metric %s is a %T; want a float64 histogram", name, m.Data)
-	}
-	if m.Unit != "s" {
-		t.Errorf("histogram %s has unit %q; want s", name, m.Unit)
-	}
-	var n uint64
-	for _, dp := range data.DataPoints {
-		if has(dp.Attributes, want) {
-			n += dp.Count
-		}
-	}
-	return n
-}
-
 // attrKeys lists every attribute key the metric name uses.
 func (tel *telemetry) attrKeys(t testing.TB, name string) []string {
 	t.Helper()

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,7 +151,11 @@ func sep(t string) string {
 }
 
 func (e *Engine) commandCommand(c *client, args []string) reply {
-	if len(args) < 2 || !strings.EqualFold(args[1], "info") {
+	if len(args) == 1 { // bare COMMAND: every command's entry, as COMMAND INFO gives it
+		names := slices.Sorted(maps.Keys(commands))
+		return e.commandCommand(c, append([]string{"COMMAND", "INFO"}, names...))
+	}
+	if !strings.EqualFold(args[1], "info") {
 		if len(args) >= 2 && strings.EqualFold(args[1], "count") {
 			return integer(int64(len(commands)))
 		}

@@ -299,3 +299,20 @@ func TestConcurrentClientsKeepMutualExclusion(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBareCommandRepliesWithEveryCommandsEntry: COMMAND without a
+// subcommand (go-redis' ClusterClient sends it to learn routing policies)
+// is answered with an entry per command, as COMMAND INFO gives them, and
+// the node keeps serving (it once panicked with the engine locked, which
+// hung every later command and the node's Close).
+func TestBareCommandRepliesWithEveryCommandsEntry(t *testing.T) {
+	s := startSim(t, Config{})
+	w := dial(t, s.Addr())
+	w.send("COMMAND")
+	if got := w.read(); !strings.HasPrefix(got, fmt.Sprintf("*%d\r\n", len(commands))) || !strings.Contains(got, "$3\r\nset\r\n") {
+		t.Fatalf("COMMAND = %.80q…; want an entry per command (%d)", got, len(commands))
+	}
+	if got := w.do("SET", "k", "v"); got != ok {
+		t.Fatalf("SET after COMMAND = %q", got)
+	}
+}

@@ -68,6 +68,9 @@ type Options struct {
 	Target string
 	// Password of Target's default user.
 	Password string
+	// Transport is the client the processes run their locks on (the zero
+	// Transport is Rueidis).
+	Transport Transport
 }
 
 // Rule names one of the checker's rules.
@@ -178,6 +181,7 @@ func (s Stats) String() string {
 // Result is what one schedule did and what the checker found.
 type Result struct {
 	Seed       uint64
+	Transport  string      // the processes' transport (Transport.Name)
 	Target     string      // the real server, "" for a sim node
 	Profile    sim.Profile // the sim node's profile ("" on a real server)
 	Stats      Stats
@@ -213,6 +217,9 @@ func (r Result) Replay() string {
 		tags = " -tags " + strings.Join(buildTags, ",")
 	}
 	cmd := fmt.Sprintf("go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
+	if r.Transport != "" && r.Transport != Rueidis.Name { // the goredis module's campaign
+		cmd = fmt.Sprintf("cd goredis && go run%s ./cmd/chaos -runs 1 -seed %d -transport %s", tags, r.Seed, r.Transport)
+	}
 	if r.Target != "" {
 		cmd += " -target " + r.Target
 	}
@@ -226,7 +233,10 @@ func (r Result) Replay() string {
 func Run(opt Options) Result {
 	start := time.Now()
 	p := newPlan(opt.Seed)
-	res := Result{Seed: opt.Seed, Target: opt.Target}
+	if opt.Transport.Locks == nil {
+		opt.Transport = Rueidis
+	}
+	res := Result{Seed: opt.Seed, Transport: opt.Transport.Name, Target: opt.Target}
 	if opt.Target == "" {
 		res.Profile = p.profile
 	}

@@ -20,6 +20,7 @@ const (
 	streamOutsider                  // the outsider's keys and leases
 	streamPushFaults                // the push faults (a stream of their own: the other faults of a seed stay as they were)
 	streamPartition                 // the partition of one process (a stream of its own, as above)
+	streamTransport                 // the transport a campaign draws for the seed (DrawTransport)
 	// worker w draws from stream w (PCG seeded from the seed and w).
 )
 

@@ -2,15 +2,12 @@ package chaos
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/lease"
@@ -41,8 +38,9 @@ func (s *schedule) dialer(addr string) int {
 
 // dialFor returns a dial function for process p's client that records the
 // local address of every socket it opens.
-func (s *schedule) dialFor(p int) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
-	return func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+func (s *schedule) dialFor(p int) Dial {
+	return func(ctx context.Context, dst string) (net.Conn, error) {
+		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", dst)
 		if err == nil {
 			s.dialed.Store(c.LocalAddr().String(), p)
@@ -93,21 +91,20 @@ func setUp(opt Options, p plan) (s *schedule, err error) {
 	if s.proxy, err = faultproxy.Start(s.srv.addr); err != nil {
 		return nil, fmt.Errorf("fault proxy: %w", err)
 	}
+	tr := opt.Transport
+	if tr.Locks == nil {
+		tr = Rueidis
+	}
 	for i := range p.processes {
-		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.proxy.Addr()}, Password: s.srv.password,
-			DialCtxFn: s.dialFor(i)})
-		if err != nil {
-			return nil, fmt.Errorf("process %d: rueidis.NewClient: %w", i, err)
-		}
-		proc := &process{id: i, client: client}
-		s.procs = append(s.procs, proc)
 		var opts []lease.Option
 		if p.timeouts[i] > 0 {
 			opts = append(opts, lease.WithCommandTimeout(p.timeouts[i]))
 		}
-		if proc.locks, err = lease.New(client, opts...); err != nil {
-			return nil, fmt.Errorf("process %d: lease.New: %w", i, err)
+		locks, closeClient, err := tr.Locks(s.proxy.Addr(), s.srv.password, s.dialFor(i), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("process %d (%s): %w", i, tr.Name, err)
 		}
+		s.procs = append(s.procs, &process{id: i, locks: locks, closeClient: closeClient})
 	}
 	s.outsider = &outsider{client: s.srv.direct, keys: p.keys, rng: rand.New(rand.NewPCG(p.seed, streamOutsider))}
 	return s, nil
@@ -117,10 +114,8 @@ func setUp(opt Options, p plan) (s *schedule, err error) {
 // server; for a schedule whose set-up failed.
 func (s *schedule) closeAll() {
 	for _, proc := range s.procs {
-		if proc.locks != nil {
-			proc.locks.Close()
-		}
-		proc.client.Close()
+		proc.locks.Close()
+		proc.closeClient()
 	}
 	if s.proxy != nil {
 		_ = s.proxy.Close()
@@ -211,7 +206,7 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 		}
 	}
 	for _, proc := range s.procs {
-		proc.client.Close()
+		proc.closeClient()
 	}
 	_ = s.proxy.Close()
 }

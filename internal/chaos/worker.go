@@ -15,13 +15,13 @@ import (
 	"github.com/respire-go/respire/lease"
 )
 
-// process is one simulated application process: its own rueidis client
-// (through the proxy) and its own Locks.
+// process is one simulated application process: its own client of the
+// schedule's transport (through the proxy) and its own Locks.
 type process struct {
-	id     int
-	client rueidis.Client
-	locks  *lease.Locks
-	closed atomic.Bool // Locks.Close was called mid-flight: its workers stop
+	id          int
+	locks       *lease.Locks
+	closeClient func()
+	closed      atomic.Bool // Locks.Close was called mid-flight: its workers stop
 }
 
 // holding is what the checker knows about one handle Acquire returned: the

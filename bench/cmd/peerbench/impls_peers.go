@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
+	respiregoredis "github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -42,6 +43,21 @@ func newRespirePoll(srv *server, c calls, ttl time.Duration) (*impl, error) {
 	return im, nil
 }
 
+// newRespireGoredis is respire-go over go-redis: goredis.New on a go-redis
+// client at its defaults (the client raw-go-redis, redsync and redislock
+// use), the same calls as respire-go.
+func newRespireGoredis(srv *server, c calls, ttl time.Duration) (*impl, error) {
+	client := goredisClient(srv)
+	locks, err := respiregoredis.New(client)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	im := respireOn(locks, func() { client.Close() }, c, ttl)
+	im.name, im.waits = "respire-go-goredis", "CLIENT TRACKING invalidation push (per-node watcher), retry interval as safety net"
+	return im, nil
+}
+
 // respireImpl is respire-go on a client of its own, with opts.
 func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) (*impl, error) {
 	client, err := rueidis.NewClient(rueidisOption(srv))
@@ -53,6 +69,12 @@ func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) 
 		client.Close()
 		return nil, err
 	}
+	return respireOn(locks, client.Close, c, ttl), nil
+}
+
+// respireOn is respire-go's calls on locks; closeClient closes its client
+// after locks.
+func respireOn(locks *lease.Locks, closeClient func(), c calls, ttl time.Duration) *impl {
 	release := func(lock *lease.Lock) error {
 		ctx, cancel := c.call()
 		defer cancel()
@@ -101,7 +123,7 @@ func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) 
 	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
 		serverKeys: func(key string) []string { return []string{key} }, sem: respireSem(locks, c, ttl),
 		semWait: respireSemWait(locks, c, ttl), semHold: respireSemHold(locks, c, ttl),
-		close: func() { locks.Close(); client.Close() }}, nil
+		close: func() { locks.Close(); closeClient() }}
 }
 
 // respireHeld is a respire-go lock with its keep-alive.

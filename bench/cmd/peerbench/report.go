@@ -92,6 +92,7 @@ func (r *report) markdown() string {
 		"lease %v for every implementation; -ctx request = a context.WithTimeout(%v) per call. "+
 		"Cells are the median (min–max) over the repetitions; counts are totals. "+
 		"× columns divide medians: by raw-rueidis (in the waiting tables by respire-go-poll, respire-go with lease.WithoutPush()), "+
+		"by raw-go-redis (the client under respire-go-goredis, redsync and redislock; – where it does not run), "+
 		"and by the best of the peers (redsync, redislock, rueidislock) for that column. The waiting tables (hand-off, loss, "+
 		"held-cost, watch) run under the first -ctx mode only.\n\n",
 		r.cfg.reps, r.cfg.ttl, r.cfg.timeout)
@@ -125,6 +126,10 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
+// rawGoRedis is the implementation the go-redis side is compared with:
+// the same go-redis client by hand.
+const rawGoRedis = "raw-go-redis"
+
 // table writes one scenario's table for one mode.
 func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 	header := []string{"implementation"}
@@ -132,7 +137,7 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 		header = append(header, m.header)
 		if m.ratio {
 			best := r.bestPeer(mode, sc, m)
-			header = append(header, "× "+sc.baseImpl(), "× best peer ("+orDash(best)+")")
+			header = append(header, "× "+sc.baseImpl(), "× "+rawGoRedis, "× best peer ("+orDash(best)+")")
 		}
 	}
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
@@ -157,7 +162,8 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 				row = append(row, spread(vals))
 			}
 			if m.ratio {
-				row = append(row, r.ratio(mode, sc, m, im.name, sc.baseImpl()), r.ratio(mode, sc, m, im.name, r.bestPeer(mode, sc, m)))
+				row = append(row, r.ratio(mode, sc, m, im.name, sc.baseImpl()), r.ratio(mode, sc, m, im.name, rawGoRedis),
+					r.ratio(mode, sc, m, im.name, r.bestPeer(mode, sc, m)))
 			}
 		}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")

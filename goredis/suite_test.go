@@ -1,0 +1,68 @@
+package goredis
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respire-go/respire/internal/leasesuite"
+	"github.com/respire-go/respire/lease"
+)
+
+// goredisSuite is the lease behaviour suite's transport over go-redis:
+// New on a go-redis client at its defaults (a *redis.Client for one
+// address, a *redis.ClusterClient for several, a FailoverClient for
+// Sentinel).
+var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
+	FenceOnOwnConn: true}
+
+func suiteServerError(err error) (string, bool) {
+	var redisErr redis.Error
+	if !errors.As(err, &redisErr) {
+		return "", false
+	}
+	return redisErr.Error(), true
+}
+
+func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease.Locks, func()) {
+	t.Helper()
+	var client redis.UniversalClient
+	if len(c.Addrs) == 1 {
+		client = redis.NewClient(&redis.Options{Addr: c.Addrs[0], Username: c.User, Password: c.Password})
+	} else {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, Username: c.User, Password: c.Password})
+	}
+	var once sync.Once
+	closeClient := func() { once.Do(func() { _ = client.Close() }) }
+	t.Cleanup(closeClient)
+	locks, err := New(client, opts...)
+	if err != nil {
+		t.Fatalf("goredis.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks, closeClient
+}
+
+func suiteSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
+	t.Helper()
+	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels,
+		Password: password, SentinelPassword: password})
+	t.Cleanup(func() { _ = client.Close() })
+	locks, err := New(client, opts...)
+	if err != nil {
+		t.Fatalf("goredis.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks
+}
+
+// TestGoRedisLeaseSuite_EveryCase runs every case of lease's behaviour
+// suite (internal/leasesuite), the list package lease runs on rueidis, on
+// go-redis.
+func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
+	for _, c := range leasesuite.Cases() {
+		t.Run(c.Name, func(t *testing.T) { c.Run(t, goredisSuite) })
+	}
+}
