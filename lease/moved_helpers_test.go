@@ -187,13 +187,6 @@ func (f *faulty) connOf(t *testing.T, s conn.Session) *faultproxy.Conn {
 	return nil
 }
 
-// sessionConn returns the proxied connection of the session lock's
-// commands ride (standalone mode).
-func (f *faulty) sessionConn(t *testing.T, lock *Lock) *faultproxy.Conn {
-	t.Helper()
-	return f.connOf(t, lock.core().Driver().StandaloneSession())
-}
-
 // waitEntry polls the server's log (bounded) until an entry matches.
 func waitEntry(t *testing.T, srv wireServer, match func(sim.Entry) bool) sim.Entry {
 	t.Helper()
