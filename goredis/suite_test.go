@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"testing"
 
@@ -64,7 +65,7 @@ func suiteSentinel(t testing.TB, sentinels []string, master, password string, op
 func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
 	for _, c := range leasesuite.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if why, open := openOnGoRedis[c.Name]; open {
+			if why, open := openOnGoRedis[c.Name]; open && os.Getenv("RESPIRE_GOREDIS_OPEN") == "" {
 				t.Skipf("open on go-redis (issue 21): %s", why)
 			}
 			c.Run(t, goredisSuite)
@@ -77,11 +78,13 @@ func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
 // other case keeps guarding go-redis; the closing note of issue 21 lists
 // them, and each is to be fixed (or its assumption about rueidis' one
 // connection per node moved into the case) rather than left here.
+// RESPIRE_GOREDIS_OPEN=1 runs them anyway.
 var openOnGoRedis = map[string]string{
 	"PushDetectsLoss_CloseDropsTheQueuedHolderReads": "Locks.Close waits about 5 s for the watcher's " +
 		"hanging holder reads instead of dropping them",
-	"PushWakesWaiters_LeastPrivilegeUserWithTracking": "the least-privilege user's waiting Acquire " +
-		"meets its 10 s deadline on every server (go-redis' tracking needs more than the documented ACL line?)",
+	"PushWakesWaiters_LeastPrivilegeUserWithTracking": "under -race the waiter is never woken by the " +
+		"release and meets its 10 s deadline (it passes without -race): the listener's invalidation and the " +
+		"reader's reply ride two connections, an ordering the hub may not handle",
 	"SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession": "the case assumes every " +
 		"lock of a node rides one connection; on go-redis the culprit's reset was not uncertain (left Held)",
 	"UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition": "the case assumes the fenced connection " +
