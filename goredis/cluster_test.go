@@ -25,7 +25,7 @@ func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Close() })
-			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaintNotificationsConfig: maintOff()})
 			t.Cleanup(func() { _ = client.Close() })
 			tr := newTransport(t, client)
 			if !tr.Cluster() {

@@ -348,7 +348,7 @@ func TestGoRedisConformance_SameAsPoolOnCluster(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			addrs, pw := realCluster(t)
-			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Password: pw})
+			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Password: pw, MaintNotificationsConfig: maintOff()})
 			t.Cleanup(func() { _ = client.Close() })
 			for name, tr := range map[string]conn.Transport{"rueidis": rueidisPool(t, addrs, pw), "goredis": newTransport(t, client)} {
 				t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
@@ -29,7 +30,10 @@ func ExampleNew() {
 
 	// The client at its defaults: the transport turns retries off for its
 	// own commands and needs read and write deadlines (the defaults have).
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(),
+		// go-redis v9.23's default (auto) races inside go-redis on servers
+		// without maintenance notifications (see docs/compatibility.md).
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	defer client.Close() // deferred calls run last first: the Locks closes before the client
 
 	root, err := goredis.New(client, lease.WithCommandTimeout(2*time.Second))
@@ -83,7 +87,8 @@ func ExampleNew_cluster() {
 	}
 	defer cluster.Close()
 
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(),
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	defer client.Close()
 
 	locks, err := goredis.New(client)

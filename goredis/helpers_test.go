@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
@@ -56,10 +57,19 @@ func realCluster(t *testing.T) ([]string, string) {
 	return strings.Split(addrs, ","), os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
 }
 
+// maintOff is a maintenance-notification config that is off. go-redis
+// v9.23's default (auto) writes its options when a server refuses the
+// handshake, as the sim servers and Redis 7.0 do, from a pinned Conn's
+// copy of its client without the client's lock: a data race inside
+// go-redis that -race reports (docs/compatibility.md, go-redis).
+func maintOff() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
 // goredisClient is a standalone go-redis client, closed at test end.
 func goredisClient(t testing.TB, addr, password string, tweak ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: addr, Password: password}
+	o := &redis.Options{Addr: addr, Password: password, MaintNotificationsConfig: maintOff()}
 	for _, f := range tweak {
 		f(o)
 	}

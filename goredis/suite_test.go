@@ -31,9 +31,9 @@ func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease
 	t.Helper()
 	var client redis.UniversalClient
 	if len(c.Addrs) == 1 {
-		client = redis.NewClient(&redis.Options{Addr: c.Addrs[0], Username: c.User, Password: c.Password})
+		client = redis.NewClient(&redis.Options{Addr: c.Addrs[0], Username: c.User, Password: c.Password, MaintNotificationsConfig: maintOff()})
 	} else {
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, Username: c.User, Password: c.Password})
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, Username: c.User, Password: c.Password, MaintNotificationsConfig: maintOff()})
 	}
 	var once sync.Once
 	closeClient := func() { once.Do(func() { _ = client.Close() }) }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/respire-go/respire/conn"
@@ -262,6 +263,10 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
 	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
 	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
+	// Its own maintenance-notification config, off: the copy's pointer is
+	// the user's client's, which go-redis writes when a server refuses
+	// the handshake (auto mode).
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	w.listener = redis.NewClient(&o)
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
