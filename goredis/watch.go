@@ -59,7 +59,7 @@ type watcher struct {
 	last     atomic.Int64  // monoNow of the reader's last reply
 	ended    atomic.Bool   // closing or closed: pushes mean nothing any more
 	retired  atomic.Bool   // retireWatcher ran
-	served   bool          // handed to a read: it may have tracked keys (under watch.mu)
+	served   bool          // handed to a read (from install on): it may have tracked keys (under watch.mu)
 	quit     chan struct{} // closed when the watcher ends
 }
 
@@ -196,7 +196,10 @@ func (t *Transport) refuseOrFail(w *watcher, err error) error {
 	return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: why}
 }
 
-// install makes w its node's watcher and starts its goroutines.
+// install makes w its node's watcher and starts its goroutines. w counts
+// as served from then on: it was opened for a read, and its end, however
+// soon, must be told, as a read handed a watcher that had already ended
+// untold would track keys whose changes nobody hears of.
 func (t *Transport) install(w *watcher) error {
 	t.watch.mu.Lock()
 	defer t.watch.mu.Unlock()
@@ -209,6 +212,7 @@ func (t *Transport) install(w *watcher) error {
 		t.watch.watchers = map[string]*watcher{}
 	}
 	t.watch.watchers[w.node] = w
+	w.served = true
 	t.running.Go(w.receive)
 	t.running.Go(w.keepAlive)
 	return nil

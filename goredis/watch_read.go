@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/push"
 
 	"github.com/respire-go/respire/conn"
@@ -48,10 +49,16 @@ func (h invalidateHandler) HandlePushNotification(_ context.Context, _ push.Noti
 
 // receive keeps the listener in its blocking read (go-redis' push
 // processor runs the handler for each push while it waits) until the read
-// fails: the watcher then ends.
+// fails: the watcher then ends. An error reply is no failure: the one
+// command the listener sends is the PING that opened it, and a user
+// without +ping gets NOPERM for it (rule GoRedisWatcherNeedsNoPing).
 func (w *watcher) receive() {
 	for {
 		if _, err := w.sub.Receive(context.Background()); err != nil {
+			var reply redis.Error
+			if errors.As(err, &reply) {
+				continue // the socket answered
+			}
 			w.t.retireWatcher(w)
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/realserver"
 )
@@ -98,5 +100,36 @@ func TestGoRedisWatcherLeavesUserClient_HandlerFreeAndNothingRunning(t *testing.
 	}
 	if err := client.Ping(ctxFor(t, time.Second)).Err(); err != nil {
 		t.Fatalf("the user's client after Close: %v", err)
+	}
+}
+
+// TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed: a user with
+// the ACL line of docs/compatibility.md plus +client|tracking
+// +client|caching, and no +ping, is pushed: the NOPERM that answers the
+// listener's PING (sent to open its connection) is an answer, not the
+// listener's end, so the next change of a read key is told as that key,
+// and no end is told.
+func TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
+	srv, _, admin := private(t, false)
+	srv.MustExec(t, "ACL", "SETUSER", "locker", "on", ">lockerpw", "~*", "+set", "+get", "+evalsha", "+eval",
+		"+del", "+pexpire", "+client|id", "+client|info", "+client|kill", "+client|tracking", "+client|caching")
+	client := goredisClient(t, srv.Addr, "lockerpw", func(o *redis.Options) { o.Username = "locker" })
+	tr := newTransport(t, client)
+	told := make(chan []string, 16)
+	tr.SetInvalidationHandler(func(_ string, keys []string) { told <- keys })
+	k := key(t, "k")
+	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctxFor(t, 5*time.Second), k, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case keys := <-told:
+		if len(keys) != 1 || keys[0] != k {
+			t.Fatalf("told %q, want the key (nil: the watcher ended)", keys)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the change was not pushed")
 	}
 }
