@@ -80,8 +80,6 @@ func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
 // connection per node moved into the case) rather than left here.
 // RESPIRE_GOREDIS_OPEN=1 runs them anyway.
 var openOnGoRedis = map[string]string{
-	"PushDetectsLoss_CloseDropsTheQueuedHolderReads": "Locks.Close waits about 5 s for the watcher's " +
-		"hanging holder reads instead of dropping them",
 	"SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession": "the case assumes every " +
 		"lock of a node rides one connection; on go-redis the culprit's reset was not uncertain (left Held)",
 	"UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition": "the case assumes the fenced connection " +

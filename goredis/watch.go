@@ -22,9 +22,11 @@ import (
 // built from the node client's options, kept in a blocking read for good
 // (a PubSub that subscribes to nothing: go-redis' push processor hands
 // every "invalidate" push to the transport while it waits), and a reader,
-// an EphemeralConn of the node client with CLIENT TRACKING ON REDIRECT
-// <listener> OPTIN NOLOOP, on which WatchReadMany sends CLIENT CACHING YES
-// + GET per key (OPTIN tracks only the read right after it). Every end of
+// the one connection of another private client (so that closing that
+// client ends a read in flight at once: closing a Conn does not) with
+// CLIENT TRACKING ON REDIRECT <listener> OPTIN NOLOOP, on which
+// WatchReadMany sends CLIENT CACHING YES + GET per key (OPTIN tracks only
+// the read right after it). Every end of
 // a watcher — its listener's read failed (the server closed it, a
 // failover, a FLUSHALL's null invalidation), a read on its reader failed,
 // the reader was found dead by its idle PING, an error reply to CLIENT
@@ -53,7 +55,8 @@ type watcher struct {
 	node     string
 	listener *redis.Client // private: its one connection is the listener
 	sub      *redis.PubSub
-	mu       sync.Mutex // the reader is used by one read at a time
+	readers  *redis.Client // private: its one connection is the reader; Close ends a read in flight
+	turn     chan struct{} // cap 1: held by the one round trip on the reader
 	reader   *redis.Conn
 	w        witness
 	last     atomic.Int64  // monoNow of the reader's last reply
@@ -61,6 +64,7 @@ type watcher struct {
 	retired  atomic.Bool   // retireWatcher ran
 	served   bool          // handed to a read (from install on): it may have tracked keys (under watch.mu)
 	quit     chan struct{} // closed when the watcher ends
+	closing  sync.Once     // close's work
 }
 
 // SetInvalidationHandler implements conn.Transport, with conn.Pool's
@@ -145,13 +149,14 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	if err != nil {
 		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: err}
 	}
-	w := &watcher{t: t, node: node, quit: make(chan struct{})}
+	w := &watcher{t: t, node: node, quit: make(chan struct{}), turn: make(chan struct{}, 1)}
 	id, err := w.listen(ctx, nc.Options())
 	if err != nil {
 		w.close()
 		return nil, t.refuseOrFail(w, err)
 	}
-	w.reader = nc.EphemeralConn()
+	w.readers = redis.NewClient(privateOptions(nc.Options()))
+	w.reader = w.readers.EphemeralConn()
 	w.w.install(w.reader)
 	open := []conn.Command{conn.TrackingOffCommand(), conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()}
 	t.report(ctx, open...)
@@ -221,13 +226,34 @@ func (t *Transport) install(w *watcher) error {
 // errResp2: the listener speaks RESP2, which carries no pushes.
 var errResp2 = errors.New("the listener connection speaks RESP2 (resp=2): no invalidation pushes")
 
-// listen opens the listener: a private RESP3 client from opts (the node
-// client's: same address or dialer, credentials, TLS), with its own
-// OnConnect learning the connection's CLIENT ID and protocol, and a PubSub
-// on it whose blocking read is the listener. The user's OnConnect runs
-// first. It returns the listener's CLIENT ID.
-func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error) {
+// privateOptions returns a copy of opts (the node client's: same address
+// or dialer, credentials, TLS, timeouts, the user's OnConnect) for a
+// private client of one connection. Every field whose copy would not mean
+// what a watcher's connection needs is set explicitly (Options() holds
+// normalised values, and pointers shared with the user's client: its push
+// processor, its caches).
+func privateOptions(opts *redis.Options) *redis.Options {
 	o := *opts
+	o.MaxRetries, o.Limiter = -1, nil
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
+	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
+	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
+	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
+	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
+	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
+	// Its own maintenance-notification config, off: the copy's pointer is
+	// the user's client's, which go-redis writes when a server refuses
+	// the handshake (auto mode).
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &o
+}
+
+// listen opens the listener: a private RESP3 client (privateOptions of
+// opts), with its own OnConnect learning the connection's CLIENT ID and
+// protocol, and a PubSub on it whose blocking read is the listener. The
+// user's OnConnect runs first. It returns the listener's CLIENT ID.
+func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error) {
+	o := privateOptions(opts)
 	type hello struct {
 		id   int64
 		resp string
@@ -257,21 +283,8 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 		}
 		return nil
 	}
-	// Every field whose copy would not mean what the listener needs is set
-	// explicitly (Options() holds normalised values, and pointers shared
-	// with the user's client: its push processor, its caches).
-	o.Protocol, o.MaxRetries, o.Limiter = 3, -1, nil
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
-	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
-	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
-	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
-	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
-	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
-	// Its own maintenance-notification config, off: the copy's pointer is
-	// the user's client's, which go-redis writes when a server refuses
-	// the handshake (auto mode).
-	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	w.listener = redis.NewClient(&o)
+	o.Protocol = 3
+	w.listener = redis.NewClient(o)
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
 	}

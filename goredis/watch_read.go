@@ -81,11 +81,15 @@ func (w *watcher) keepAlive() {
 		if monoNow()-w.last.Load() < int64(period) {
 			continue
 		}
+		select {
+		case w.turn <- struct{}{}:
+		case <-w.quit:
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), period+time.Second)
-		w.mu.Lock()
 		rs, err := w.w.roundTrip(ctx, w.reader, []conn.Command{conn.PingCommand()})
-		w.mu.Unlock()
 		cancel()
+		<-w.turn
 		if err != nil || rs[0].transport != nil {
 			w.t.retireWatcher(w)
 			return
@@ -94,28 +98,23 @@ func (w *watcher) keepAlive() {
 	}
 }
 
-// close ends w's connections; idempotent. The listener's read returns.
+// close ends w's connections at once; idempotent. The listener's read
+// returns, and so does a round trip on the reader: closing its private
+// client closes the socket under it (closing the Conn alone would not).
 func (w *watcher) close() {
 	w.ended.Store(true)
-	select {
-	case <-w.quit:
-		return
-	default:
+	w.closing.Do(func() {
 		close(w.quit)
-	}
-	if w.sub != nil {
-		_ = w.sub.Close()
-	}
-	if w.listener != nil {
-		_ = w.listener.Close()
-	}
-	if w.reader != nil {
-		w.t.running.Go(func() {
-			w.mu.Lock() // a read in flight finishes first
-			defer w.mu.Unlock()
-			_ = w.reader.Close()
-		})
-	}
+		if w.sub != nil {
+			_ = w.sub.Close()
+		}
+		if w.listener != nil {
+			_ = w.listener.Close()
+		}
+		if w.readers != nil {
+			_ = w.readers.Close()
+		}
+	})
 }
 
 // retireWatcher is the one way a watcher ends (conn's retireWatcher): once,
@@ -280,9 +279,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string
 		cmds = append(cmds, conn.CachingYesCommand(), read)
 	}
 	t.report(ctx, cmds...)
-	w.mu.Lock()
-	results, err := w.w.roundTrip(ctx, w.reader, cmds)
-	w.mu.Unlock()
+	results, err := w.trip(ctx, cmds)
 	var redirected []int
 	for n, i := range idx {
 		var again bool
@@ -294,11 +291,6 @@ func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string
 		if again {
 			redirected = append(redirected, i)
 		}
-	}
-	if err != nil {
-		t.retireWatcher(w)
-	} else {
-		w.last.Store(monoNow())
 	}
 	return redirected
 }

@@ -1,6 +1,7 @@
 package goredis
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -131,5 +132,50 @@ func TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the change was not pushed")
+	}
+}
+
+// TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer: a
+// tracked read whose ctx ends while its round trip hangs on a frozen
+// server returns at once, not submitted, and its watcher goes on; Close
+// then ends at once, well before the client's ReadTimeout, both the round
+// trip still on the wire and a read (ctx without end) queued behind it:
+// the watcher's connections are its own clients', which Close closes.
+func TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer(t *testing.T) {
+	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
+	tr, err := NewTransport(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	k := key(t, "k")
+	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
+		t.Fatal(err)
+	}
+	freeze(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, _, _, err := tr.WatchRead(ctx, k); first <- err }()
+	time.Sleep(50 * time.Millisecond) // the read is on the wire
+	start := time.Now()
+	cancel()
+	if err := <-first; conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
+		t.Fatalf("cancelled read: %v (%s) after %v, want not submitted at once", err, classOf(err), time.Since(start))
+	}
+	queued := make(chan error, 1)
+	go func() { _, _, _, err := tr.WatchRead(context.Background(), k); queued <- err }()
+	time.Sleep(50 * time.Millisecond) // waiting for the reader
+	start = time.Now()
+	tr.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v: it waited for the read on the wire", took)
+	}
+	select {
+	case err := <-queued:
+		if conn.ClassOf(err) != conn.NotSubmitted {
+			t.Fatalf("queued read: %v (%s), want not submitted", err, classOf(err))
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the queued read did not end with Close")
 	}
 }
