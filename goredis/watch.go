@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ type watchState struct {
 	refused  map[string]refusal
 	closed   bool
 	opening  singleflight.Group
+	pending  map[*watcher]struct{} // opening: Close closes their clients too
 }
 
 // refusal is a node's refusal of tracking, held while the node's current
@@ -63,6 +65,8 @@ type watcher struct {
 	ended    atomic.Bool   // closing or closed: pushes mean nothing any more
 	retired  atomic.Bool   // retireWatcher ran
 	served   bool          // handed to a read (from install on): it may have tracked keys (under watch.mu)
+	hello    chan hello    // what the listener's OnConnect learned
+	sockets  sockets       // every socket the private clients dialled
 	quit     chan struct{} // closed when the watcher ends
 	closing  sync.Once     // close's work
 }
@@ -149,13 +153,17 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	if err != nil {
 		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: err}
 	}
-	w := &watcher{t: t, node: node, quit: make(chan struct{}), turn: make(chan struct{}, 1)}
-	id, err := w.listen(ctx, nc.Options())
+	w := newWatcher(t, node, nc.Options())
+	if !t.pend(w) {
+		w.close()
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: conn.ErrPoolClosed}
+	}
+	defer t.unpend(w)
+	id, err := w.listen(ctx)
 	if err != nil {
 		w.close()
 		return nil, t.refuseOrFail(w, err)
 	}
-	w.readers = redis.NewClient(privateOptions(nc.Options()))
 	w.reader = w.readers.EphemeralConn()
 	w.w.install(w.reader)
 	open := []conn.Command{conn.TrackingOffCommand(), conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()}
@@ -199,6 +207,29 @@ func (t *Transport) refuseOrFail(w *watcher, err error) error {
 	t.watch.refused[w.node] = refusal{err: why, session: cur}
 	t.watch.mu.Unlock()
 	return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: why}
+}
+
+// pend records w as opening, so that Close closes its clients too (an
+// open on a frozen server would otherwise hold Close until its deadline);
+// false once Close has begun.
+func (t *Transport) pend(w *watcher) bool {
+	t.watch.mu.Lock()
+	defer t.watch.mu.Unlock()
+	if t.watch.closed {
+		return false
+	}
+	if t.watch.pending == nil {
+		t.watch.pending = map[*watcher]struct{}{}
+	}
+	t.watch.pending[w] = struct{}{}
+	return true
+}
+
+// unpend forgets w as opening.
+func (t *Transport) unpend(w *watcher) {
+	t.watch.mu.Lock()
+	delete(t.watch.pending, w)
+	t.watch.mu.Unlock()
 }
 
 // install makes w its node's watcher and starts its goroutines. w counts
@@ -248,18 +279,21 @@ func privateOptions(opts *redis.Options) *redis.Options {
 	return &o
 }
 
-// listen opens the listener: a private RESP3 client (privateOptions of
-// opts), with its own OnConnect learning the connection's CLIENT ID and
-// protocol, and a PubSub on it whose blocking read is the listener. The
-// user's OnConnect runs first. It returns the listener's CLIENT ID.
-func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error) {
+// hello is what the listener's OnConnect learned: its CLIENT ID and its
+// CLIENT INFO (for its protocol).
+type hello struct {
+	id   int64
+	resp string
+	err  error
+}
+
+// newWatcher returns node's watcher, not yet open: its two private clients
+// (privateOptions of opts, the node client's; the listener's RESP3, with
+// an OnConnect learning the connection's CLIENT ID and protocol after the
+// user's). It sends nothing.
+func newWatcher(t *Transport, node string, opts *redis.Options) *watcher {
+	w := &watcher{t: t, node: node, quit: make(chan struct{}), turn: make(chan struct{}, 1), hello: make(chan hello, 4)}
 	o := privateOptions(opts)
-	type hello struct {
-		id   int64
-		resp string
-		err  error
-	}
-	got := make(chan hello, 4)
 	user := opts.OnConnect
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		if user != nil {
@@ -278,13 +312,64 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 			}
 		}
 		select {
-		case got <- h:
+		case w.hello <- h:
 		default:
 		}
 		return nil
 	}
 	o.Protocol = 3
+	o.Dialer = w.sockets.record(o.Dialer)
 	w.listener = redis.NewClient(o)
+	ro := privateOptions(opts)
+	ro.Dialer = w.sockets.record(ro.Dialer)
+	w.readers = redis.NewClient(ro)
+	return w
+}
+
+// sockets are the sockets of a watcher's private clients, recorded as
+// they are dialled so that closing the watcher closes them all, one still
+// in go-redis' handshake included (it is in no pool yet, so no client's
+// Close would reach it).
+type sockets struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+// record returns dial (a normalised Options' Dialer: never nil) recording
+// every socket it opens; once the sockets are closed it opens none.
+func (ss *sockets) record(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(
+	ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.closed {
+			_ = c.Close()
+			return nil, errWatcherEnded
+		}
+		ss.conns = append(ss.conns, c)
+		return c, nil
+	}
+}
+
+// close closes every socket recorded, and any dialled later.
+func (ss *sockets) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	for _, c := range ss.conns {
+		_ = c.Close()
+	}
+	ss.conns = nil
+}
+
+// listen opens the listener: a PubSub on the listener's client whose
+// blocking read is the listener. It returns the listener's CLIENT ID.
+func (w *watcher) listen(ctx context.Context) (int64, error) {
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
 	}
@@ -293,7 +378,7 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 		return 0, err
 	}
 	select {
-	case h := <-got:
+	case h := <-w.hello:
 		if h.err != nil {
 			return 0, h.err
 		}

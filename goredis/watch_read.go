@@ -108,13 +108,17 @@ func (w *watcher) close() {
 		if w.sub != nil {
 			_ = w.sub.Close()
 		}
-		if w.listener != nil {
-			_ = w.listener.Close()
-		}
-		if w.readers != nil {
-			_ = w.readers.Close()
-		}
+		w.closeClients()
 	})
+}
+
+// closeClients closes w's sockets, which ends every I/O on them (a
+// handshake's included), and its private clients; they are set before w
+// is shared, so that Close may call it on a watcher still opening.
+func (w *watcher) closeClients() {
+	w.sockets.close()
+	_ = w.listener.Close()
+	_ = w.readers.Close()
 }
 
 // retireWatcher is the one way a watcher ends (conn's retireWatcher): once,
@@ -144,11 +148,14 @@ func (t *Transport) retireWatcher(w *watcher) {
 func (t *Transport) closeWatchers() {
 	t.watch.mu.Lock()
 	t.watch.closed = true
-	ws := t.watch.watchers
-	t.watch.watchers = nil
+	ws, opening := t.watch.watchers, t.watch.pending
+	t.watch.watchers, t.watch.pending = nil, nil
 	t.watch.mu.Unlock()
 	for _, w := range ws {
 		w.close()
+	}
+	for w := range opening {
+		w.closeClients() // its open fails and closes the rest
 	}
 }
 

@@ -179,3 +179,28 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer(t *testin
 		t.Fatal("the queued read did not end with Close")
 	}
 }
+
+// TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer: the
+// first tracked read of a node whose server is frozen returns at its ctx's
+// end, not submitted, while the watcher's open goes on; Close ends that
+// open at once (it closes the watcher's private clients), well before the
+// client's ReadTimeout.
+func TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer(t *testing.T) {
+	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
+	tr, err := NewTransport(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	freeze(t, srv)
+	start := time.Now()
+	_, _, _, err = tr.WatchRead(ctxFor(t, 200*time.Millisecond), key(t, "k"))
+	if conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
+		t.Fatalf("read: %v (%s) after %v, want not submitted at its deadline", err, classOf(err), time.Since(start))
+	}
+	start = time.Now()
+	tr.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v: it waited for the watcher's open", took)
+	}
+}
