@@ -40,7 +40,10 @@
 //   - Cancellation: go-redis never watches ctx.Done() during I/O, so a
 //     caller never waits on the socket: it waits on its request, and a ctx
 //     that ends after the hand-off returns at once, uncertain, while the
-//     batch goes on for the others.
+//     batch goes on for the others. A tracked read likewise leaves at once
+//     (not submitted), and Close ends a watcher's read in flight at once: a
+//     watcher's connections are its own private clients', and closing a
+//     client closes its sockets (closing a Conn would not).
 //
 // This package is part of respire-go's implementation: applications use
 // New (or lease and coordination on top of NewTransport). Its transport

@@ -80,11 +80,6 @@ func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
 // connection per node moved into the case) rather than left here.
 // RESPIRE_GOREDIS_OPEN=1 runs them anyway.
 var openOnGoRedis = map[string]string{
-	"PushDetectsLoss_CloseDropsTheQueuedHolderReads": "Locks.Close waits about 5 s for the watcher's " +
-		"hanging holder reads instead of dropping them",
-	"PushWakesWaiters_LeastPrivilegeUserWithTracking": "under -race the waiter is never woken by the " +
-		"release and meets its 10 s deadline (it passes without -race): the listener's invalidation and the " +
-		"reader's reply ride two connections, an ordering the hub may not handle",
 	"SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession": "the case assumes every " +
 		"lock of a node rides one connection; on go-redis the culprit's reset was not uncertain (left Held)",
 	"UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition": "the case assumes the fenced connection " +

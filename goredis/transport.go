@@ -203,7 +203,8 @@ func (t *Transport) RetireAll() {
 // good and later calls fail with conn.ErrPoolClosed (NotSubmitted). It
 // blocks until every goroutine and Conn of the transport ended; a batch on
 // a frozen server ends at its deadline (the client's ReadTimeout or the
-// batch ctx's). Idempotent; the client is not closed.
+// batch ctx's), a tracked read at once (the watchers' private clients are
+// closed under it). Idempotent; the client is not closed.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true

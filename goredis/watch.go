@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -22,9 +23,11 @@ import (
 // built from the node client's options, kept in a blocking read for good
 // (a PubSub that subscribes to nothing: go-redis' push processor hands
 // every "invalidate" push to the transport while it waits), and a reader,
-// an EphemeralConn of the node client with CLIENT TRACKING ON REDIRECT
-// <listener> OPTIN NOLOOP, on which WatchReadMany sends CLIENT CACHING YES
-// + GET per key (OPTIN tracks only the read right after it). Every end of
+// the one connection of another private client (so that closing that
+// client ends a read in flight at once: closing a Conn does not) with
+// CLIENT TRACKING ON REDIRECT <listener> OPTIN NOLOOP, on which
+// WatchReadMany sends CLIENT CACHING YES + GET per key (OPTIN tracks only
+// the read right after it). Every end of
 // a watcher — its listener's read failed (the server closed it, a
 // failover, a FLUSHALL's null invalidation), a read on its reader failed,
 // the reader was found dead by its idle PING, an error reply to CLIENT
@@ -38,6 +41,7 @@ type watchState struct {
 	refused  map[string]refusal
 	closed   bool
 	opening  singleflight.Group
+	pending  map[*watcher]struct{} // opening: Close closes their clients too
 }
 
 // refusal is a node's refusal of tracking, held while the node's current
@@ -53,14 +57,18 @@ type watcher struct {
 	node     string
 	listener *redis.Client // private: its one connection is the listener
 	sub      *redis.PubSub
-	mu       sync.Mutex // the reader is used by one read at a time
+	readers  *redis.Client // private: its one connection is the reader; Close ends a read in flight
+	turn     chan struct{} // cap 1: held by the one round trip on the reader
 	reader   *redis.Conn
 	w        witness
 	last     atomic.Int64  // monoNow of the reader's last reply
 	ended    atomic.Bool   // closing or closed: pushes mean nothing any more
 	retired  atomic.Bool   // retireWatcher ran
-	served   bool          // handed to a read: it may have tracked keys (under watch.mu)
+	served   bool          // handed to a read (from install on): it may have tracked keys (under watch.mu)
+	hello    chan hello    // what the listener's OnConnect learned
+	sockets  sockets       // every socket the private clients dialled
 	quit     chan struct{} // closed when the watcher ends
+	closing  sync.Once     // close's work
 }
 
 // SetInvalidationHandler implements conn.Transport, with conn.Pool's
@@ -145,13 +153,18 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	if err != nil {
 		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: err}
 	}
-	w := &watcher{t: t, node: node, quit: make(chan struct{})}
-	id, err := w.listen(ctx, nc.Options())
+	w := newWatcher(t, node, nc.Options())
+	if !t.pend(w) {
+		w.close()
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: node, Err: conn.ErrPoolClosed}
+	}
+	defer t.unpend(w)
+	id, err := w.listen(ctx)
 	if err != nil {
 		w.close()
 		return nil, t.refuseOrFail(w, err)
 	}
-	w.reader = nc.EphemeralConn()
+	w.reader = w.readers.EphemeralConn()
 	w.w.install(w.reader)
 	open := []conn.Command{conn.TrackingOffCommand(), conn.TrackingRedirectCommand(id), conn.ClientInfoCommand()}
 	t.report(ctx, open...)
@@ -196,7 +209,33 @@ func (t *Transport) refuseOrFail(w *watcher, err error) error {
 	return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: why}
 }
 
-// install makes w its node's watcher and starts its goroutines.
+// pend records w as opening, so that Close closes its clients too (an
+// open on a frozen server would otherwise hold Close until its deadline);
+// false once Close has begun.
+func (t *Transport) pend(w *watcher) bool {
+	t.watch.mu.Lock()
+	defer t.watch.mu.Unlock()
+	if t.watch.closed {
+		return false
+	}
+	if t.watch.pending == nil {
+		t.watch.pending = map[*watcher]struct{}{}
+	}
+	t.watch.pending[w] = struct{}{}
+	return true
+}
+
+// unpend forgets w as opening.
+func (t *Transport) unpend(w *watcher) {
+	t.watch.mu.Lock()
+	delete(t.watch.pending, w)
+	t.watch.mu.Unlock()
+}
+
+// install makes w its node's watcher and starts its goroutines. w counts
+// as served from then on: it was opened for a read, and its end, however
+// soon, must be told, as a read handed a watcher that had already ended
+// untold would track keys whose changes nobody hears of.
 func (t *Transport) install(w *watcher) error {
 	t.watch.mu.Lock()
 	defer t.watch.mu.Unlock()
@@ -209,6 +248,7 @@ func (t *Transport) install(w *watcher) error {
 		t.watch.watchers = map[string]*watcher{}
 	}
 	t.watch.watchers[w.node] = w
+	w.served = true
 	t.running.Go(w.receive)
 	t.running.Go(w.keepAlive)
 	return nil
@@ -217,19 +257,43 @@ func (t *Transport) install(w *watcher) error {
 // errResp2: the listener speaks RESP2, which carries no pushes.
 var errResp2 = errors.New("the listener connection speaks RESP2 (resp=2): no invalidation pushes")
 
-// listen opens the listener: a private RESP3 client from opts (the node
-// client's: same address or dialer, credentials, TLS), with its own
-// OnConnect learning the connection's CLIENT ID and protocol, and a PubSub
-// on it whose blocking read is the listener. The user's OnConnect runs
-// first. It returns the listener's CLIENT ID.
-func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error) {
+// privateOptions returns a copy of opts (the node client's: same address
+// or dialer, credentials, TLS, timeouts, the user's OnConnect) for a
+// private client of one connection. Every field whose copy would not mean
+// what a watcher's connection needs is set explicitly (Options() holds
+// normalised values, and pointers shared with the user's client: its push
+// processor, its caches).
+func privateOptions(opts *redis.Options) *redis.Options {
 	o := *opts
-	type hello struct {
-		id   int64
-		resp string
-		err  error
-	}
-	got := make(chan hello, 4)
+	o.MaxRetries, o.Limiter = -1, nil
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
+	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
+	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
+	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
+	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
+	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
+	// Its own maintenance-notification config, off: the copy's pointer is
+	// the user's client's, which go-redis writes when a server refuses
+	// the handshake (auto mode).
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &o
+}
+
+// hello is what the listener's OnConnect learned: its CLIENT ID and its
+// CLIENT INFO (for its protocol).
+type hello struct {
+	id   int64
+	resp string
+	err  error
+}
+
+// newWatcher returns node's watcher, not yet open: its two private clients
+// (privateOptions of opts, the node client's; the listener's RESP3, with
+// an OnConnect learning the connection's CLIENT ID and protocol after the
+// user's). It sends nothing.
+func newWatcher(t *Transport, node string, opts *redis.Options) *watcher {
+	w := &watcher{t: t, node: node, quit: make(chan struct{}), turn: make(chan struct{}, 1), hello: make(chan hello, 4)}
+	o := privateOptions(opts)
 	user := opts.OnConnect
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		if user != nil {
@@ -248,26 +312,64 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 			}
 		}
 		select {
-		case got <- h:
+		case w.hello <- h:
 		default:
 		}
 		return nil
 	}
-	// Every field whose copy would not mean what the listener needs is set
-	// explicitly (Options() holds normalised values, and pointers shared
-	// with the user's client: its push processor, its caches).
-	o.Protocol, o.MaxRetries, o.Limiter = 3, -1, nil
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 0, 1
-	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize, o.AutoPipelineOptions = 0, 0, 0, nil
-	o.PushNotificationProcessor = nil // a fresh one; never the user's client's
-	o.ClientSideCacheConfig, o.ClientSideCache, o.ClientSideCacheStrategy = nil, nil, 0
-	o.ClientSideCacheRefreshOnInvalidate, o.ClientSideCacheCoalesceMisses, o.ClientSideCacheInvalidationBatchWindow = false, false, 0
-	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = -1, 0, 0
-	// Its own maintenance-notification config, off: the copy's pointer is
-	// the user's client's, which go-redis writes when a server refuses
-	// the handshake (auto mode).
-	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	w.listener = redis.NewClient(&o)
+	o.Protocol = 3
+	o.Dialer = w.sockets.record(o.Dialer)
+	w.listener = redis.NewClient(o)
+	ro := privateOptions(opts)
+	ro.Dialer = w.sockets.record(ro.Dialer)
+	w.readers = redis.NewClient(ro)
+	return w
+}
+
+// sockets are the sockets of a watcher's private clients, recorded as
+// they are dialled so that closing the watcher closes them all, one still
+// in go-redis' handshake included (it is in no pool yet, so no client's
+// Close would reach it).
+type sockets struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+// record returns dial (a normalised Options' Dialer: never nil) recording
+// every socket it opens; once the sockets are closed it opens none.
+func (ss *sockets) record(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(
+	ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.closed {
+			_ = c.Close()
+			return nil, errWatcherEnded
+		}
+		ss.conns = append(ss.conns, c)
+		return c, nil
+	}
+}
+
+// close closes every socket recorded, and any dialled later.
+func (ss *sockets) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	for _, c := range ss.conns {
+		_ = c.Close()
+	}
+	ss.conns = nil
+}
+
+// listen opens the listener: a PubSub on the listener's client whose
+// blocking read is the listener. It returns the listener's CLIENT ID.
+func (w *watcher) listen(ctx context.Context) (int64, error) {
 	if err := w.listener.RegisterPushNotificationHandler("invalidate", invalidateHandler{w}, true); err != nil {
 		return 0, err
 	}
@@ -276,7 +378,7 @@ func (w *watcher) listen(ctx context.Context, opts *redis.Options) (int64, error
 		return 0, err
 	}
 	select {
-	case h := <-got:
+	case h := <-w.hello:
 		if h.err != nil {
 			return 0, h.err
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/push"
 
 	"github.com/respire-go/respire/conn"
@@ -48,10 +49,16 @@ func (h invalidateHandler) HandlePushNotification(_ context.Context, _ push.Noti
 
 // receive keeps the listener in its blocking read (go-redis' push
 // processor runs the handler for each push while it waits) until the read
-// fails: the watcher then ends.
+// fails: the watcher then ends. An error reply is no failure: the one
+// command the listener sends is the PING that opened it, and a user
+// without +ping gets NOPERM for it (rule GoRedisWatcherNeedsNoPing).
 func (w *watcher) receive() {
 	for {
 		if _, err := w.sub.Receive(context.Background()); err != nil {
+			var reply redis.Error
+			if errors.As(err, &reply) {
+				continue // the socket answered
+			}
 			w.t.retireWatcher(w)
 			return
 		}
@@ -74,11 +81,15 @@ func (w *watcher) keepAlive() {
 		if monoNow()-w.last.Load() < int64(period) {
 			continue
 		}
+		select {
+		case w.turn <- struct{}{}:
+		case <-w.quit:
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), period+time.Second)
-		w.mu.Lock()
 		rs, err := w.w.roundTrip(ctx, w.reader, []conn.Command{conn.PingCommand()})
-		w.mu.Unlock()
 		cancel()
+		<-w.turn
 		if err != nil || rs[0].transport != nil {
 			w.t.retireWatcher(w)
 			return
@@ -87,28 +98,27 @@ func (w *watcher) keepAlive() {
 	}
 }
 
-// close ends w's connections; idempotent. The listener's read returns.
+// close ends w's connections at once; idempotent. The listener's read
+// returns, and so does a round trip on the reader: closing its private
+// client closes the socket under it (closing the Conn alone would not).
 func (w *watcher) close() {
 	w.ended.Store(true)
-	select {
-	case <-w.quit:
-		return
-	default:
+	w.closing.Do(func() {
 		close(w.quit)
-	}
-	if w.sub != nil {
-		_ = w.sub.Close()
-	}
-	if w.listener != nil {
-		_ = w.listener.Close()
-	}
-	if w.reader != nil {
-		w.t.running.Go(func() {
-			w.mu.Lock() // a read in flight finishes first
-			defer w.mu.Unlock()
-			_ = w.reader.Close()
-		})
-	}
+		if w.sub != nil {
+			_ = w.sub.Close()
+		}
+		w.closeClients()
+	})
+}
+
+// closeClients closes w's sockets, which ends every I/O on them (a
+// handshake's included), and its private clients; they are set before w
+// is shared, so that Close may call it on a watcher still opening.
+func (w *watcher) closeClients() {
+	w.sockets.close()
+	_ = w.listener.Close()
+	_ = w.readers.Close()
 }
 
 // retireWatcher is the one way a watcher ends (conn's retireWatcher): once,
@@ -138,11 +148,14 @@ func (t *Transport) retireWatcher(w *watcher) {
 func (t *Transport) closeWatchers() {
 	t.watch.mu.Lock()
 	t.watch.closed = true
-	ws := t.watch.watchers
-	t.watch.watchers = nil
+	ws, opening := t.watch.watchers, t.watch.pending
+	t.watch.watchers, t.watch.pending = nil, nil
 	t.watch.mu.Unlock()
 	for _, w := range ws {
 		w.close()
+	}
+	for w := range opening {
+		w.closeClients() // its open fails and closes the rest
 	}
 }
 
@@ -273,9 +286,7 @@ func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string
 		cmds = append(cmds, conn.CachingYesCommand(), read)
 	}
 	t.report(ctx, cmds...)
-	w.mu.Lock()
-	results, err := w.w.roundTrip(ctx, w.reader, cmds)
-	w.mu.Unlock()
+	results, err := w.trip(ctx, cmds)
 	var redirected []int
 	for n, i := range idx {
 		var again bool
@@ -287,11 +298,6 @@ func (t *Transport) readGroup(ctx context.Context, keys, members, nodes []string
 		if again {
 			redirected = append(redirected, i)
 		}
-	}
-	if err != nil {
-		t.retireWatcher(w)
-	} else {
-		w.last.Store(monoNow())
 	}
 	return redirected
 }

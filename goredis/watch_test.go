@@ -1,10 +1,13 @@
 package goredis
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/realserver"
@@ -98,5 +101,106 @@ func TestGoRedisWatcherLeavesUserClient_HandlerFreeAndNothingRunning(t *testing.
 	}
 	if err := client.Ping(ctxFor(t, time.Second)).Err(); err != nil {
 		t.Fatalf("the user's client after Close: %v", err)
+	}
+}
+
+// TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed: a user with
+// the ACL line of docs/compatibility.md plus +client|tracking
+// +client|caching, and no +ping, is pushed: the NOPERM that answers the
+// listener's PING (sent to open its connection) is an answer, not the
+// listener's end, so the next change of a read key is told as that key,
+// and no end is told.
+func TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
+	srv, _, admin := private(t, false)
+	srv.MustExec(t, "ACL", "SETUSER", "locker", "on", ">lockerpw", "~*", "+set", "+get", "+evalsha", "+eval",
+		"+del", "+pexpire", "+client|id", "+client|info", "+client|kill", "+client|tracking", "+client|caching")
+	client := goredisClient(t, srv.Addr, "lockerpw", func(o *redis.Options) { o.Username = "locker" })
+	tr := newTransport(t, client)
+	told := make(chan []string, 16)
+	tr.SetInvalidationHandler(func(_ string, keys []string) { told <- keys })
+	k := key(t, "k")
+	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctxFor(t, 5*time.Second), k, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case keys := <-told:
+		if len(keys) != 1 || keys[0] != k {
+			t.Fatalf("told %q, want the key (nil: the watcher ended)", keys)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the change was not pushed")
+	}
+}
+
+// TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer: a
+// tracked read whose ctx ends while its round trip hangs on a frozen
+// server returns at once, not submitted, and its watcher goes on; Close
+// then ends at once, well before the client's ReadTimeout, both the round
+// trip still on the wire and a read (ctx without end) queued behind it:
+// the watcher's connections are its own clients', which Close closes.
+func TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer(t *testing.T) {
+	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
+	tr, err := NewTransport(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	k := key(t, "k")
+	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
+		t.Fatal(err)
+	}
+	freeze(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, _, _, err := tr.WatchRead(ctx, k); first <- err }()
+	time.Sleep(50 * time.Millisecond) // the read is on the wire
+	start := time.Now()
+	cancel()
+	if err := <-first; conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
+		t.Fatalf("cancelled read: %v (%s) after %v, want not submitted at once", err, classOf(err), time.Since(start))
+	}
+	queued := make(chan error, 1)
+	go func() { _, _, _, err := tr.WatchRead(context.Background(), k); queued <- err }()
+	time.Sleep(50 * time.Millisecond) // waiting for the reader
+	start = time.Now()
+	tr.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v: it waited for the read on the wire", took)
+	}
+	select {
+	case err := <-queued:
+		if conn.ClassOf(err) != conn.NotSubmitted {
+			t.Fatalf("queued read: %v (%s), want not submitted", err, classOf(err))
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the queued read did not end with Close")
+	}
+}
+
+// TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer: the
+// first tracked read of a node whose server is frozen returns at its ctx's
+// end, not submitted, while the watcher's open goes on; Close ends that
+// open at once (it closes the watcher's private clients), well before the
+// client's ReadTimeout.
+func TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer(t *testing.T) {
+	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
+	tr, err := NewTransport(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	freeze(t, srv)
+	start := time.Now()
+	_, _, _, err = tr.WatchRead(ctxFor(t, 200*time.Millisecond), key(t, "k"))
+	if conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
+		t.Fatalf("read: %v (%s) after %v, want not submitted at its deadline", err, classOf(err), time.Since(start))
+	}
+	start = time.Now()
+	tr.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v: it waited for the watcher's open", took)
 	}
 }
