@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/respire-go/respire/lease"
 )
 
 // TestLockctlRunLimit_AtMostNCommandsAtOnce: five 'lockctl run --limit 2'
@@ -87,4 +89,54 @@ func lines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestLockctlStatusSemaphore_CountsLivePermits: 'lockctl status --semaphore
+// KEY' of a semaphore that 'lockctl run --limit' uses prints its live
+// permits and the limit stored with them, no token, and exits 0; with no
+// live permit it prints so and exits 1, as
+// a free KEY does; --show-token with it is refused before anything is sent.
+func TestLockctlStatusSemaphore_CountsLivePermits(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, tg *target) {
+		key, free := uniqueKey(t, "semstatus"), uniqueKey(t, "semfree")
+		locks, err := lease.New(tg.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locks.Close()
+		ctx := context.Background()
+		sem := locks.Semaphore(key, 3)
+		for range 2 {
+			p, err := sem.Acquire(ctx, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release(ctx) //nolint:errcheck // clean-up
+		}
+		code, stdout, stderr := runCLI(t, tg.env(), append(tg.conn(), "status", "--semaphore", key, "--semaphore", free)...)
+		want := key + ": semaphore, 2 live permits (limit 3)\n" + free + ": semaphore, no live permit\n"
+		if code != exitNotHeld || stdout != want || stderr != "" {
+			t.Fatalf("status of a semaphore with two permits and of an unused one: exit %d, stdout %q, stderr %q; want 1, %q",
+				code, stdout, stderr, want)
+		}
+		if code, stdout, _ := runCLI(t, tg.env(), append(tg.conn(), "status", "-q", "--semaphore", key)...); code != 0 || stdout != "" {
+			t.Fatalf("status -q of a semaphore with live permits: exit %d, %q; want 0 and nothing printed", code, stdout)
+		}
+		code, _, stderr = runCLI(t, tg.env(), append(tg.conn(), "status", "--show-token", "--semaphore", key)...)
+		if code != exitUsage || !strings.Contains(stderr, "--show-token") {
+			t.Fatalf("--show-token with --semaphore: exit %d, stderr %q; want %d naming --show-token", code, stderr, exitUsage)
+		}
+	})
+}
+
+// TestLockctlStatusSemaphore_BadNameIsAUsageError: a semaphore name whose
+// keys could not share a hash tag is refused with the usage status, naming
+// the name's fault, before anything is sent.
+func TestLockctlStatusSemaphore_BadNameIsAUsageError(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, cleanEnv(), "--addr", "127.0.0.1:1", "status", "--semaphore", "}jobs")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "empty hash tag") {
+		t.Fatalf("status --semaphore '}jobs': exit %d, stdout %q, stderr %q; want %d naming the invalid name", code, stdout, stderr, exitUsage)
+	}
 }

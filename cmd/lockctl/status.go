@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -50,19 +51,28 @@ func readKey(ctx context.Context, client rueidis.Client, key string) (keyState, 
 func cmdStatus(args []string, g *connFlags, e *env) error {
 	fs := newFlagSet("lockctl status")
 	g.register(fs)
-	var counters []string
+	var counters, semaphores []string
 	fs.Var(stringsFlag{&counters}, "fenced", "")
+	fs.Var(stringsFlag{&semaphores}, "semaphore", "")
 	showToken := fs.Bool("show-token", false, "")
 	quiet := fs.Bool("q", false, "")
 	keys, err := parseFlags(fs, args, true)
 	if err != nil {
 		return flagError("lockctl status", statusUsage, err, e)
 	}
-	if len(keys) == 0 && len(counters) == 0 {
+	switch {
+	case len(keys) == 0 && len(counters) == 0 && len(semaphores) == 0:
 		return usagef("status: missing KEY; see 'lockctl status --help'")
+	case *showToken && len(semaphores) > 0:
+		return usagef("status: --show-token and --semaphore do not go together (a semaphore's permits are not listed)")
 	}
-	if err := checkKeys(append(keys, counters...)); err != nil {
+	if err := checkKeys(append(append(keys, counters...), semaphores...)); err != nil {
 		return err
+	}
+	for _, name := range semaphores {
+		if _, err := conn.NewSemaphore("", name, 1); err != nil {
+			return usagef("status: --semaphore %s: %v", showKey(name), err)
+		}
 	}
 	b, err := g.open(e.getenv)
 	if err != nil {
@@ -94,10 +104,59 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 			fmt.Fprintln(e.stdout, counterLine(counter, st))
 		}
 	}
+	for _, name := range semaphores {
+		line, live, err := semaphoreLine(ctx, b.client, name)
+		if err != nil {
+			return failf(serverStatus(err), "status %s: %v", showKey(name), err)
+		}
+		free = free || !live
+		if !*quiet {
+			fmt.Fprintln(e.stdout, line)
+		}
+	}
 	if free {
 		return exitWith(exitNotHeld)
 	}
 	return nil
+}
+
+// semaphoreLine describes the semaphore name as 'lockctl run --limit' uses
+// it: its live permits, by the server's clock (lease.Semaphore.Holders),
+// and the limit stored with them; live reports whether one is.
+func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (line string, live bool, err error) {
+	locks, err := lease.New(client)
+	if err != nil {
+		return "", false, err
+	}
+	defer locks.Close()
+	n, err := locks.Semaphore(name, 1).Holders(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if n == 0 {
+		return showKey(name) + ": semaphore, no live permit", false, nil
+	}
+	keys, err := conn.NewSemaphore("", name, 1)
+	if err != nil {
+		return "", false, err
+	}
+	limit, err := readKey(ctx, client, keys.LimitKey)
+	if err != nil {
+		return "", false, err
+	}
+	line = fmt.Sprintf("%s: semaphore, %d live permit%s", showKey(name), n, plural(n))
+	if limit.present {
+		line += " (limit " + limit.value + ")"
+	}
+	return line, true, nil
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // lockLine describes a lock key: its owner's fingerprint (as watch shows

@@ -133,21 +133,26 @@ runs a script, which needs +evalsha +eval +exists +get +pttl +incr +set.
 ` + connUsage + `
 ` + exitUsageText
 
-const statusUsage = `Usage: lockctl status [-q] [--fenced COUNTER]... [--show-token] KEY...
+const statusUsage = `Usage: lockctl status [-q] [--fenced COUNTER]... [--semaphore KEY]... [--show-token] KEY...
 
 For each KEY, print whether an owner is present — with its fingerprint
 (owner=XXXXXXXX, the same as watch prints) — the lease's remaining time to
 live (PTTL) and the owner label its holder set (label "...": lease.WithOwner,
 lockctl run --owner; no byte of the token); for each --fenced COUNTER, the
-fencing counter's value. Exits 0
-when every KEY is held and 1 when one has no owner (counters do not count), so
+fencing counter's value; for each --semaphore KEY (the semaphore 'lockctl run
+--limit N --key KEY' takes permits of), its live permits and the limit stored
+with them. Exits 0 when every KEY is held (and every semaphore has a live
+permit) and 1 otherwise (counters do not count), so
 'lockctl status -q KEY && ...' runs only while KEY is held. Sends only GET and
-PTTL (the user needs +get +pttl).
+PTTL (the user needs +get +pttl); --semaphore also sends the holder count
+script (+evalsha +eval, as run --limit needs).
 
 Options:
   -q                     quiet: print nothing, only the exit status (with
                          --show-token: each held KEY's token alone, one per line)
       --fenced COUNTER   also print this fencing counter (repeatable)
+      --semaphore KEY    also print the live permits of this semaphore (repeatable;
+                         not with --show-token: permits are counted, not listed)
       --show-token       also print the owner token, in the one form lockctl uses: the
                          upper-case hexadecimal of the key's exact bytes (lease.Token.Hex),
                          exactly what 'lockctl release --token' takes. It is not the
