@@ -2,6 +2,7 @@ package dst
 
 import (
 	"context"
+	"strings"
 
 	"github.com/respire-go/respire/conn"
 )
@@ -70,7 +71,33 @@ func (s *simSession) driveScript(ctx context.Context, name string, call *conn.Sc
 	}
 }
 
-// scriptCommand is call's current command. (A mutation of the primitives
-// would rewrite it here; there is none: the semaphore's is conn's build
-// tag respire_mutation_semlimit.)
-func (w *world) scriptCommand(call *conn.ScriptCall) conn.Command { return call.Command() }
+// scriptCommand is call's current command, rewritten by the primitives'
+// mutations (the semaphore's over-limit mutation is conn's build tag
+// respire_mutation_semlimit instead).
+func (w *world) scriptCommand(call *conn.ScriptCall) conn.Command {
+	cmd := call.Command()
+	switch w.opt.Mutation {
+	case MutationWriterIgnoresReaders:
+		if isScript(cmd, conn.WriteAcquireScriptSHA, conn.WriteAcquireScript) {
+			cmd.Args[4] = strings.TrimSuffix(cmd.Args[4], ":r") + ":nobody"
+		}
+	case MutationSemaphoreCountsEnded:
+		if isScript(cmd, conn.SemaphoreAcquireScriptSHA, conn.SemaphoreAcquireScript) {
+			cmd.Args[0], cmd.Args[1] = "EVAL", countingEnded
+		}
+	}
+	return cmd
+}
+
+// countingEnded is SemaphoreAcquireScript broken: it counts every member,
+// ended leases included, and removes none.
+var countingEnded = strings.NewReplacer(
+	"redis.call('zcount', KEYS[1], '(' .. now, '+inf')", "redis.call('zcard', KEYS[1])",
+	"redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n", "",
+).Replace(conn.SemaphoreAcquireScript)
+
+// isScript reports whether cmd runs the script of sha (EVALSHA) or src
+// (EVAL).
+func isScript(cmd conn.Command, sha, src string) bool {
+	return len(cmd.Args) > 1 && (cmd.Args[0] == "EVALSHA" && cmd.Args[1] == sha || cmd.Args[0] == "EVAL" && cmd.Args[1] == src)
+}
