@@ -42,9 +42,10 @@
 // sessions run (scripts.go: EVALSHA, EVAL after NOSCRIPT, holders'
 // renewals in the renewal batches); their keys never move slots, a
 // failover keeps the whole keyspace (sim.Engine.Failover), and a process
-// may crash for good (Options.CrashPercent). The transport refuses to
-// track sorted-set members (WatchScoreMany), so permit and reader waiters
-// poll.
+// may crash for good (Options.CrashPercent). With push on, the watchers
+// track sorted-set members too (WatchScoreMany: CLIENT CACHING YES +
+// ZSCORE), so waiting permits and readers and keep-alive holders of them
+// are woken by the sets' changes, as over conn.Pool.
 //
 // # Transport
 //

@@ -276,6 +276,8 @@ func parseReply(b []byte) conn.Reply {
 		return conn.Reply{Kind: conn.ReplyBulk, Text: text}
 	case '_':
 		return conn.Reply{Kind: conn.ReplyNil}
+	case ',':
+		return conn.Reply{Kind: conn.ReplyBulk, Text: string(line)} // RESP3 double (a ZSCORE on a watcher)
 	case '*', '%':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 {

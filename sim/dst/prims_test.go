@@ -10,7 +10,8 @@ import (
 // TestSimulatorChecksThePrimitives_SchedulesExercisePermitsAndHolds: the
 // primitives schedules of Swarm's first seeds break no invariant and take
 // permits, read holds and write holds through the driver, with full
-// semaphores, writers waiting on readers and crashed holders.
+// semaphores, writers waiting on readers, crashed holders, and push for
+// the members (their watchers track the sorted sets).
 func TestSimulatorChecksThePrimitives_SchedulesExercisePermitsAndHolds(t *testing.T) {
 	var total Stats
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -26,7 +27,7 @@ func TestSimulatorChecksThePrimitives_SchedulesExercisePermitsAndHolds(t *testin
 		total.Add(r.Stats)
 	}
 	if total.PrimitiveSchedules < 100 || total.PermitSchedules == 0 || total.RWSchedules == 0 || total.Writes == 0 ||
-		total.WriterWaits == 0 || total.FullRefusals == 0 || total.Crashes == 0 {
+		total.WriterWaits == 0 || total.FullRefusals == 0 || total.Crashes == 0 || total.MemberWatchReads == 0 {
 		t.Fatalf("the primitives schedules of seeds 1-300 did not exercise the primitives: %+v", total)
 	}
 	t.Logf("%+v", total)

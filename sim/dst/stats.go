@@ -39,6 +39,7 @@ type Stats struct {
 	WriterWaits        int // write acquisitions answered "waiting" (marker set)
 	FullRefusals       int // permit acquisitions refused: the semaphore was full
 	Crashes            int // processes crashed for good
+	MemberWatchReads   int // sorted-set reads on watchers (WatchScoreMany: push for permits and readers)
 }
 
 // Add adds o's counts to s.
@@ -78,4 +79,5 @@ func (s *Stats) Add(o Stats) {
 	s.WriterWaits += o.WriterWaits
 	s.FullRefusals += o.FullRefusals
 	s.Crashes += o.Crashes
+	s.MemberWatchReads += o.MemberWatchReads
 }
