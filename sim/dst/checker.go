@@ -47,6 +47,7 @@ type checker struct {
 	setsOn                             map[string][]*connection // token -> connections carrying a SET of it not answered yet
 	outsiders                          map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
 	members                            memberBook               // the sorted sets' members (primcheck.go)
+	markers                            []waitingWriter          // writers waiting with their marker set (primwait.go)
 }
 
 type fenceKey struct {

@@ -128,7 +128,8 @@
 // believed live than the limit, nor live on the server; never a write
 // hold believed live with a read or another write hold, nor a writer with
 // a live reader on the server; in fault-free liveness schedules every
-// waiting writer gets in within its budget while readers churn; a permit
+// waiting writer gets in within its budget while readers churn, and no
+// reader is admitted while a writer waits with its marker set; a permit
 // is refused only while limit permits are live on the server (an ended
 // lease frees its permit at its lease end). Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the

@@ -122,6 +122,10 @@ const (
 	// every member of the semaphore, ended leases included, and removes
 	// none (invariant 13: a crashed or lapsed holder keeps its permit).
 	MutationSemaphoreCountsEnded
+	// MutationReaderIgnoresWriter: a reader's acquisition script does not
+	// look at the writer key, so readers come in while a writer holds the
+	// lock or waits for it (invariants 11 and 12).
+	MutationReaderIgnoresWriter
 )
 
 // Swarm derives a varied configuration from seed (swarm testing: each seed

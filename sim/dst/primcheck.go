@@ -17,7 +17,9 @@ import (
 // members on the server; (11) never a write hold believed live together
 // with a read hold or another write hold, nor on the server a writer
 // together with a live reader; (12) in fault-free liveness schedules a
-// waiting writer gets in within its budget while the readers churn; (13) a
+// waiting writer gets in within its budget while the readers churn, and no
+// reader is admitted while a writer waits with its marker set
+// (primwait.go); (13) a
 // permit acquisition is refused only while at least limit permits are
 // live on the server (an ended lease — a crashed holder's — frees its
 // permit at its lease end, never later). Invariants 1, 4 and 8 judge
@@ -80,6 +82,7 @@ func (k *checker) afterMemberExec(w *world, c *connection, r *request, reply con
 	if op == nil || op.token == "" || reply.Kind == conn.ReplyError {
 		return
 	}
+	k.trackMarker(w, op, reply)
 	if op.name == "write-acquire" {
 		if reply.Int == 2 {
 			w.stats.WriterWaits++
@@ -116,6 +119,9 @@ func (k *checker) afterMemberExec(w *world, c *connection, r *request, reply con
 		}
 	case op.name == "read-acquire" && reply.Int == 1:
 		k.checkServerRW(w, p)
+		if w.opt.Liveness {
+			k.checkAdmission(w, op)
+		}
 	}
 }
 

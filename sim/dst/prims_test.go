@@ -89,3 +89,20 @@ func TestSimulatorChecksThePrimitives_CatchesAWriterGivingUp(t *testing.T) {
 	}
 	t.Fatal("writers that never wait were not reported by invariant 12")
 }
+
+// TestSimulatorChecksThePrimitives_CatchesAReaderAdmittedWhileAWriterWaits:
+// readers that do not look at the writer key come in while a writer waits
+// with its marker set, which invariant 12 reports in fault-free schedules.
+func TestSimulatorChecksThePrimitives_CatchesAReaderAdmittedWhileAWriterWaits(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		r := Run(Options{Seed: seed, Liveness: true, Processes: 4, Primitives: true,
+			Mutation: MutationReaderIgnoresWriter})
+		for _, v := range r.Violations {
+			if v.Invariant == 12 && strings.Contains(v.Message, "admitted while writer") {
+				t.Logf("seed %d: %s", seed, v)
+				return
+			}
+		}
+	}
+	t.Fatal("readers admitted while a writer waited were not reported by invariant 12")
+}

@@ -81,6 +81,10 @@ func (w *world) scriptCommand(call *conn.ScriptCall) conn.Command {
 		if isScript(cmd, conn.WriteAcquireScriptSHA, conn.WriteAcquireScript) {
 			cmd.Args[4] = strings.TrimSuffix(cmd.Args[4], ":r") + ":nobody"
 		}
+	case MutationReaderIgnoresWriter:
+		if isScript(cmd, conn.ReadAcquireScriptSHA, conn.ReadAcquireScript) {
+			cmd.Args[0], cmd.Args[1] = "EVAL", readerIgnoringWriter
+		}
 	case MutationSemaphoreCountsEnded:
 		if isScript(cmd, conn.SemaphoreAcquireScriptSHA, conn.SemaphoreAcquireScript) {
 			cmd.Args[0], cmd.Args[1] = "EVAL", countingEnded
@@ -95,6 +99,11 @@ var countingEnded = strings.NewReplacer(
 	"redis.call('zcount', KEYS[1], '(' .. now, '+inf')", "redis.call('zcard', KEYS[1])",
 	"redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n", "",
 ).Replace(conn.SemaphoreAcquireScript)
+
+// readerIgnoringWriter is ReadAcquireScript broken: it never looks at the
+// writer key.
+var readerIgnoringWriter = strings.Replace(conn.ReadAcquireScript,
+	"if redis.call('exists', KEYS[1]) == 1 then return 0 end\n", "", 1)
 
 // isScript reports whether cmd runs the script of sha (EVALSHA) or src
 // (EVAL).
