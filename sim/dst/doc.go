@@ -140,7 +140,7 @@
 // prove the checker catches them; the driver's own mutation is a build tag
 // of package actor (respire_mutation_renewal: the renewer ignores its
 // renewal's answer), which the simulator catches within 1,000 schedules
-// (make dst-mutation; at seed 3) and the real-socket chaos campaign too
+// (make dst-mutation; at seed 5) and the real-socket chaos campaign too
 // (make chaos-mutation). A binary built with a mutation tag names it in
 // its replay commands.
 //
