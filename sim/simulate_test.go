@@ -131,6 +131,9 @@ func TestSimulateCatchesMutation(t *testing.T) {
 		{"fence never sent", dst.MutationSkipFence},
 		{"fencing token from a stale read", dst.MutationReuseFencingToken},
 		{"a locally closed socket counted as not submitted", dst.MutationClosingNotSubmitted},
+		{"a writer that ignores the readers", dst.MutationWriterIgnoresReaders},
+		{"a reader that ignores the writer", dst.MutationReaderIgnoresWriter},
+		{"a semaphore that counts ended leases", dst.MutationSemaphoreCountsEnded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(*schedulesFlag); seed++ {

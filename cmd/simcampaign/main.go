@@ -3,6 +3,9 @@
 // core, with a progress line (schedules/s, violations so far). Every
 // violation is printed at once with its seed and the one command that
 // replays it; the exit status is 1 when any schedule broke an invariant.
+// With -primitives it runs only the seeds whose schedules have the lease
+// semaphore and read/write lock workload (dst.Options.Primitives, one seed
+// in two), skipping the others, until -runs of them ran.
 //
 //	go run ./cmd/simcampaign -runs 1000000
 package main
@@ -28,11 +31,13 @@ func main() {
 	every := flag.Duration("progress", 2*time.Second, "progress line interval")
 	transcript := flag.Bool("transcript", false, "print the transcript of the first failing seed")
 	mutation := flag.Int("mutation", 0, "run a deliberately broken variant (dst.Mutation; 0 = production)")
+	primitives := flag.Bool("primitives", false, "run only the seeds whose schedules have the semaphore and read/write lock")
 	flag.Parse()
 	if *first == 0 {
 		*first = uint64(time.Now().UnixNano()) & (1<<48 - 1)
 	}
-	c := campaign{runs: *runs, first: *first, workers: max(1, *workers), mutation: dst.Mutation(*mutation), out: os.Stdout}
+	c := campaign{runs: *runs, first: *first, workers: max(1, *workers), mutation: dst.Mutation(*mutation),
+		primitives: *primitives, out: os.Stdout}
 	failed := c.run(*every)
 	if len(failed) > 0 && *transcript {
 		opt := dst.Swarm(failed[0])
@@ -46,13 +51,15 @@ func main() {
 
 // campaign is one run of many schedules.
 type campaign struct {
-	runs     int
-	first    uint64
-	workers  int
-	mutation dst.Mutation
-	out      io.Writer
+	runs       int
+	first      uint64
+	workers    int
+	mutation   dst.Mutation
+	primitives bool // only the seeds with the primitives workload
+	out        io.Writer
 
 	next, done, steps atomic.Int64
+	claimed, lastSeed atomic.Int64 // with primitives: schedules claimed, the highest seed offset run
 	mu                sync.Mutex
 	failed            []uint64
 	stats             dst.Stats
@@ -60,8 +67,8 @@ type campaign struct {
 
 // run plays the schedules and returns the failing seeds in increasing order.
 func (c *campaign) run(every time.Duration) []uint64 {
-	fmt.Fprintf(c.out, "simcampaign: %d schedules from seed %d on %d workers (mutation %d)\n",
-		c.runs, c.first, c.workers, c.mutation)
+	fmt.Fprintf(c.out, "simcampaign: %d schedules from seed %d on %d workers (mutation %d, only primitives %v)\n",
+		c.runs, c.first, c.workers, c.mutation, c.primitives)
 	start := time.Now()
 	stop := make(chan struct{})
 	var progress sync.WaitGroup
@@ -74,6 +81,9 @@ func (c *campaign) run(every time.Duration) []uint64 {
 	close(stop)
 	progress.Wait()
 	c.line(start)
+	if c.primitives {
+		fmt.Fprintf(c.out, "seeds %d-%d (those with the primitives workload)\n", c.first, c.first+uint64(c.lastSeed.Load()))
+	}
 	fmt.Fprintf(c.out, "exercised: %+v\n", c.stats)
 	slices.Sort(c.failed)
 	if len(c.failed) > 0 {
@@ -83,8 +93,21 @@ func (c *campaign) run(every time.Duration) []uint64 {
 }
 
 func (c *campaign) work() {
-	for i := c.next.Add(1) - 1; i < int64(c.runs); i = c.next.Add(1) - 1 {
+	for {
+		i := c.next.Add(1) - 1
+		if !c.primitives && i >= int64(c.runs) {
+			return
+		}
 		opt := dst.Swarm(c.first + uint64(i))
+		if c.primitives && !opt.Primitives {
+			continue
+		}
+		if c.primitives {
+			if c.claimed.Add(1) > int64(c.runs) {
+				return
+			}
+			raise(&c.lastSeed, i)
+		}
 		opt.Mutation = c.mutation
 		r := dst.Run(opt)
 		c.steps.Add(int64(r.Steps))
@@ -96,6 +119,15 @@ func (c *campaign) work() {
 			fmt.Fprintf(c.out, "VIOLATION seed %d: %s\n  replay: %s\n", r.Seed, r.Violations[0], r.Replay())
 		}
 		c.mu.Unlock()
+	}
+}
+
+// raise makes v at least x.
+func raise(v *atomic.Int64, x int64) {
+	for last := v.Load(); x > last; last = v.Load() {
+		if v.CompareAndSwap(last, x) {
+			return
+		}
 	}
 }
 

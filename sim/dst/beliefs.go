@@ -3,6 +3,8 @@ package dst
 import (
 	"context"
 	"time"
+
+	"github.com/respire-go/respire/actor"
 )
 
 // This file is the checker's half that reads the driver's beliefs after
@@ -32,11 +34,14 @@ func (k *checker) afterStep(w *world) {
 		}
 		live = append(live, h)
 		if !w.done && h.lock != nil {
-			k.checkHandle(w, h, owners[h.keyIndex])
+			k.checkHandle(w, h, k.ownerOf(w, h))
 		}
 	}
 	clear(w.live[len(live):])
 	w.live = live
+	if !w.done && len(w.prims) > 0 {
+		k.checkPrimitives(w)
+	}
 }
 
 // over reports whether h's lock can never hold or keep anything alive
@@ -84,13 +89,32 @@ func (w *world) driftMargin(p *process) time.Duration {
 	return time.Duration(max(0, -p.driftPPM)*int64(w.opt.LeaseMax)/1_000_000) + time.Millisecond
 }
 
+// ownerOf is the server's owner of h's key this step: of a mutex key, or
+// of a writer key (a permit's or read hold's is judged by its member).
+func (k *checker) ownerOf(w *world, h *handle) keyState {
+	if h.keyIndex >= 0 {
+		return k.owners[h.keyIndex]
+	}
+	if h.spec.Kind == actor.KindWrite {
+		return w.keyState(h.key)
+	}
+	return keyState{}
+}
+
 // checkHandle checks invariants 1, 4 and 9 for one acquired handle.
 func (k *checker) checkHandle(w *world, h *handle, owner keyState) {
 	p, l := h.proc, h.lock
 	margin, local := w.driftMargin(p), p.local(w.now)
 	deadline, held := l.LeaseDeadline()
 	_, overwritten := k.outsiders[owner.token]
-	if held && local < deadline-margin && (!owner.found || owner.token != h.token) && !overwritten {
+	owned := owner.found && owner.token == h.token
+	if h.spec.Kind == actor.KindPermit || h.spec.Kind == actor.KindRead {
+		owned, overwritten = k.members.live(w, h.token), false
+		if !owned {
+			owner = keyState{} // "none": no live member of its token
+		}
+	}
+	if held && local < deadline-margin && !owned && !overwritten {
 		k.fail(w, 1, "%s (%s) believes it holds %s for %s more, but the server's owner is %s",
 			h.name, l.State(), h.key, deadline-local, w.ownerName(owner))
 		return

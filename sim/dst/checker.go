@@ -46,6 +46,8 @@ type checker struct {
 	releaseDispatched, renewDispatched map[string]int64
 	setsOn                             map[string][]*connection // token -> connections carrying a SET of it not answered yet
 	outsiders                          map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
+	members                            memberBook               // the sorted sets' members (primcheck.go)
+	markers                            []waitingWriter          // writers waiting with their marker set (primwait.go)
 }
 
 type fenceKey struct {
@@ -64,7 +66,7 @@ func newChecker() checker {
 	return checker{expiry: map[string]time.Duration{}, fenced: map[fenceKey]bool{}, scriptRunOf: map[string]int64{},
 		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]toldUncertain{},
 		releaseDispatched: map[string]int64{}, renewDispatched: map[string]int64{},
-		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}}
+		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}, members: newMemberBook()}
 }
 
 func (k *checker) fail(w *world, invariant int, format string, args ...any) {
@@ -75,7 +77,13 @@ func (k *checker) fail(w *world, invariant int, format string, args ...any) {
 }
 
 // isAcquisition reports whether an op may create the key.
-func (op *opRun) isAcquisition() bool { return op.name == "acquire" || op.name == "fenced-acquire" }
+func (op *opRun) isAcquisition() bool {
+	switch op.name {
+	case "acquire", "fenced-acquire", "semaphore-acquire", "read-acquire", "write-acquire":
+		return true
+	}
+	return false
+}
 
 // onSend: invariant 3 on the client side of the wire, and what invariant
 // 8 needs to know about the command.
@@ -94,16 +102,20 @@ func (k *checker) onSend(w *world, r *request) {
 		c := k.unsealedBefore(op)
 		k.fail(w, 3, "%s op %d sent %s on %s while an uncertain write of its token on %s may still run (not fenced)",
 			op.name, op.id, name, r.conn.label(), c.label())
-	case (op.isAcquisition() || op.name == "extend") && k.unsealed(k.uncertainSet[op.token]) != nil:
+	case (op.isAcquisition() || op.isRenew()) && k.unsealed(k.uncertainSet[op.token]) != nil:
 		k.fail(w, 3, "%s op %d sent %s on %s while the uncertain acquisition of its token on %s may still run",
 			op.name, op.id, name, r.conn.label(), k.unsealed(k.uncertainSet[op.token]).label())
 	}
 	switch {
 	case op.isAcquisition():
 		k.setsOn[op.token] = append(k.setsOn[op.token], r.conn)
-	case op.name == "release":
+	case op.isRelease():
 		r.ordered = true
-		for _, c := range k.setsOn[op.token] {
+		setter := op.token // a waiting marker is set by its writer's tries
+		if t, ok := strings.CutPrefix(setter, conn.WaitingMarkerPrefix); ok {
+			setter = t
+		}
+		for _, c := range k.setsOn[setter] {
 			if c != r.conn && k.unsealed([]*connection{c}) != nil {
 				r.ordered = false // a SET of the token may run after this delete
 			}
@@ -124,7 +136,7 @@ func (k *checker) onReply(_ *world, r *request, reply conn.Reply) {
 	switch {
 	case op.isAcquisition():
 		k.setsOn[op.token] = without(k.setsOn[op.token], r.conn)
-	case op.name == "release" && r.ordered && reply.Kind == conn.ReplyInt:
+	case op.isRelease() && r.ordered && reply.Kind == conn.ReplyInt:
 		k.cleaned[op.token] = op.key
 	}
 }
@@ -193,8 +205,8 @@ func (k *checker) dispatched(token string, kind sm.EffectKind, last int64) {
 // key back, a late delete removes only this token's key.
 func (k *checker) unsealedBefore(op *opRun) *connection {
 	for _, u := range k.uncertainWrites[op.token] {
-		if op.name == "release" && k.releaseDispatched[op.token] <= u.told ||
-			op.name == "extend" && k.renewDispatched[op.token] <= u.told {
+		if op.isRelease() && k.releaseDispatched[op.token] <= u.told ||
+			op.isRenew() && k.renewDispatched[op.token] <= u.told {
 			continue
 		}
 		if c := k.unsealed([]*connection{u.conn}); c != nil {
@@ -244,7 +256,7 @@ func (k *checker) beforeExec(w *world, c *connection, r *request) keyState {
 	if k.fenced[fenceKey{c.node.index, c.generation, c.clientID}] {
 		k.fail(w, 5, "%s ran on fenced %s after its CLIENT KILL reply", r.cmd.Args[0], c.label())
 	}
-	if r.op == nil || !r.op.isWrite() {
+	if r.op == nil || !r.op.isWrite() || r.op.memberKey() != "" {
 		return keyState{}
 	}
 	return c.node.state(w, r.op.key)
@@ -253,7 +265,7 @@ func (k *checker) beforeExec(w *world, c *connection, r *request) keyState {
 // afterExec: invariant 2, and the server-side lease end of the owner.
 func (k *checker) afterExec(w *world, c *connection, r *request, before keyState) {
 	op := r.op
-	if op == nil || !op.isWrite() {
+	if op == nil || !op.isWrite() || op.memberKey() != "" {
 		return
 	}
 	c.node.refresh(w, op.key)
@@ -261,8 +273,8 @@ func (k *checker) afterExec(w *world, c *connection, r *request, before keyState
 	if after.found && after.pttl > 0 {
 		k.expiry[after.token] = w.now + time.Duration(after.pttl)*time.Millisecond
 	}
-	if before.found && before.token == op.token {
-		return
+	if before.found && (before.token == op.token || op.name == "write-acquire" && before.token == conn.WaitingMarker(op.token)) {
+		return // its own lease, or a waiting writer's own marker
 	}
 	if op.isAcquisition() && !before.found {
 		return

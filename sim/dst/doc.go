@@ -34,7 +34,18 @@
 // (with and without a wait, with a keep-alive, fenced), Lock.ResetExpiry,
 // Lock.StartKeepAlive (its ctx ended later, or KeepAlive.Stop), a release
 // (Lock.Request with InputRelease), Lock.StopAndRelease (bounded as
-// lease.Lock.Close is), Lock.Verify and Lock.Context.
+// lease.Lock.Close is), Lock.Verify and Lock.Context. With
+// Options.Primitives (one Swarm seed in two) they also take, with the same
+// calls, permits of a lease semaphore and read and write holds of a
+// read/write lock (prims.go: actor.AcquireSpec's Kind, WireKey and Limit,
+// as lease.Semaphore and lease.RWLock build them), whose scripts the
+// sessions run (scripts.go: EVALSHA, EVAL after NOSCRIPT, holders'
+// renewals in the renewal batches); their keys never move slots, a
+// failover keeps the whole keyspace (sim.Engine.Failover), and a process
+// may crash for good (Options.CrashPercent). With push on, the watchers
+// track sorted-set members too (WatchScoreMany: CLIENT CACHING YES +
+// ZSCORE), so waiting permits and readers and keep-alive holders of them
+// are woken by the sets' changes, as over conn.Pool.
 //
 // # Transport
 //
@@ -113,14 +124,23 @@
 // no SET of the token could run after it, answered; (9) in push probes
 // (push on, outsiders' overwrites, nothing delaying), a keep-alive holder
 // whose key an outsider overwrote stops believing it holds it within a
-// bound. A panic of the driver or the runtime is invariant 0. A failing run
+// bound; (10)-(13), for the primitives (primcheck.go): never more permits
+// believed live than the limit, nor live on the server; never a write
+// hold believed live with a read or another write hold, nor a writer with
+// a live reader on the server; in fault-free liveness schedules every
+// waiting writer gets in within its budget while readers churn, and no
+// reader is admitted while a writer waits with its marker set; a permit
+// is refused only while limit permits are live on the server (an ended
+// lease frees its permit at its lease end). Invariants 1, 4 and 8 judge
+// permits and read holds by their members. A panic of the driver or the
+// runtime is invariant 0. A failing run
 // reports its seed and the command that replays it (Result.Replay).
 //
 // Mutations break the simulated transport on purpose (Options.Mutation) to
 // prove the checker catches them; the driver's own mutation is a build tag
 // of package actor (respire_mutation_renewal: the renewer ignores its
 // renewal's answer), which the simulator catches within 1,000 schedules
-// (make dst-mutation; at seed 3) and the real-socket chaos campaign too
+// (make dst-mutation; at seed 5) and the real-socket chaos campaign too
 // (make chaos-mutation). A binary built with a mutation tag names it in
 // its replay commands.
 //

@@ -127,8 +127,8 @@ func TestSimulatorRunsTheShippedDriver_ACommandInFlightGoesOnWhileTheOtherIsFenc
 		35607:  "Releasing -renewal-uncertain-> Uncertain",
 		128470: "Releasing -release-uncertain-> Uncertain",
 	} {
-		opt := Swarm(seed)
-		opt.Transcript = true
+		opt := swarm(seed, false) // the mutex schedule the campaign found
+		opt.Transcript, opt.Rerun = true, rerun(t)
 		r := Run(opt)
 		if r.Failed() {
 			t.Fatalf("%s", r.Report())

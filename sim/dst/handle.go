@@ -29,6 +29,7 @@ type handle struct {
 	acquiredAt time.Duration // true time of the successful acquisition (-1 if never)
 	keptSince  time.Duration // true time the latest keep-alive started (invariant 9)
 	outcome    string        // the acquisition's outcome, once answered ("" while pending)
+	prim       *primitive    // the semaphore or read/write lock it takes, nil for a mutex key
 }
 
 // callKind names a user call.
@@ -145,6 +146,7 @@ func (w *world) acquired(h *handle, lock *actor.Lock, err error, watch bool) str
 	case lock != nil:
 		h.outcome, h.lock, h.token, h.acquiredAt, h.keptSince = "acquired", lock, lock.Token(), w.now, w.now
 		w.stats.Acquired++
+		w.countAcquired(h)
 		if watch {
 			h.ctx = lock.Context()
 		}
@@ -157,7 +159,10 @@ func (w *world) acquired(h *handle, lock *actor.Lock, err error, watch bool) str
 	default:
 		h.outcome = "error"
 	}
-	if w.opt.Liveness {
+	if w.opt.Liveness && h.spec.Kind == actor.KindWrite {
+		w.check.fail(w, 12, "writer %s gave up acquiring %s (%s%s) in a fault-free schedule while readers churned, budget %s",
+			h.name, h.key, h.outcome, errText(err), h.spec.Wait)
+	} else if w.opt.Liveness {
 		w.check.fail(w, 7, "%s gave up acquiring %s (%s%s) in a fault-free schedule, budget %s",
 			h.name, h.key, h.outcome, errText(err), h.spec.Wait)
 	}

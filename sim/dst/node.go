@@ -63,6 +63,7 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
 	}
 	w.check.afterExec(w, c, r, before)
+	w.check.afterMemberExec(w, c, r, reply)
 	w.afterScriptExec(r, reply)
 	return reply, true
 }
@@ -112,6 +113,10 @@ func (n *node) owner(key string) (token string, found bool, pttl int64) {
 
 // failover replaces the engine by one of profile, copying the keys.
 func (n *node) failover(w *world, profile sim.Profile) {
+	if len(w.prims) > 0 {
+		n.failoverInPlace(w, profile)
+		return
+	}
 	next := sim.NewEngine(sim.Config{Profile: profile, Clock: w})
 	for _, k := range n.keys {
 		v, found, pttl := n.owner(k)
@@ -271,6 +276,8 @@ func parseReply(b []byte) conn.Reply {
 		return conn.Reply{Kind: conn.ReplyBulk, Text: text}
 	case '_':
 		return conn.Reply{Kind: conn.ReplyNil}
+	case ',':
+		return conn.Reply{Kind: conn.ReplyBulk, Text: string(line)} // RESP3 double (a ZSCORE on a watcher)
 	case '*', '%':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 {

@@ -27,8 +27,26 @@ type opRun struct {
 	scriptRun int64 // a fenced acquisition: the script run that handed out its token
 }
 
-// isWrite reports whether the op may change the key.
-func (op *opRun) isWrite() bool { return op.name != "owner" }
+// isWrite reports whether the op may change the key (every op but the
+// reads: GET, a holder's lease read, a count).
+func (op *opRun) isWrite() bool {
+	switch op.name {
+	case "owner", "semaphore-lease", "read-lease", "owner-lease", "semaphore-holders", "readers":
+		return false
+	}
+	return true
+}
+
+// isRelease reports whether the op is a compare-and-delete of its token
+// (a key's, a waiting marker's, a holder's).
+func (op *opRun) isRelease() bool {
+	return op.name == "release" || op.name == "semaphore-release" || op.name == "read-release"
+}
+
+// isRenew reports whether the op is a renewal of its token's lease.
+func (op *opRun) isRenew() bool {
+	return op.name == "extend" || op.name == "semaphore-renew" || op.name == "read-renew"
+}
 
 // newOp records an operation the driver started; its token is read from
 // its first command (run) when the caller does not know it.
@@ -105,7 +123,7 @@ func (s *simSession) run(ctx context.Context, op conn.Op, asking bool, route *co
 	name := op.Name()
 	o, fenced, script := op.Machine(s.caps.Load())
 	if script != nil {
-		return conn.Result{}, s.notSent(name, errNotModelled)
+		return s.runScript(ctx, op, script, asking, route, rec)
 	}
 	if rec.token == "" && o != nil {
 		rec.token = tokenOf(o.Command())
@@ -242,70 +260,112 @@ func (s *simSession) finishError(name string, cmd conn.Command, rd *conn.Redirec
 }
 
 // ExtendMany implements conn.Session: many renewals in one pipelined
-// round trip; a key whose first step needs a fallback finishes on its own
-// afterwards. Results are in request order; a request whose Route aborts
-// is not sent.
+// round trip — compare-and-pexpires and holders' renewal scripts alike
+// (conn.ExtendRequest.Op); a request whose first step needs a fallback
+// finishes on its own afterwards. Results are in request order; a request
+// whose Route aborts is not sent, nor one whose Op is not a renewal
+// (conn.ErrNotBatchable).
 func (s *simSession) ExtendMany(ctx context.Context, requests []conn.ExtendRequest) []conn.ExtendResult {
 	w := s.t.w
 	w.stats.RenewalBatches++
-	results := make([]conn.ExtendResult, len(requests))
-	ops := make([]*conn.Operation, len(requests))
-	recs := make([]*opRun, len(requests))
+	b := renewalBatch{results: make([]conn.ExtendResult, len(requests)), ops: make([]*conn.Operation, len(requests)),
+		scripts: make([]*conn.ScriptCall, len(requests)), recs: make([]*opRun, len(requests)), renewals: make([]conn.Op, len(requests))}
 	sendErr := s.sendable(ctx)
 	caps := s.caps.Load()
 	for i, r := range requests {
-		op := conn.ExtendOp(r.Key, r.Token, r.TTLMillis)
-		recs[i] = w.newOp(s.t.p, op, r.Token)
+		op := r.Renewal()
+		b.renewals[i] = op
+		b.recs[i] = w.newOp(s.t.p, op, r.Token)
 		switch {
 		case sendErr != nil:
-			results[i].Err = s.notSent("extend", sendErr)
+			b.results[i].Err = s.notSent(op.Name(), sendErr)
+		case !op.Batchable():
+			b.results[i].Err = s.notSent(op.Name(), conn.ErrNotBatchable)
+		case op.Invalid() != nil:
+			b.results[i].Err = op.Invalid()
 		case !r.Route.Carry(s):
-			results[i].Err = s.notSent("extend", conn.ErrAborted)
+			b.results[i].Err = s.notSent(op.Name(), conn.ErrAborted)
 		default:
-			ops[i], _, _ = op.Machine(caps)
+			b.ops[i], _, b.scripts[i] = op.Machine(caps)
+			if b.scripts[i] != nil {
+				b.recs[i].token = tokenOf(b.scripts[i].Command())
+			}
 		}
-		results[i].Session = s
+		b.results[i].Session = s
 	}
-	s.extendBatch(ctx, requests, ops, recs, results)
-	for i := range results {
-		w.opEnded(recs[i], results[i].Err)
+	s.extendBatch(ctx, requests, &b)
+	for i := range b.results {
+		w.opEnded(b.recs[i], b.results[i].Err)
 	}
-	return results
+	return b.results
 }
 
-// extendBatch sends the first step of every renewal in ops (nil: not
-// sent) in one exchange, then finishes each one.
-func (s *simSession) extendBatch(ctx context.Context, requests []conn.ExtendRequest, ops []*conn.Operation,
-	recs []*opRun, results []conn.ExtendResult) {
+// renewalBatch is one ExtendMany's state, per request: its renewal, an
+// Operation (a compare-and-pexpire) or a ScriptCall (a holder's renewal),
+// both nil when it is not sent, its record and its result.
+type renewalBatch struct {
+	renewals []conn.Op
+	ops      []*conn.Operation
+	scripts  []*conn.ScriptCall
+	recs     []*opRun
+	results  []conn.ExtendResult
+}
+
+// sent reports whether request i goes in the pipeline.
+func (b *renewalBatch) sent(i int) bool { return b.ops[i] != nil || b.scripts[i] != nil }
+
+// extendBatch sends the first step of every renewal of b in one exchange,
+// then finishes each one.
+func (s *simSession) extendBatch(ctx context.Context, requests []conn.ExtendRequest, b *renewalBatch) {
 	var cmds []conn.Command
 	var sent []*opRun
-	for i, o := range ops {
-		if o != nil {
-			cmds = append(cmds, s.t.w.command(conn.ExtendOp(requests[i].Key, "", 0), o, nil))
-			sent = append(sent, recs[i])
+	for i := range requests {
+		switch {
+		case b.ops[i] != nil:
+			cmds = append(cmds, s.t.w.command(b.renewals[i], b.ops[i], nil))
+		case b.scripts[i] != nil:
+			cmds = append(cmds, s.t.w.scriptCommand(b.scripts[i]))
+		default:
+			continue
 		}
+		sent = append(sent, b.recs[i])
 	}
 	if len(cmds) == 0 {
 		return
 	}
 	replies, err := s.exchange(ctx, sent, "extend", cmds, nil)
 	next := 0
-	for i, o := range ops {
-		if o == nil {
+	for i := range requests {
+		if !b.sent(i) {
 			continue
 		}
 		if err != nil {
-			results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: err}
+			b.results[i] = conn.ExtendResult{Result: conn.Result{Session: s}, Err: err}
 			continue
 		}
-		res, done, e := s.interpret("extend", o, replies[next])
+		b.results[i] = s.finishRenewal(ctx, requests[i], b, i, replies[next])
 		next++
+	}
+}
+
+// finishRenewal reads request i's reply from its batch, finishing it on its
+// own when its first step needs a fallback.
+func (s *simSession) finishRenewal(ctx context.Context, r conn.ExtendRequest, b *renewalBatch, i int, reply conn.Reply) conn.ExtendResult {
+	if call := b.scripts[i]; call != nil {
+		name := b.renewals[i].Name()
+		res, done, e := s.interpretScript(name, call, reply)
 		if !done {
 			s.t.w.stats.Fallbacks++
-			res, e = s.drive(ctx, o, requests[i].Route, recs[i])
+			res, e = s.driveScript(ctx, name, call, r.Route, b.recs[i])
 		}
-		results[i] = conn.ExtendResult{Result: res, Err: e}
+		return conn.ExtendResult{Result: res, Err: e}
 	}
+	res, done, e := s.interpret("extend", b.ops[i], reply)
+	if !done {
+		s.t.w.stats.Fallbacks++
+		res, e = s.drive(ctx, b.ops[i], r.Route, b.recs[i])
+	}
+	return conn.ExtendResult{Result: res, Err: e}
 }
 
 // drive finishes a renewal from its current step on this session.

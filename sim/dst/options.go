@@ -43,6 +43,13 @@ type Options struct {
 	// poll, holders learn of a change at their next renewal. By default
 	// every process has a tracking watcher per node, as production does.
 	WithoutPush bool
+	// Primitives adds a lease semaphore of SemaphoreLimit permits (default
+	// 2) and a read/write lock to the mutex keys (prims.go).
+	Primitives     bool
+	SemaphoreLimit int
+	// CrashPercent is per tick: a process crashes for good (at most all
+	// but one; its leases end on the servers by themselves).
+	CrashPercent int
 
 	// Fault rates. "Per tick" faults are drawn by the chaos loop every
 	// 1-10ms of virtual time; the others at each command or user decision.
@@ -107,13 +114,30 @@ const (
 	// retired session, the bug real sockets showed (conn's build tag
 	// respire_mutation_errclosing does the same to conn.ClassifyTransport).
 	MutationClosingNotSubmitted
+	// MutationWriterIgnoresReaders: a writer's acquisition script is sent
+	// with a readers key nobody uses, so it takes the write hold while
+	// readers are live (invariant 11).
+	MutationWriterIgnoresReaders
+	// MutationSemaphoreCountsEnded: a permit's acquisition script counts
+	// every member of the semaphore, ended leases included, and removes
+	// none (invariant 13: a crashed or lapsed holder keeps its permit).
+	MutationSemaphoreCountsEnded
+	// MutationReaderIgnoresWriter: a reader's acquisition script does not
+	// look at the writer key, so readers come in while a writer holds the
+	// lock or waits for it (invariants 11 and 12).
+	MutationReaderIgnoresWriter
 )
 
 // Swarm derives a varied configuration from seed (swarm testing: each seed
 // switches a different subset of faults on, with different rates), so a
 // campaign explores both calm and hostile schedules. One seed in eight is a
 // fault-free liveness schedule.
-func Swarm(seed uint64) Options {
+func Swarm(seed uint64) Options { return swarm(seed, true) }
+
+// swarm is Swarm, with the primitives workload drawn only when withPrims is
+// set (the mutex-only schedule of a seed, which tests that pin a seed's
+// mutex trace replay).
+func swarm(seed uint64, withPrims bool) Options {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
 	o := Options{Seed: seed, Transcript: false}
 	o.Processes = 2 + r.IntN(3)
@@ -137,6 +161,10 @@ func Swarm(seed uint64) Options {
 	}
 	if r.IntN(4) == 0 {
 		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
+	}
+	prims := rand.New(rand.NewPCG(seed, 0x5e3a40e))
+	if withPrims {
+		o.primitives(prims)
 	}
 	if r.IntN(8) == 0 {
 		o.Liveness = true
@@ -167,7 +195,22 @@ func Swarm(seed uint64) Options {
 	o.CloseSessionPercent = pick(3)
 	o.KillClientsPercent = pick(2)
 	o.pushFaults(rand.New(rand.NewPCG(seed, 0xd209)))
+	if o.Primitives && prims.IntN(3) == 0 {
+		o.CrashPercent = 1
+	}
 	return o
+}
+
+// primitives draws from r (a PRNG of its own, so that the other choices
+// of a seed stay what they were) whether the schedule has the primitives
+// workload — one seed in two — and then its semaphore's limit (2 or 3) and
+// three to five processes to contend for it.
+func (o *Options) primitives(r *rand.Rand) {
+	if r.IntN(2) != 0 {
+		return
+	}
+	o.Primitives, o.SemaphoreLimit = true, 2+r.IntN(2)
+	o.Processes = 3 + r.IntN(3)
 }
 
 // withDefaults fills zero fields.
@@ -197,6 +240,9 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.LatencyMin, 100*time.Microsecond)
 	def(&o.LatencyMax, 3*time.Millisecond)
+	if o.SemaphoreLimit <= 0 {
+		o.SemaphoreLimit = 2
+	}
 	if o.NoticeDeadPercent == 0 {
 		o.NoticeDeadPercent = 50
 	}
@@ -224,8 +270,17 @@ func (o Options) commandTimeout() time.Duration { return max(o.CommandTimeout, 0
 
 // pushProbe reports whether the schedule judges invariant 9: push on, and
 // no fault but the outsiders' overwrites (a lost, late or delayed message
-// or a paused party delays what a holder learns without bound).
+// or a paused party delays what a holder learns without bound). A
+// primitives schedule with a command timeout under 30ms is no probe: its
+// scripts share the holder's session, so a renewal's fallback ladder on a
+// fresh session (three round trips) can outlast the timeout again and
+// again, and a holder in Recovering ignores the push hub's refutation
+// (statemachine: only Held acts on it) until a renewal answers — a delay
+// the bound does not cover (Swarm(1019215) showed it).
 func (o Options) pushProbe() bool {
+	if o.Primitives && o.CommandTimeout > 0 && o.CommandTimeout < 30*time.Millisecond {
+		return false
+	}
 	return (!o.WithoutPush || o.judgePush) && o.OverwritePercent > 0 && o.DropBeforeExecPercent == 0 && o.DropAfterExecPercent == 0 &&
 		o.DelayReplyPercent == 0 && o.PauseNodePercent == 0 && o.FailoverPercent == 0 && o.MoveSlotPercent == 0 &&
 		o.DenyACLPercent == 0 && o.PauseProcessPercent == 0 && o.DelayWritePercent == 0 &&

@@ -21,6 +21,7 @@ type process struct {
 	driftPPM int64
 	offset   time.Duration
 	paused   bool
+	crashed  bool       // crashProcess: paused for good
 	rng      *rand.Rand // the driver's tokens and jitter
 
 	transport *simTransport

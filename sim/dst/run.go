@@ -98,6 +98,7 @@ func Run(opt Options) Result {
 		w.stats.HolderReads += ps.HolderReads
 		w.stats.Refuted += ps.Refuted
 	}
+	w.countPrimitiveSchedule()
 	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}
@@ -137,6 +138,9 @@ func newWorld(opt Options) *world {
 	first := newNode(w, opt.Profile, w.nodeKeys())
 	for _, k := range w.keys {
 		w.owner[k] = first
+	}
+	if opt.Primitives {
+		w.newPrimitives(first)
 	}
 	w.trace.logf(w, nil, "", "seed %d: %d processes, keys %v, %s, drift ±%dppm, push %v, command timeout %s, mutation %d",
 		opt.Seed, opt.Processes, w.keys, opt.Profile, opt.DriftPPM, !opt.WithoutPush, opt.commandTimeout(), opt.Mutation)

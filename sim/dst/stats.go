@@ -30,6 +30,16 @@ type Stats struct {
 	Cleanups       int // clean-ups of abandoned acquisitions it started
 	HolderReads    int // its push hub's owner-compared reads for keep-alive holders
 	Refuted        int // holders its push hub ended after such a read
+	// The primitives workload (Options.Primitives):
+	PrimitiveSchedules int // schedules with a semaphore and a read/write lock
+	PermitSchedules    int // ... in which a permit was acquired
+	RWSchedules        int // ... in which a read or write hold was acquired
+	Permits            int // permits acquired
+	Reads, Writes      int // read and write holds acquired
+	WriterWaits        int // write acquisitions answered "waiting" (marker set)
+	FullRefusals       int // permit acquisitions refused: the semaphore was full
+	Crashes            int // processes crashed for good
+	MemberWatchReads   int // sorted-set reads on watchers (WatchScoreMany: push for permits and readers)
 }
 
 // Add adds o's counts to s.
@@ -60,4 +70,14 @@ func (s *Stats) Add(o Stats) {
 	s.Cleanups += o.Cleanups
 	s.HolderReads += o.HolderReads
 	s.Refuted += o.Refuted
+	s.PrimitiveSchedules += o.PrimitiveSchedules
+	s.PermitSchedules += o.PermitSchedules
+	s.RWSchedules += o.RWSchedules
+	s.Permits += o.Permits
+	s.Reads += o.Reads
+	s.Writes += o.Writes
+	s.WriterWaits += o.WriterWaits
+	s.FullRefusals += o.FullRefusals
+	s.Crashes += o.Crashes
+	s.MemberWatchReads += o.MemberWatchReads
 }

@@ -104,3 +104,43 @@ func TestFenceIsFinal_TheSimulatedFenceKillsAndIsShared(t *testing.T) {
 		}
 	})
 }
+
+// TestPushDetectsLoss_TheSimulatedWatcherReadsMembers: the simulated
+// transport's WatchScoreMany does what conn.Pool's does — per read CLIENT
+// CACHING YES + ZSCORE on the node's watcher, Found when the member is in
+// the set, Token empty — and the set's next change reaches the
+// invalidation handler, so waiting permits and readers are woken by push.
+func TestPushDetectsLoss_TheSimulatedWatcherReadsMembers(t *testing.T) {
+	opt := Options{Seed: 1, Processes: 1, Horizon: time.Nanosecond, Primitives: true,
+		LatencyMin: time.Millisecond, LatencyMax: time.Millisecond}.withDefaults()
+	w := newWorld(opt)
+	p, tr := w.procs[0], w.procs[0].transport
+	sem, err := conn.NewSemaphore("", "s1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalidated []string
+	tr.SetInvalidationHandler(func(_ string, keys []string) { invalidated = append(invalidated, keys...) })
+	var got []conn.WatchReadResult
+	inTask(w, p, func() {
+		ctx := context.Background()
+		if res, err := tr.Do(ctx, sem.AcquireOp("p1.1-x", 1000), nil); err != nil || !res.Owned {
+			t.Errorf("permit acquisition = %+v, %v; want owned", res, err)
+		}
+		got = tr.WatchScoreMany(ctx, []conn.MemberRead{{Key: sem.HoldersKey, Member: "p1.1-x"},
+			{Key: sem.HoldersKey, Member: "p1.2-y"}}, nil)
+		if res, err := tr.Do(ctx, sem.AcquireOp("p1.2-y", 1000), nil); err != nil || !res.Owned {
+			t.Errorf("second permit acquisition = %+v, %v; want owned", res, err)
+		}
+	})
+	want := []conn.WatchReadResult{{Node: w.nodes[0].addr, Found: true}, {Node: w.nodes[0].addr}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("WatchScoreMany = %+v; want %+v", got, want)
+	}
+	if len(invalidated) != 1 || invalidated[0] != sem.HoldersKey {
+		t.Fatalf("invalidations after the set changed: %v; want [%s]", invalidated, sem.HoldersKey)
+	}
+	if len(w.check.violations) != 0 {
+		t.Fatalf("violations: %v", w.check.violations)
+	}
+}

@@ -51,6 +51,12 @@ func (t *simTransport) WatchRead(ctx context.Context, key string) (string, strin
 // watcher (all groups on the wire at once); a key answered with MOVED is
 // read again on its new owner (the slot map learns it).
 func (t *simTransport) WatchReadMany(ctx context.Context, keys []string, out []conn.WatchReadResult) []conn.WatchReadResult {
+	return t.watchReadMany(ctx, keys, nil, out)
+}
+
+// watchReadMany reads keys (GET), or with members the members of keys
+// (ZSCORE keys[i] members[i]), on their watchers.
+func (t *simTransport) watchReadMany(ctx context.Context, keys, members []string, out []conn.WatchReadResult) []conn.WatchReadResult {
 	out = slices.Grow(out[:0], len(keys))[:len(keys)]
 	clear(out)
 	pending := make([]int, len(keys))
@@ -58,7 +64,7 @@ func (t *simTransport) WatchReadMany(ctx context.Context, keys []string, out []c
 		pending[i] = i
 	}
 	for hop := 0; hop <= maxRedirects && len(pending) > 0; hop++ {
-		pending = t.readGroups(ctx, keys, pending, out)
+		pending = t.readGroups(ctx, keys, members, pending, out)
 	}
 	for _, i := range pending {
 		out[i].Err = &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: out[i].Node, Err: errors.New("too many redirects")}
@@ -76,7 +82,7 @@ type watchGroup struct {
 
 // readGroups sends one hop of reads and returns the indexes of the keys
 // to read again (redirected).
-func (t *simTransport) readGroups(ctx context.Context, keys []string, pending []int, out []conn.WatchReadResult) []int {
+func (t *simTransport) readGroups(ctx context.Context, keys, members []string, pending []int, out []conn.WatchReadResult) []int {
 	var groups []*watchGroup
 	for _, i := range pending {
 		n := t.routeFor(keys[i])
@@ -97,14 +103,18 @@ func (t *simTransport) readGroups(ctx context.Context, keys []string, pending []
 		}
 		cmds := make([]conn.Command, 0, 2*len(g.idx))
 		for _, i := range g.idx {
-			cmds = append(cmds, conn.CachingYesCommand(), conn.OwnerCommand(keys[i]))
+			read := conn.OwnerCommand(keys[i])
+			if members != nil {
+				read = conn.ScoreCommand(keys[i], members[i])
+			}
+			cmds = append(cmds, conn.CachingYesCommand(), read)
 		}
 		g.x = t.sendAll(g.w.conn, cmds)
 	}
 	var again []int
 	for _, g := range groups {
 		if g.x != nil {
-			again = t.settleGroup(ctx, g, keys, out, again)
+			again = t.settleGroup(ctx, g, keys, members != nil, out, again)
 		}
 	}
 	return again
@@ -135,7 +145,8 @@ func (t *simTransport) sendAll(c *connection, cmds []conn.Command) *pending {
 // conn's settleWatchRead: a transport failure is NotSubmitted and ends the
 // watcher (unless the caller's ctx ended the wait), an error reply to
 // CLIENT CACHING is a refusal, MOVED is read again.
-func (t *simTransport) settleGroup(ctx context.Context, g *watchGroup, keys []string, out []conn.WatchReadResult, again []int) []int {
+func (t *simTransport) settleGroup(ctx context.Context, g *watchGroup, keys []string, score bool, out []conn.WatchReadResult,
+	again []int) []int {
 	err := t.p.spawn.Wait(ctx, g.x.done)
 	if err == nil && g.x.lost != nil {
 		err = g.x.lost
@@ -162,7 +173,7 @@ func (t *simTransport) settleGroup(ctx context.Context, g *watchGroup, keys []st
 			again = append(again, i)
 			continue
 		}
-		token, found, serr := conn.OwnerResult(get)
+		token, found, serr := conn.WatchedResult(get, score)
 		if serr != nil {
 			out[i].Err = &conn.Error{Class: conn.Definite, Op: "watch", Addr: g.n.addr, Code: serr.Code, Err: serr}
 			continue
@@ -306,15 +317,16 @@ func (w *world) pushArrived(c *connection, a answer) {
 	}
 }
 
-// WatchScoreMany implements conn.Transport for sorted-set members (a
-// semaphore's permits, a read/write lock's readers). The simulator's
-// workload takes neither, so every read is refused as a server refusing
-// tracking would be: the driver then polls.
-func (t *simTransport) WatchScoreMany(_ context.Context, reads []conn.MemberRead, out []conn.WatchReadResult) []conn.WatchReadResult {
-	out = slices.Grow(out[:0], len(reads))[:len(reads)]
-	clear(out)
-	for i := range out {
-		out[i].Err = &conn.Error{Class: conn.Definite, Op: "watch", Err: conn.ErrTrackingRefused}
+// WatchScoreMany implements conn.Transport as conn.Pool does: WatchReadMany
+// for sorted-set members (a semaphore's permits, a read/write lock's
+// readers), CLIENT CACHING YES + ZSCORE key member per read, so that the
+// next change of the set sends one invalidation; Found reports whether the
+// member is in the set, Token is empty.
+func (t *simTransport) WatchScoreMany(ctx context.Context, reads []conn.MemberRead, out []conn.WatchReadResult) []conn.WatchReadResult {
+	t.w.stats.MemberWatchReads += len(reads)
+	keys, members := make([]string, len(reads)), make([]string, len(reads))
+	for i, r := range reads {
+		keys[i], members[i] = r.Key, r.Member
 	}
-	return out
+	return t.watchReadMany(ctx, keys, members, out)
 }

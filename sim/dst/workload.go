@@ -25,7 +25,11 @@ func (w *world) think(p *process) {
 		c.cancel(errUserGaveUp)
 		return
 	}
-	keyIndex := w.rng.IntN(len(w.keys))
+	keyIndex := w.rng.IntN(len(w.keys) + len(w.prims))
+	if keyIndex >= len(w.keys) {
+		w.thinkPrimitive(p, w.prims[keyIndex-len(w.keys)])
+		return
+	}
 	h := p.current[w.keys[keyIndex]]
 	switch {
 	case h != nil && h.outcome == "":
@@ -41,7 +45,7 @@ func (w *world) think(p *process) {
 // once nothing is held or pending.
 func (w *world) drain(p *process) {
 	busy := len(p.calls) > 0
-	for _, key := range w.keys {
+	for _, key := range w.resources() {
 		h := p.current[key]
 		if h == nil || w.finished(h) {
 			continue
@@ -54,6 +58,19 @@ func (w *world) drain(p *process) {
 	if busy {
 		w.schedule(p, w.now+w.between(time.Millisecond, 20*time.Millisecond), func() { w.think(p) })
 	}
+}
+
+// resources names what a user may hold: the mutex keys, then the
+// primitives.
+func (w *world) resources() []string {
+	if len(w.prims) == 0 {
+		return w.keys
+	}
+	names := append([]string(nil), w.keys...)
+	for _, r := range w.prims {
+		names = append(names, r.name)
+	}
+	return names
 }
 
 // finished reports whether the user is done with h: it does not hold the
@@ -109,6 +126,8 @@ func (w *world) chaos() {
 		w.killClients(n)
 	case w.shouldOverwrite():
 		w.overwrite(w.keys[w.rng.IntN(len(w.keys))])
+	case w.shouldCrashProcess():
+		w.crashProcess(w.procs[w.rng.IntN(len(w.procs))])
 	}
 }
 
@@ -186,6 +205,9 @@ func (w *world) pauseProcess(p *process, d time.Duration) {
 	w.stats.ProcessPauses++
 	w.trace.logf(w, p, "", "fault: process paused for %s", d)
 	w.schedule(nil, w.now+d, func() {
+		if p.crashed {
+			return
+		}
 		p.paused = false
 		w.trace.logf(w, p, "", "process resumed")
 	})

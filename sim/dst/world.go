@@ -29,6 +29,7 @@ type world struct {
 	owner      map[string]*node      // the cluster's slot map (key -> owning node)
 	moved      bool                  // the one slot move of this schedule happened
 	migrating  map[string]*migration // slots in their ASK phase, by key
+	prims      []*primitive          // Options.Primitives: the semaphore and the read/write lock
 	procs      []*process
 	handles    []*handle
 	live       []*handle // handles the checker still watches
