@@ -17,7 +17,7 @@ import (
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
 var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
-	FenceOnOwnConn: true}
+	FenceOnOwnConn: true, Queued: suiteQueued}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr redis.Error
@@ -85,8 +85,4 @@ var openOnGoRedis = map[string]string{
 	"PushWakesWaiters_LeastPrivilegeUserWithTracking": "under -race the waiter is never woken by the " +
 		"release and meets its 10 s deadline (it passes without -race): the listener's invalidation and the " +
 		"reader's reply ride two connections, an ordering the hub may not handle",
-	"SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession": "the case assumes every " +
-		"lock of a node rides one connection; on go-redis the culprit's reset was not uncertain (left Held)",
-	"UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition": "the case assumes the fenced connection " +
-		"carries the acquisition; on go-redis the TryAcquire went on another one and acquired",
 }
