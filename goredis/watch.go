@@ -172,7 +172,7 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	_, laddr := infoFields(results[2].reply.Text)
 	t.notePrimary(laddr)
 	w.last.Store(monoNow())
-	return w, t.install(w)
+	return t.install(w)
 }
 
 // refuseOrFail turns an open failure into its error: a server's error
@@ -196,14 +196,23 @@ func (t *Transport) refuseOrFail(w *watcher, err error) error {
 	return &conn.Error{Class: conn.Definite, Op: "watch", Addr: w.node, Err: why}
 }
 
-// install makes w its node's watcher and starts its goroutines.
-func (t *Transport) install(w *watcher) error {
+// install makes w its node's watcher and starts its goroutines, and
+// returns it. A node keeps one watcher: if it has a live one already
+// (opened for a caller that looked before it was installed and whose open
+// began after that one's ended), w is closed and that one returned, never
+// replaced (a replaced watcher was closed by nobody and held Close).
+func (t *Transport) install(w *watcher) (*watcher, error) {
 	t.watch.mu.Lock()
 	defer t.watch.mu.Unlock()
 	if t.watch.closed {
 		w.ended.Store(true)
 		w.close()
-		return &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: conn.ErrPoolClosed}
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: conn.ErrPoolClosed}
+	}
+	if cur := t.watch.watchers[w.node]; cur != nil && !cur.ended.Load() {
+		w.ended.Store(true)
+		w.close()
+		return cur, nil
 	}
 	if t.watch.watchers == nil {
 		t.watch.watchers = map[string]*watcher{}
@@ -211,7 +220,7 @@ func (t *Transport) install(w *watcher) error {
 	t.watch.watchers[w.node] = w
 	t.running.Go(w.receive)
 	t.running.Go(w.keepAlive)
-	return nil
+	return w, nil
 }
 
 // errResp2: the listener speaks RESP2, which carries no pushes.
