@@ -16,8 +16,7 @@ func (s *session) send(batch []*request) {
 	defer cancel()
 	if err := s.checkIdle(ctx); err != nil {
 		for _, r := range batch {
-			r.err = s.notSent("", err)
-			r.answered()
+			r.reply(nil, s.notSent("", err))
 		}
 		return
 	}
@@ -37,15 +36,13 @@ func (s *session) send(batch []*request) {
 	switch {
 	case errors.Is(err, errNotHandedOff):
 		for _, r := range batch {
-			r.err = s.notSent("", err)
-			r.answered()
+			r.reply(nil, s.notSent("", err))
 		}
 		return
 	case err != nil:
 		s.t.retireFor(s, conn.RetiredTransportError)
 		for _, r := range batch {
-			r.err = &conn.Error{Class: conn.Uncertain, Addr: s.node, Session: s, Err: err}
-			r.answered()
+			r.reply(nil, &conn.Error{Class: conn.Uncertain, Addr: s.node, Session: s, Err: err})
 		}
 		return
 	}
@@ -56,19 +53,10 @@ func (s *session) send(batch []*request) {
 // makes its request Uncertain and retires the session.
 func (s *session) answer(batch []*request, results []result) {
 	var broken error
-	next := 0
-	for _, r := range batch {
-		mine := results[next : next+len(r.wires)]
-		next += len(r.wires)
-		for _, res := range mine {
-			if res.transport != nil {
-				broken = res.transport
-				r.err = &conn.Error{Class: conn.Uncertain, Addr: s.node, Session: s, Err: res.transport}
-				break
-			}
-		}
-		if r.err == nil {
-			r.results = mine
+	for _, res := range results {
+		if res.transport != nil {
+			broken = res.transport
+			break
 		}
 	}
 	if broken != nil {
@@ -77,8 +65,21 @@ func (s *session) answer(batch []*request, results []result) {
 	} else {
 		s.touch()
 	}
+	next := 0
 	for _, r := range batch {
-		r.answered()
+		mine := results[next : next+len(r.wires)]
+		next += len(r.wires)
+		var err error
+		for _, res := range mine {
+			if res.transport != nil {
+				err = &conn.Error{Class: conn.Uncertain, Addr: s.node, Session: s, Err: res.transport}
+				break
+			}
+		}
+		if err != nil {
+			mine = nil
+		}
+		r.reply(mine, err)
 	}
 }
 

@@ -13,12 +13,19 @@ import (
 const maxBatch = 512
 
 // Request states: queued until the drainer takes it, or abandoned by a
-// caller whose ctx ended first (it is then never sent).
+// caller whose ctx ended first (it is then never sent); a taken request is
+// answered by the drainer, or cut off by its session's fence first.
 const (
 	stateQueued int32 = iota
 	stateTaken
 	stateAbandoned
+	stateAnswered
+	stateCutOff // answered Uncertain by the fence; its batch may still be on the wire
 )
+
+// errFencedInFlight: the session was fenced with the command on the wire
+// (rule GoRedisFenceCutsOffItsBatch).
+var errFencedInFlight = errors.New("the session was fenced with the command in flight: it may have run, and can no longer run")
 
 // request is one caller's commands, sent together and in order in one
 // pipeline, and their outcome.
@@ -54,6 +61,16 @@ func (r *request) recycle() {
 
 // answered tells r's caller that r.results or r.err hold its answer.
 func (r *request) answered() { r.done <- struct{}{} }
+
+// reply answers r, taken by the drainer, with results or err, unless its
+// session's fence cut it off first (cutOff).
+func (r *request) reply(results []result, err error) {
+	if !r.state.CompareAndSwap(stateTaken, stateAnswered) {
+		return
+	}
+	r.results, r.err = results, err
+	r.answered()
+}
 
 // A session's Conn is used by one goroutine at a time, its owner (s.busy
 // under s.mu): the drainer, or a caller that found the session idle and
@@ -153,8 +170,8 @@ func (s *session) await(ctx context.Context, op string, r *request) (results []r
 			return nil, &conn.Error{Class: conn.Uncertain, Op: op, Addr: s.node, Session: s, Err: context.Cause(ctx)}, false
 		}
 	}
-	if r.err != nil {
-		return nil, withOp(r.err, op), true
+	if r.err != nil { // a request the fence cut off may still be on the wire: not free
+		return nil, withOp(r.err, op), r.state.Load() != stateCutOff
 	}
 	return r.results, nil, true
 }
@@ -261,8 +278,9 @@ func (s *session) drain() {
 				break
 			}
 			s.send(batch)
-			clear(batch) // answered: the batch buffer holds no request
 			s.mu.Lock()
+			s.flight = nil
+			clear(batch) // answered: the batch buffer holds no request
 			s.busy = false
 			s.mu.Unlock()
 		}
@@ -285,6 +303,7 @@ func (s *session) claim() (batch []*request, stop bool) {
 	batch = s.take()
 	if len(batch) > 0 {
 		s.busy = true
+		s.flight = batch
 	}
 	return batch, false
 }
@@ -318,7 +337,7 @@ func (s *session) stop() {
 	s.queue = nil
 	s.mu.Unlock()
 	for _, r := range queued {
-		if r.state.CompareAndSwap(stateQueued, stateTaken) {
+		if r.state.CompareAndSwap(stateQueued, stateAnswered) {
 			r.err = s.notSent("", conn.ErrSessionRetired)
 			r.answered()
 		}
@@ -327,4 +346,21 @@ func (s *session) stop() {
 	s.t.forget(s)
 	close(s.stopped)
 	s.t.running.Done()
+}
+
+// cutOff answers the requests of the batch the drainer has on the wire,
+// Uncertain, once the session's fence was answered: nothing of it can run
+// any more (rule FenceIsFinal), so its callers need not wait for the
+// socket's end, which the network may hold up to the client's ReadTimeout
+// (rule GoRedisFenceCutsOffItsBatch). The drainer still reads the batch's
+// replies, and drops them.
+func (s *session) cutOff() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.flight {
+		if r.state.CompareAndSwap(stateTaken, stateCutOff) {
+			r.err = &conn.Error{Class: conn.Uncertain, Addr: s.node, Session: s, Err: errFencedInFlight}
+			r.answered()
+		}
+	}
 }

@@ -250,6 +250,7 @@ func (t *Transport) sendFence(ctx context.Context, s *session, id conn.Identity)
 		if r := results[0]; r.reply.Kind == conn.ReplyError {
 			return definite("fence", s, r)
 		}
+		s.cutOff()
 		return nil
 	}
 	var e *conn.Error

@@ -35,6 +35,7 @@ type session struct {
 	busy    bool // the Conn is in use: by the drainer, or by a caller (drain.go)
 	queue   []*request
 	batch   []*request    // the drainer's batch buffer (take)
+	flight  []*request    // the batch on the wire (claim), for cutOff
 	wake    chan struct{} // cap 1: the queue grew, or the session retired
 	stopped chan struct{} // closed once the drainer ended and the Conn is closed
 

@@ -2,7 +2,6 @@ package goredis
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
 var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
-	FenceOnOwnConn: true}
+	FenceOnOwnConn: true, Queued: suiteQueued}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr redis.Error
@@ -61,27 +60,11 @@ func suiteSentinel(t testing.TB, sentinels []string, master, password string, op
 
 // TestGoRedisLeaseSuite_EveryCase runs every case of lease's behaviour
 // suite (internal/leasesuite), the list package lease runs on rueidis, on
-// go-redis.
+// go-redis: none is skipped.
 func TestGoRedisLeaseSuite_EveryCase(t *testing.T) {
 	for _, c := range leasesuite.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			if why, open := openOnGoRedis[c.Name]; open && os.Getenv("RESPIRE_GOREDIS_OPEN") == "" {
-				t.Skipf("open on go-redis (issue 21): %s", why)
-			}
 			c.Run(t, goredisSuite)
 		})
 	}
-}
-
-// openOnGoRedis names the suite's cases that fail on go-redis today, each
-// with what was seen: known gaps of issue 21, skipped here so that every
-// other case keeps guarding go-redis; the closing note of issue 21 lists
-// them, and each is to be fixed (or its assumption about rueidis' one
-// connection per node moved into the case) rather than left here.
-// RESPIRE_GOREDIS_OPEN=1 runs them anyway.
-var openOnGoRedis = map[string]string{
-	"SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession": "the case assumes every " +
-		"lock of a node rides one connection; on go-redis the culprit's reset was not uncertain (left Held)",
-	"UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition": "the case assumes the fenced connection " +
-		"carries the acquisition; on go-redis the TryAcquire went on another one and acquired",
 }

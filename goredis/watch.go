@@ -185,7 +185,7 @@ func (t *Transport) openWatcher(ctx context.Context, node string) (*watcher, err
 	_, laddr := infoFields(results[2].reply.Text)
 	t.notePrimary(laddr)
 	w.last.Store(monoNow())
-	return w, t.install(w)
+	return t.install(w)
 }
 
 // refuseOrFail turns an open failure into its error: a server's error
@@ -232,17 +232,26 @@ func (t *Transport) unpend(w *watcher) {
 	t.watch.mu.Unlock()
 }
 
-// install makes w its node's watcher and starts its goroutines. w counts
-// as served from then on: it was opened for a read, and its end, however
-// soon, must be told, as a read handed a watcher that had already ended
-// untold would track keys whose changes nobody hears of.
-func (t *Transport) install(w *watcher) error {
+// install makes w its node's watcher and starts its goroutines, and
+// returns it. w counts as served from then on: it was opened for a read,
+// and its end, however soon, must be told, as a read handed a watcher that
+// had already ended untold would track keys whose changes nobody hears of.
+// A node keeps one watcher: if it has a live one already (opened for a
+// caller that looked before it was installed and whose open began after
+// that one's ended), w is closed and that one returned, never replaced (a
+// replaced watcher was closed by nobody and held Close).
+func (t *Transport) install(w *watcher) (*watcher, error) {
 	t.watch.mu.Lock()
 	defer t.watch.mu.Unlock()
 	if t.watch.closed {
 		w.ended.Store(true)
 		w.close()
-		return &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: conn.ErrPoolClosed}
+		return nil, &conn.Error{Class: conn.NotSubmitted, Op: "watch", Addr: w.node, Err: conn.ErrPoolClosed}
+	}
+	if cur := t.watch.watchers[w.node]; cur != nil && !cur.ended.Load() {
+		w.ended.Store(true)
+		w.close()
+		return cur, nil
 	}
 	if t.watch.watchers == nil {
 		t.watch.watchers = map[string]*watcher{}
@@ -251,7 +260,7 @@ func (t *Transport) install(w *watcher) error {
 	w.served = true
 	t.running.Go(w.receive)
 	t.running.Go(w.keepAlive)
-	return nil
+	return w, nil
 }
 
 // errResp2: the listener speaks RESP2, which carries no pushes.

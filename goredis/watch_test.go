@@ -204,3 +204,35 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer(t *testin
 		t.Fatalf("Close took %v: it waited for the watcher's open", took)
 	}
 }
+
+// TestGoRedisOneWatcherPerNode_ASecondOpenKeepsTheFirst: a watcher opened
+// for a node that got a live one meanwhile (a caller that looked before the
+// first was installed, and whose open started after the first's ended) is
+// closed and the first one used; Close then ends every watcher opened,
+// and returns.
+func TestGoRedisOneWatcherPerNode_ASecondOpenKeepsTheFirst(t *testing.T) {
+	_, _, client := private(t, false)
+	tr, err := NewTransport(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := client.Options().Addr
+	first, err := tr.openTracked(ctxFor(t, 5*time.Second), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tr.openTracked(ctxFor(t, 5*time.Second), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first || first.ended.Load() {
+		t.Fatalf("the second open gave %p, want the live first one %p", second, first)
+	}
+	closed := make(chan struct{})
+	go func() { tr.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close still waits for a watcher 5 s on: one was replaced and closed by nobody")
+	}
+}

@@ -96,6 +96,18 @@ func (c *Conn) Unstall(dir Direction) {
 	}
 }
 
+// Release lets the next n bytes of a stalled dir through, in order, and
+// keeps holding what follows them: with Buffered, a test holds a stream at
+// a point it chose (the replies read so far pass, the later ones stay held).
+// Bytes queued now pass first; if fewer than n are queued, bytes read later
+// pass until n have. An end of stream stays held. It has no effect on a
+// direction that is not stalled, and Unstall ends what is left of n. It does not wait for the bytes to be written.
+func (c *Conn) Release(dir Direction, n int) {
+	for _, p := range c.pipes(dir) {
+		p.release(n)
+	}
+}
+
 // Delay makes the proxy write every chunk it reads in dir only once d has
 // passed since it was read; order is kept. Chunks already queued are held
 // to the new d. A d of 0 or less turns the delay off.

@@ -28,6 +28,7 @@ type pipe struct {
 	queue     []chunk
 	queued    int // bytes in queue
 	stalled   bool
+	allowance int // bytes a stalled pipe still lets through (Conn.Release)
 	blackHole bool
 	delay     time.Duration
 	changed   chan struct{} // closed and replaced at every change of the fields above
@@ -49,7 +50,20 @@ func (p *pipe) setStalled(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stalled = on
+	if !on {
+		p.allowance = 0
+	}
 	p.notifyLocked()
+}
+
+// release lets the next n queued or arriving bytes of a stalled p through.
+func (p *pipe) release(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled && n > 0 {
+		p.allowance += n
+		p.notifyLocked()
+	}
 }
 
 // setDelay sets the delay of p; d <= 0 turns it off.
@@ -190,12 +204,25 @@ func (p *pipe) popReady(now time.Time) (c chunk, wait time.Duration, ready bool,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	changed = p.changed
-	if p.stalled || len(p.queue) == 0 {
+	if len(p.queue) == 0 || (p.stalled && (p.allowance == 0 || p.queue[0].eof)) {
 		return chunk{}, 0, false, changed
 	}
 	head := p.queue[0]
 	if due := head.readAt.Add(p.delay); now.Before(due) {
 		return chunk{}, due.Sub(now), false, changed
+	}
+	if p.stalled {
+		if len(head.data) > p.allowance { // split: the rest stays held
+			p.queue[0].data = head.data[p.allowance:]
+			head.data = head.data[:p.allowance]
+		} else {
+			p.queue[0] = chunk{}
+			p.queue = p.queue[1:]
+		}
+		p.allowance -= len(head.data)
+		p.queued -= len(head.data)
+		p.notifyLocked()
+		return head, 0, true, nil
 	}
 	p.queue[0] = chunk{}
 	p.queue = p.queue[1:]

@@ -429,3 +429,29 @@ func stream(t *testing.T, client *net.TCPConn, id, lines int) {
 		t.Errorf("client %d: stream corrupted", id)
 	}
 }
+
+func TestReleaseLetsExactlyNBytesThrough(t *testing.T) {
+	_, client, c, sc := setup(t)
+	c.Stall(ToClient)
+	write(t, client, "a\nbb\n")
+	require.Equal(t, "a\n", recv(t, sc.lines))
+	require.Equal(t, "bb\n", recv(t, sc.lines))
+	waitBuffered(t, c, ToClient, len("a\nbb\n"))
+
+	c.Release(ToClient, len("a\nb")) // splits the held bytes: the rest stays held
+	readExactly(t, client, "a\nb")
+	requireNoRead(t, client)
+	require.Equal(t, len("b\n"), c.Buffered(ToClient))
+
+	c.Release(ToClient, len("b\nccc")) // what is held, then bytes read later
+	write(t, client, "ccc\n")
+	require.Equal(t, "ccc\n", recv(t, sc.lines))
+	readExactly(t, client, "b\nccc")
+	requireNoRead(t, client)
+
+	c.Unstall(ToClient)
+	readExactly(t, client, "\n")
+	c.Release(ToServer, 1) // not stalled: no effect
+	write(t, client, "after\n")
+	readExactly(t, client, "after\n")
+}

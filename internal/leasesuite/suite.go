@@ -46,6 +46,13 @@ type Transport struct {
 	// FenceOnOwnConn: the transport sends each fence on a connection it
 	// opens for it (go-redis), not on one it already has (rueidis).
 	FenceOnOwnConn bool
+	// Queued, when not nil, returns the commands (each as its arguments)
+	// the Locks' transport was handed and holds queued, unwritten, behind a
+	// batch in flight on their connection (go-redis: a session's drainer
+	// writes one pipeline at a time and sends what was queued meanwhile in
+	// the next). Nil: every command is written at once (rueidis pipelines
+	// on one connection).
+	Queued func(locks *lease.Locks) [][]string
 }
 
 // Client describes the client a Transport builds.
