@@ -243,18 +243,19 @@ func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
 		lock, err := locks.RWLock("late").Lock(ctx, time.Second, WithWait(time.Minute), WithRetryEvery(every))
 		got <- acquired{lock: lock, err: err}
 	}()
+	triesSent := func() []string {
+		var tokens []string
+		for _, e := range srv.Log() {
+			if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{late}:w", "")(e) {
+				tokens = append(tokens, e.Args[5])
+			}
+		}
+		return tokens
+	}
 	tokenOf := func(try int) string {
 		t.Helper()
 		var tokens []string
-		eventually(t, "the writer's try", func() bool {
-			tokens = tokens[:0]
-			for _, e := range srv.Log() {
-				if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{late}:w", "")(e) {
-					tokens = append(tokens, e.Args[5])
-				}
-			}
-			return len(tokens) >= try
-		})
+		eventually(t, "the writer's try", func() bool { tokens = triesSent(); return len(tokens) >= try })
 		return tokens[try-1]
 	}
 	first := tokenOf(1) // waiting: the reader is in
@@ -268,6 +269,10 @@ func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
 	}
 	clock.Advance(2 * time.Second) // the held reply will come after the 1 s lease could have expired
 	close(gate)
+	// The clock moves one retry interval at a time, and then stands while a
+	// try it sent is on the wire (up to a second of real time each: a timer
+	// is pending during a try too, and moving the clock on under the fresh
+	// try's round trip would make that one too late as well).
 	var r acquired
 	for step := 0; ; step++ {
 		eventually(t, "the writer's sleep or its end", func() bool { return clock.Pending() == 1 || len(got) == 1 })
@@ -278,7 +283,12 @@ func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
 		if step > 50 {
 			t.Fatal("the writer never got the lock")
 		}
+		sent := len(triesSent())
 		clock.Advance(every)
+		within(time.Second, func() bool { return len(got) == 1 || len(triesSent()) > sent })
+		if len(triesSent()) > sent {
+			within(time.Second, func() bool { return len(got) == 1 })
+		}
 	}
 	if r.err != nil {
 		t.Fatalf("the writer: %v", r.err)
@@ -379,4 +389,14 @@ func TestRWLockWaitingMarkerExpires_ASettledTryKeepsItsMarker(t *testing.T) {
 		r.lock.Close()
 		t.Fatal("the writer got the lock while the reader held it")
 	}
+}
+
+// within polls cond for up to d of real time and reports whether it held.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
