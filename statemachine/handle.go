@@ -80,6 +80,7 @@ type handleSide struct {
 	waiters  []waiter
 	fenceErr error
 	renewErr error
+	refuted  bool
 }
 
 // State returns the handle's state. It does not block.
@@ -143,7 +144,7 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 func (h *Handle) Step(in Input, out []Effect) []Effect {
 	s := stepper{Handle: h, out: out}
 	if h.side != nil {
-		s.waiters, s.fenceErr, s.renewErr = h.side.waiters, h.side.fenceErr, h.side.renewErr
+		s.waiters, s.fenceErr, s.renewErr, s.refuted = h.side.waiters, h.side.fenceErr, h.side.renewErr, h.side.refuted
 	}
 	s.step(in)
 	s.keepSide()
@@ -165,17 +166,20 @@ type stepper struct {
 	// retried, nil once one is confirmed: a deadline loss says why no renewal came
 	// (rule DeadlineLossSaysWhy).
 	renewErr error
+	// refuted records a read refusal that came while a recovery's fence was in flight
+	// (stepOwnerRefuted): the handle is lost once the fence answers.
+	refuted bool
 }
 
 // keepSide puts the step's waiters and fence error back into the handle.
 func (h *stepper) keepSide() {
 	if h.side == nil {
-		if len(h.waiters) == 0 && h.fenceErr == nil && h.renewErr == nil {
+		if len(h.waiters) == 0 && h.fenceErr == nil && h.renewErr == nil && !h.refuted {
 			return
 		}
 		h.Handle.side = &handleSide{}
 	}
-	h.side.waiters, h.side.fenceErr, h.side.renewErr = h.waiters, h.fenceErr, h.renewErr
+	h.side.waiters, h.side.fenceErr, h.side.renewErr, h.side.refuted = h.waiters, h.fenceErr, h.renewErr, h.refuted
 }
 
 // step applies one input (see Step).

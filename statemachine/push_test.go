@@ -6,12 +6,13 @@ import (
 	"time"
 )
 
-// TestPushDetectsLoss_ReadRefusalEndsOnlyAHeldHandle: InputOwnerRefuted
-// moves a Held handle to Lost along owner-read-refused, cancelling the
-// keep-alive (before the lease's end) with ReasonReadRefused and disarming
-// its deadline timer; a renewal still in flight then settles without effect. In any
-// other state the input changes nothing.
-func TestPushDetectsLoss_ReadRefusalEndsOnlyAHeldHandle(t *testing.T) {
+// TestPushDetectsLoss_ReadRefusalEndsAHeldHandleNotAReleasingOne:
+// InputOwnerRefuted moves a Held handle to Lost along owner-read-refused,
+// cancelling the keep-alive (before the lease's end) with ReasonReadRefused
+// and disarming its deadline timer; a renewal still in flight then settles
+// without effect. During a release, and after it, the input changes nothing
+// (Recovering: the next test).
+func TestPushDetectsLoss_ReadRefusalEndsAHeldHandleNotAReleasingOne(t *testing.T) {
 	d := acquired(t, 10*time.Second, true)
 	eff := d.fire(TimerRenewal, d.last)
 	renew := find(t, eff, EffectSendRenew).Op
@@ -56,4 +57,32 @@ func findTimerDisarmed(eff []Effect) Timer {
 		}
 	}
 	return TimerNone
+}
+
+// TestPushDetectsLoss_ARecoveringHandleActsOnARefusal: a read refusal
+// during a recovery is acted on too — the token is unique, so no answer of
+// the interrupted or the recovery renewal can make the key ours again. With
+// the recovery renewal in flight the handle is Lost at once (the renewal
+// then settles without effect); while the interrupted renewal's fence is
+// in flight it is Lost as soon as the fence answers, and no recovery
+// renewal is sent.
+func TestPushDetectsLoss_ARecoveringHandleActsOnARefusal(t *testing.T) {
+	d, op, _ := interruptedRenewal(t)
+	renew := find(t, d.step(Input{Kind: InputFenceDone, Op: op}), EffectSendRenew).Op
+	eff := d.step(Input{Kind: InputOwnerRefuted})
+	if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Ending.Reason != ReasonReadRefused {
+		t.Fatalf("a refusal with the recovery renewal in flight: state %s, effects %v; want Lost, read refused", d.h.State(), eff)
+	}
+	if eff = d.done(renew, OutcomeOK, nil); d.h.State() != Lost || has(eff, EffectEndLease) || has(eff, EffectArmTimer) {
+		t.Fatalf("the recovery renewal's late OK: state %s, effects %v; want Lost, nothing", d.h.State(), eff)
+	}
+
+	f, op, _ := interruptedRenewal(t)
+	if eff := f.step(Input{Kind: InputOwnerRefuted}); f.h.State() != Recovering || has(eff, EffectEndLease) {
+		t.Fatalf("a refusal during the fence: state %s, effects %v; want Recovering until the fence answers", f.h.State(), eff)
+	}
+	eff = f.step(Input{Kind: InputFenceDone, Op: op})
+	if f.h.State() != Lost || has(eff, EffectSendRenew) || find(t, eff, EffectCancelKeepAlive).Ending.Reason != ReasonReadRefused {
+		t.Fatalf("the fence answered after a refusal: state %s, effects %v; want Lost, read refused, no renewal", f.h.State(), eff)
+	}
 }

@@ -93,7 +93,7 @@ var graph = []Edge{
 	edge(EventCallerCancelled, Releasing, "A joined releaser gave up: it stops waiting, the shared release goes on.", Releasing),
 	edge(EventCallerCancelled, Recovering, "A caller waiting for the recovery gave up: it is removed and answered; the recovery goes on.", Recovering),
 	edge(EventCallerCancelled, Uncertain, "A caller waiting for the fence gave up: it is answered; the fence goes on.", Uncertain),
-	edge(EventOwnerReadRefused, Lost, "A push said the key changed (deleted, expired or written) and the owner-compared read that followed found it missing or holding another token: ownership is lost and the keep-alive is cancelled at once, without waiting for the next renewal; a read that finds our token changes nothing.", Held),
+	edge(EventOwnerReadRefused, Lost, "A push said the key changed (deleted, expired or written) and the owner-compared read that followed found it missing or holding another token: ownership is lost and the keep-alive is cancelled at once, without waiting for the next renewal; a read that finds our token changes nothing. From Recovering too (the token is unique: no renewal's answer can make the key ours again): at once, or when the interrupted renewal's fence answers if the refusal came during the fence.", Held, Recovering),
 	edge(EventCallerCancelled, Lost, "A releaser waiting for a delete still in flight after the loss gave up: it is answered; the delete goes on.", Lost),
 }
 

@@ -270,17 +270,13 @@ func (o Options) commandTimeout() time.Duration { return max(o.CommandTimeout, 0
 
 // pushProbe reports whether the schedule judges invariant 9: push on, and
 // no fault but the outsiders' overwrites (a lost, late or delayed message
-// or a paused party delays what a holder learns without bound). A
-// primitives schedule with a command timeout under 30ms is no probe: its
-// scripts share the holder's session, so a renewal's fallback ladder on a
-// fresh session (three round trips) can outlast the timeout again and
-// again, and a holder in Recovering ignores the push hub's refutation
-// (statemachine: only Held acts on it) until a renewal answers — a delay
-// the bound does not cover (Swarm(1019215) showed it).
+// or a paused party delays what a holder learns without bound). A holder
+// in Recovering acts on the push hub's refutation too (statemachine:
+// stepOwnerRefuted): without that, primitives schedules with a 10 ms
+// command timeout broke the bound (a renewal's fallback ladder on a fresh
+// session outlasting the timeout again and again kept the holder
+// Recovering, Swarm(1019215) in an earlier build).
 func (o Options) pushProbe() bool {
-	if o.Primitives && o.CommandTimeout > 0 && o.CommandTimeout < 30*time.Millisecond {
-		return false
-	}
 	return (!o.WithoutPush || o.judgePush) && o.OverwritePercent > 0 && o.DropBeforeExecPercent == 0 && o.DropAfterExecPercent == 0 &&
 		o.DelayReplyPercent == 0 && o.PauseNodePercent == 0 && o.FailoverPercent == 0 && o.MoveSlotPercent == 0 &&
 		o.DenyACLPercent == 0 && o.PauseProcessPercent == 0 && o.DelayWritePercent == 0 &&
