@@ -70,14 +70,18 @@ func TestRWLockWriterPreferring_HoldsAreHeldLocks(t *testing.T) {
 }
 
 // writeTries counts the write acquisitions of key the server received.
-func writeTries(srv wireServer, key string) int {
-	n := 0
+func writeTries(srv wireServer, key string) int { return len(writeTokens(srv, key)) }
+
+// writeTokens returns the owner tokens of the write-acquire scripts srv ran
+// on the writer key key, in order.
+func writeTokens(srv wireServer, key string) []string {
+	var tokens []string
 	for _, e := range srv.Log() {
 		if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, key, "")(e) {
-			n++
+			tokens = append(tokens, e.Args[5])
 		}
 	}
-	return n
+	return tokens
 }
 
 // Goal, on virtual time (the server's clock and the driver's): a writer
@@ -251,15 +255,7 @@ func TestRWLockWaitingMarkerExpires_ATooLateTryGetsAFreshToken(t *testing.T) {
 		lock, err := locks.RWLock("late").Lock(ctx, time.Second, WithWait(time.Minute), WithRetryEvery(every))
 		got <- acquired{lock: lock, err: err}
 	}()
-	triesSent := func() []string {
-		var tokens []string
-		for _, e := range srv.Log() {
-			if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{late}:w", "")(e) {
-				tokens = append(tokens, e.Args[5])
-			}
-		}
-		return tokens
-	}
+	triesSent := func() []string { return writeTokens(srv, "{late}:w") }
 	tokenOf := func(try int) string {
 		t.Helper()
 		var tokens []string
@@ -342,15 +338,7 @@ func TestRWLockWaitingMarkerExpires_ASettledTryKeepsItsMarker(t *testing.T) {
 		lock, err := locks.RWLock("kept").Lock(wctx, time.Second, WithWait(time.Minute), WithRetryEvery(every))
 		got <- acquired{lock: lock, err: err}
 	}()
-	tries := func() []string {
-		var tokens []string
-		for _, e := range srv.Log() {
-			if isScript(conn.WriteAcquireScriptSHA, conn.WriteAcquireScript, "{kept}:w", "")(e) {
-				tokens = append(tokens, e.Args[5])
-			}
-		}
-		return tokens
-	}
+	tries := func() []string { return writeTokens(srv, "{kept}:w") }
 	// readBack reports whether the settling of the second try has read the
 	// writer key (its fence and its read are bounded by timers of the
 	// clock, which must not be moved past their bounds meanwhile).
