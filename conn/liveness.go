@@ -138,12 +138,6 @@ func (s *pinned) watchDeath() {
 	})
 }
 
-// ErrClientClosed is the cause (NotSubmitted) of a command refused because
-// the rueidis client the pool wraps was closed: its dedicated sockets would
-// still work (rueidis leaves them open), but nothing of the pool may run
-// once its owner closed the client.
-var ErrClientClosed = errors.New("the rueidis client was closed")
-
 // clientProbeWait is how long ClientAlive waits for its PING before going
 // on: a closed client refuses at once, without the network.
 const clientProbeWait = 5 * time.Millisecond
