@@ -11,24 +11,6 @@ import (
 	"github.com/respire-go/respire/conn"
 )
 
-// pending is one exchange on a session: commands written together, in
-// order, and what came back. done is closed once every reply came, or the
-// connection was lost under them.
-type pending struct {
-	replies []conn.Reply
-	got     int
-	lost    error // what rueidis would have reported, when the connection died first
-	done    chan struct{}
-	over    bool // done is closed
-}
-
-func (x *pending) finish() {
-	if !x.over {
-		x.over = true
-		close(x.done)
-	}
-}
-
 // exchange writes cmds (consecutive, pipelined) on s, cmds[i] for the op
 // recs[i] (nil: none, as ASKING), and waits for their replies, as conn's session does: nothing is written when ctx
 // is done, the session retired or found dead first (conn's idle PING or

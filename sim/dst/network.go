@@ -24,6 +24,9 @@ type connection struct {
 	role       string      // "session", "control" or "watch"
 	session    *simSession // role "session": the session it carries
 	watch      *watcher    // role "watch": the watcher it carries
+	sc         *simConn     // the client's conn.Conn for it
+	listener   *simListener // the invalidations it receives go to it
+	lostErr    error        // what its unanswered commands failed with once it closed
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
 	retired    bool       // no new commands; closed once the written ones are answered
@@ -53,6 +56,9 @@ type request struct {
 	onLost  func(err error) // the connection died before the reply arrived; err is what rueidis reports
 	settled bool
 	ordered bool // a release: no SET of its token could run after it (invariant 8)
+	// a fenced acquisition that handed out a token: the script run, in
+	// server order (invariant 6)
+	scriptRun int64
 }
 
 // open connects p to node n.
@@ -61,6 +67,7 @@ func (w *world) open(p *process, n *node, role string) *connection {
 	c.addr = "10.0.0." + strconv.Itoa(p.index+1) + ":" + strconv.FormatInt(40000+c.id, 10)
 	c.clientID = n.engine.NewClient(c.addr)
 	w.conns = append(w.conns, c)
+	n.byID[c.clientID] = c
 	w.trace.logf(w, p, "", "connect %s to %s id=%d", role, n.name, c.clientID)
 	return c
 }
@@ -68,6 +75,16 @@ func (w *world) open(p *process, n *node, role string) *connection {
 // stale reports whether c can no longer be used by its process.
 func (c *connection) stale() bool {
 	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
+}
+
+// closingErr is what a command in flight on c fails with when the
+// process closed c itself: rueidis.ErrClosing for the old transport's
+// connections, errClosedLocally for the simulated client's.
+func (c *connection) closingErr() error {
+	if c.sc != nil {
+		return errClosedLocally
+	}
+	return rueidis.ErrClosing
 }
 
 // label names c in messages: "connection id=<client id> to <node>".
@@ -125,7 +142,7 @@ func (w *world) arrive(c *connection) {
 	w.takePushes(n)
 	if c.abandoned {
 		if len(c.toServer) == 0 {
-			w.closeConn(c, rueidis.ErrClosing)
+			w.closeConn(c, c.closingErr())
 		}
 		return
 	}
@@ -159,6 +176,10 @@ func (w *world) deliver(c *connection) {
 	a := c.toClient[0]
 	c.toClient = c.toClient[1:]
 	if a.r == nil {
+		if c.listener != nil {
+			c.listener.pushed(w, a.keys, a.flush)
+			return
+		}
 		w.pushArrived(c, a)
 		return
 	}
@@ -169,9 +190,10 @@ func (w *world) deliver(c *connection) {
 	w.removeInFlight(c, r)
 	r.settled = true
 	w.check.onReply(w, r, a.reply)
+	w.noteFence(c, r, a.reply)
 	r.onReply(a.reply)
 	if c.retired && len(c.inFlight) == 0 {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 	}
 }
 
@@ -210,9 +232,12 @@ func (w *world) closeConn(c *connection, err error) {
 	if c.closed {
 		return
 	}
-	c.closed = true
+	c.closed, c.lostErr = true, err
 	if c.generation == c.node.generation && !c.serverGone {
 		c.node.engine.CloseClient(c.clientID)
+	}
+	if l := c.listener; l != nil {
+		l.connectionEnded()
 	}
 	lost := c.inFlight
 	c.inFlight, c.toServer, c.toClient = nil, nil, nil
@@ -243,7 +268,7 @@ func (w *world) retireConn(c *connection) {
 	}
 	c.retired = true
 	if len(c.inFlight) == 0 {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 		return
 	}
 	w.schedule(c.proc, w.now+w.between(0, 2*w.opt.LatencyMax), func() {
@@ -273,11 +298,11 @@ func (w *world) abandon(c *connection) {
 		w.schedule(c.proc, w.now, func() {
 			if !r.settled {
 				r.settled = true
-				r.onLost(rueidis.ErrClosing)
+				r.onLost(c.closingErr())
 			}
 		})
 	}
 	if len(c.toServer) == 0 || c.serverGone {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 	}
 }

@@ -25,6 +25,7 @@ type opRun struct {
 	ended     bool
 	uncertain bool  // it ended with an Uncertain error
 	scriptRun int64 // a fenced acquisition: the script run that handed out its token
+	family    string // the family of its commands (attribute.go)
 }
 
 // isWrite reports whether the op may change the key (every op but the
@@ -138,7 +139,7 @@ func (s *simSession) run(ctx context.Context, op conn.Op, asking bool, route *co
 		}
 		replies, err := s.exchange(ctx, recs, name, cmds, route)
 		if err != nil {
-			if s.t.w.mutateFallback(o, err) {
+			if s.t.w.mutateFallbackOld(o, err) {
 				ctx = context.WithoutCancel(ctx) // the broken variant sends the next step anyway
 				continue
 			}
@@ -175,7 +176,7 @@ func (w *world) command(op conn.Op, o *conn.Operation, fenced *conn.FencedAcquir
 // mutateFallback is MutationFallbackAfterTimeout: when a ladder step's
 // wait ended after its write, pretend its reply was the confirming one and
 // go on with the next step. It reports whether it did.
-func (w *world) mutateFallback(o *conn.Operation, err error) bool {
+func (w *world) mutateFallbackOld(o *conn.Operation, err error) bool {
 	if w.opt.Mutation != MutationFallbackAfterTimeout || o == nil || conn.ClassOf(err) != conn.Uncertain {
 		return false
 	}

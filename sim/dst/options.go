@@ -71,6 +71,16 @@ type Options struct {
 	// its own token (no lock can prevent that); its holder must learn of
 	// it (invariant 9) and is exempt from invariant 1 meanwhile.
 	OverwritePercent int
+	// Unpipelined gives the processes' clients connections that take one
+	// pipeline at a time (conn.Conn.Pipelined false, as go-redis'), so
+	// that the engine batches its callers itself; by default they are
+	// pipelined (rueidis, valkey-go).
+	Unpipelined bool
+	// ListenRedirect gives the clients listen-only listeners (go-redis'
+	// way: the engine tracks with REDIRECT on a connection of its own); by
+	// default a listener is a RESP3 connection that carries the tracked
+	// reads too.
+	ListenRedirect bool
 	// NoticeDeadPercent is the chance that a process finds a session the
 	// server closed dead before writing on it (conn's idle PING or death
 	// watch); otherwise the write vanishes into the dead socket. Default 50.

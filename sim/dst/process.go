@@ -16,6 +16,7 @@ import (
 // fences and a tracking watcher per node for push. A paused process
 // handles no events.
 type process struct {
+	w        *world
 	index    int
 	name     string
 	driftPPM int64
@@ -34,10 +35,13 @@ type process struct {
 	tokens  int
 
 	lastFencingToken map[string]int64 // counter -> last token handed out (MutationReuseFencingToken)
+
+	client *simClient // the simulated client library under the engine
+	open   []*opRun   // operations the engine started and has not ended, in start order
 }
 
 func newProcess(w *world, index int) *process {
-	p := &process{index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{},
+	p := &process{w: w, index: index, name: "p" + strconv.Itoa(index+1), current: map[string]*handle{},
 		lastFencingToken: map[string]int64{}}
 	if w.opt.DriftPPM > 0 {
 		p.driftPPM = w.rng.Int64N(2*w.opt.DriftPPM+1) - w.opt.DriftPPM
@@ -47,6 +51,7 @@ func newProcess(w *world, index int) *process {
 	p.clock = &virtualClock{w: w, p: p}
 	p.spawn = w.spawnFor(p)
 	p.transport = newTransport(w, p)
+	p.client = &simClient{w: w, p: p}
 	p.driver = actor.New(actor.Config{Transport: p.transport, Clock: p.clock, Spawn: p.spawn,
 		Jitter: p.rng.Float64, NewToken: func() string { return w.newToken(p) }, Drift: sm.DefaultDrift(),
 		CommandTimeout: w.opt.commandTimeout(), Push: !w.opt.WithoutPush, Observer: &observer{w: w, p: p}})
