@@ -21,9 +21,9 @@ type connection struct {
 	generation int   // node generation it was opened to
 	clientID   int64 // the server's CLIENT ID for it
 	addr       string
-	role       string      // "session", "control" or "watch"
-	session    *simSession // role "session": the session it carries
-	watch      *watcher    // role "watch": the watcher it carries
+	role       string       // "session", "control" or "watch"
+	session    *simSession  // role "session": the session it carries
+	watch      *watcher     // role "watch": the watcher it carries
 	sc         *simConn     // the client's conn.Conn for it
 	listener   *simListener // the invalidations it receives go to it
 	lostErr    error        // what its unanswered commands failed with once it closed

@@ -23,8 +23,8 @@ type opRun struct {
 	confirmed bool        // ... and it was a fallback-confirming or redirect reply
 	last      *connection // the connection that carried the last written command
 	ended     bool
-	uncertain bool  // it ended with an Uncertain error
-	scriptRun int64 // a fenced acquisition: the script run that handed out its token
+	uncertain bool   // it ended with an Uncertain error
+	scriptRun int64  // a fenced acquisition: the script run that handed out its token
 	family    string // the family of its commands (attribute.go)
 }
 
