@@ -41,7 +41,7 @@ type Engine struct {
 	closed   bool
 
 	slots *slotTable // cluster mode only
-	push  pushState // tracking watchers, one per node (engine_watch.go)
+	push  pushState  // tracking watchers, one per node (engine_watch.go)
 
 	running track.Tracker // drainers, background closes and opens: Close waits
 }

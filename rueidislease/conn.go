@@ -20,8 +20,8 @@ import (
 type rconn struct {
 	d rueidis.DedicatedClient
 
-	background atomic.Bool                 // the socket runs in rueidis' background mode (see sendContext)
-	watchOnce  sync.Once                   // the death watch was set up
+	background atomic.Bool                  // the socket runs in rueidis' background mode (see sendContext)
+	watchOnce  sync.Once                    // the death watch was set up
 	dead       atomic.Pointer[<-chan error] // closes when the socket breaks (see watchDeath)
 	deadErr    atomic.Pointer[error]        // what the death watch received
 	closeOnce  sync.Once
