@@ -157,8 +157,11 @@ type Conn interface {
 	// ErrNotWritten). A Do in flight ends promptly — within about a second
 	// even when the server or the network stalls — with an error, its
 	// commands' outcome unknown (the engine's Close bound rests on it).
-	// Close never blocks on the server, is idempotent and safe for
-	// concurrent use.
+	// Close returns once the connection is closed and the client holds no
+	// goroutine for it; it may block that long (a client draining replies,
+	// about a second at most), never on the server beyond that. The engine
+	// calls it on a goroutine of its own, never on a caller's path. It is
+	// idempotent and safe for concurrent use.
 	Close()
 }
 
@@ -183,8 +186,9 @@ type Listener interface {
 	// REDIRECT, learned when it opened; 0 when Conn is not nil. It never
 	// blocks.
 	ID() int64
-	// Close closes the listener for good (fn is not called for it). It
-	// never blocks on the server and is idempotent.
+	// Close closes the listener for good (fn is not called for it), as
+	// Conn.Close closes a connection (it may block that long). It is
+	// idempotent.
 	Close()
 }
 
