@@ -14,6 +14,17 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if len(requests) == 0 {
 		return results
 	}
+	if o := s.e.obs; o != nil && o.Op != nil {
+		ends := make([]func(error), len(requests))
+		for i, r := range requests {
+			_, ends[i] = o.Op(ctx, r.Renewal())
+		}
+		defer func() {
+			for i, end := range ends {
+				end(results[i].Err)
+			}
+		}()
+	}
 	if err := s.link.notSendable(ctx); err != nil {
 		for i := range results {
 			results[i] = ExtendResult{Result{Session: s}, s.link.notSent("extend", s, err)}
