@@ -70,7 +70,7 @@ func (p *process) attribute(ctx context.Context, cmd conn.Command, tracked bool)
 			return rec
 		}
 	}
-	if isLockWrite(fam) && p.w.opHook {
+	if isLockWrite(fam) {
 		p.w.check.fail(p.w, 3, "%s of %s on %s written outside every operation the driver started",
 			cmd.Args[0], tokenName(token), key)
 	}

@@ -5,15 +5,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 )
 
-// connection is one simulated TCP connection from a process to a node.
-// Requests arrive at the server in the order they were written and
-// replies — and, on a watcher, invalidation pushes — come back in order
-// (TCP); the scheduler interleaves connections freely.
+// connection is one simulated TCP connection from a process's client to a
+// node. Requests arrive at the server in the order they were written and
+// replies — and, on a listener, invalidations — come back in order (TCP);
+// the scheduler interleaves connections freely. The client's side of it
+// is a simConn (simconn.go).
 type connection struct {
 	id         int64
 	proc       *process
@@ -21,9 +20,7 @@ type connection struct {
 	generation int   // node generation it was opened to
 	clientID   int64 // the server's CLIENT ID for it
 	addr       string
-	role       string       // "session", "control" or "watch"
-	session    *simSession  // role "session": the session it carries
-	watch      *watcher     // role "watch": the watcher it carries
+	role       string       // "conn" (Client.Dial) or "listen" (Client.Listen)
 	sc         *simConn     // the client's conn.Conn for it
 	listener   *simListener // the invalidations it receives go to it
 	lostErr    error        // what its unanswered commands failed with once it closed
@@ -50,10 +47,10 @@ type answer struct {
 // request is one command written on a connection.
 type request struct {
 	cmd     conn.Command
-	op      *opRun // the lock operation it belongs to; nil for identity, fence and watch traffic
+	op      *opRun // the lock operation it belongs to; nil for the engine's own traffic
 	conn    *connection
 	onReply func(conn.Reply)
-	onLost  func(err error) // the connection died before the reply arrived; err is what rueidis reports
+	onLost  func(err error) // the connection died before the reply arrived; err is what the client reports
 	settled bool
 	ordered bool // a release: no SET of its token could run after it (invariant 8)
 	// a fenced acquisition that handed out a token: the script run, in
@@ -72,20 +69,9 @@ func (w *world) open(p *process, n *node, role string) *connection {
 	return c
 }
 
-// stale reports whether c can no longer be used by its process.
-func (c *connection) stale() bool {
-	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
-}
-
 // closingErr is what a command in flight on c fails with when the
-// process closed c itself: rueidis.ErrClosing for the old transport's
-// connections, errClosedLocally for the simulated client's.
-func (c *connection) closingErr() error {
-	if c.sc != nil {
-		return errClosedLocally
-	}
-	return rueidis.ErrClosing
-}
+// process closed c itself.
+func (c *connection) closingErr() error { return errClosedLocally }
 
 // label names c in messages: "connection id=<client id> to <node>".
 func (c *connection) label() string {
@@ -178,9 +164,7 @@ func (w *world) deliver(c *connection) {
 	if a.r == nil {
 		if c.listener != nil {
 			c.listener.pushed(w, a.keys, a.flush)
-			return
 		}
-		w.pushArrived(c, a)
 		return
 	}
 	r := a.r
@@ -224,8 +208,8 @@ func (w *world) serverClose(c *connection) {
 	w.schedule(c.proc, notice, func() { w.closeConn(c, io.EOF) })
 }
 
-// closeConn kills c on both sides: the server forgets it, its session or
-// watcher is retired (the process knows the socket is closed), and every
+// closeConn kills c on both sides: the server forgets it, the client
+// knows the socket is closed (a listener's handler is told), and every
 // unanswered request on it is lost with err, each noticed by the process
 // as its own event.
 func (w *world) closeConn(c *connection, err error) {
@@ -241,12 +225,6 @@ func (w *world) closeConn(c *connection, err error) {
 	}
 	lost := c.inFlight
 	c.inFlight, c.toServer, c.toClient = nil, nil, nil
-	if s := c.session; s != nil {
-		s.t.forget(s)
-	}
-	if wt := c.watch; wt != nil {
-		wt.t.retireWatcher(wt)
-	}
 	for _, r := range lost {
 		w.schedule(c.proc, w.now+w.opt.LatencyMin, func() {
 			if !r.settled {
@@ -257,11 +235,12 @@ func (w *world) closeConn(c *connection, err error) {
 	}
 }
 
-// retireConn closes c as rueidis' Close does: no new command goes to it,
-// the replies of commands already written are still read, then the socket
-// is closed. The wait for those replies is bounded: once the escape time
-// has passed, the requests still unanswered fail with rueidis.ErrClosing
-// although the server may still run them.
+// retireConn closes c as a client's Close of a busy socket does (rueidis'
+// does exactly this): no new command goes to it, the replies of commands
+// already written are still read, then the socket is closed. The wait for
+// those replies is bounded: once the escape time has passed, the requests
+// still unanswered fail with errClosedLocally although the server may
+// still run them.
 func (w *world) retireConn(c *connection) {
 	if c.closed || c.retired {
 		return
@@ -279,9 +258,9 @@ func (w *world) retireConn(c *connection) {
 	})
 }
 
-// abandon closes c from the client side, as rueidis' Close does when its
+// abandon closes c from the client side, as a client's Close does when its
 // drain gives up: the process stops waiting for its replies (each
-// unanswered request fails with rueidis.ErrClosing), but commands already
+// unanswered request fails with errClosedLocally), but commands already
 // written still reach the server and run; the server drops the connection
 // once they have.
 func (w *world) abandon(c *connection) {
@@ -291,9 +270,6 @@ func (w *world) abandon(c *connection) {
 	c.abandoned = true
 	lost := c.inFlight
 	c.inFlight = nil
-	if s := c.session; s != nil {
-		s.t.forget(s)
-	}
 	for _, r := range lost {
 		w.schedule(c.proc, w.now, func() {
 			if !r.settled {

@@ -24,7 +24,6 @@ type node struct {
 	resumeAt   time.Duration
 	keys       []string // every key the workload uses (lock keys and their fencing counters)
 	cache      map[string]keyCache
-	watchers   map[int64]*connection // tracking watchers' connections by CLIENT ID (current generation)
 	byID       map[int64]*connection // every connection by CLIENT ID (current generation)
 }
 
@@ -33,7 +32,7 @@ func newNode(w *world, profile sim.Profile, keys []string) *node {
 	n := &node{index: i, name: "n" + strconv.Itoa(i+1), addr: "10.0.1." + strconv.Itoa(i+1) + ":6379",
 		engine:  sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
 		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{},
-		watchers: map[int64]*connection{}, byID: map[int64]*connection{}}
+		byID: map[int64]*connection{}}
 	w.nodes = append(w.nodes, n)
 	return n
 }
@@ -140,7 +139,6 @@ func (n *node) failover(w *world, profile sim.Profile) {
 	old := n.engine
 	n.engine, n.profile = next, profile
 	n.generation++
-	clear(n.watchers)
 	clear(n.byID)
 	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s (generation %d)", n.name, profile, n.generation)
@@ -277,6 +275,18 @@ func replyString(r conn.Reply) string {
 		return ":" + strconv.FormatInt(r.Int, 10)
 	case conn.ReplyNil:
 		return "(nil)"
+	case conn.ReplyArray:
+		return "*" + strconv.Itoa(len(r.Array))
 	}
 	return "$" + strconv.Itoa(len(r.Text))
+}
+
+// reapKilled marks every connection the server killed as closed by the
+// server (the process notices it a little later).
+func (w *world) reapKilled() {
+	for _, c := range w.conns {
+		if !c.closed && c.generation == c.node.generation && c.node.engine.Killed(c.clientID) {
+			w.serverClose(c)
+		}
+	}
 }

@@ -172,6 +172,7 @@ func swarm(seed uint64, withPrims bool) Options {
 	if r.IntN(4) == 0 {
 		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
 	}
+	o.clientKind(rand.New(rand.NewPCG(seed, 0xc11e47)))
 	prims := rand.New(rand.NewPCG(seed, 0x5e3a40e))
 	if withPrims {
 		o.primitives(prims)
@@ -209,6 +210,21 @@ func swarm(seed uint64, withPrims bool) Options {
 		o.CrashPercent = 1
 	}
 	return o
+}
+
+// clientKind draws from r (a PRNG of its own, so that the other choices
+// of a seed stay what they were) which kind of client library the
+// processes run on: rueidis' kind (pipelined connections, listeners that
+// carry the tracked reads) one seed in two, go-redis' kind (one pipeline
+// at a time, the engine batching; listen-only listeners, REDIRECT) one in
+// four, and pipelined connections with listen-only listeners one in four.
+func (o *Options) clientKind(r *rand.Rand) {
+	switch r.IntN(4) {
+	case 0:
+		o.Unpipelined, o.ListenRedirect = true, true
+	case 1:
+		o.ListenRedirect = true
+	}
 }
 
 // primitives draws from r (a PRNG of its own, so that the other choices

@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
 // process is one simulated client process: its own drifting monotonic
-// clock, its tasks, and the driver production runs (actor.Driver) on a
-// simulated transport — one session per node (a pinned connection with
-// capability memory and an identity), a control connection per node for
-// fences and a tracking watcher per node for push. A paused process
-// handles no events.
+// clock, its tasks, and what production runs — the driver (actor.Driver)
+// over the wire engine (conn.Engine: sessions, identity, fences,
+// redirects, push watchers, classification) — over a simulated client
+// library (simclient.go), whose connections are the only simulated part.
+// A paused process handles no events.
 type process struct {
 	w        *world
 	index    int
@@ -25,10 +26,10 @@ type process struct {
 	crashed  bool       // crashProcess: paused for good
 	rng      *rand.Rand // the driver's tokens and jitter
 
-	transport *simTransport
-	driver    *actor.Driver
-	clock     *virtualClock
-	spawn     actor.Spawn
+	engine *conn.Engine
+	driver *actor.Driver
+	clock  *virtualClock
+	spawn  actor.Spawn
 
 	current map[string]*handle // the handle the user works with, per key
 	calls   []*userCall        // pending user calls (cancellable)
@@ -50,9 +51,10 @@ func newProcess(w *world, index int) *process {
 	p.rng = rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))
 	p.clock = &virtualClock{w: w, p: p}
 	p.spawn = w.spawnFor(p)
-	p.transport = newTransport(w, p)
 	p.client = &simClient{w: w, p: p}
-	p.driver = actor.New(actor.Config{Transport: p.transport, Clock: p.clock, Spawn: p.spawn,
+	p.engine = conn.NewEngine(conn.EngineConfig{Client: p.client, Clock: p.clock, Spawn: p.spawn})
+	p.engine.SetObserver(&conn.Observer{Op: p.opStarted})
+	p.driver = actor.New(actor.Config{Transport: p.engine, Clock: p.clock, Spawn: p.spawn,
 		Jitter: p.rng.Float64, NewToken: func() string { return w.newToken(p) }, Drift: sm.DefaultDrift(),
 		CommandTimeout: w.opt.commandTimeout(), Push: !w.opt.WithoutPush, Observer: &observer{w: w, p: p}})
 	return p

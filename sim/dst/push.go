@@ -10,11 +10,8 @@ import (
 func (w *world) takePushes(n *node) {
 	for _, id := range n.engine.PushTargets() {
 		msgs := n.engine.TakePushes(id)
-		c := n.watchers[id]
-		if x := n.byID[id]; c == nil && x != nil && x.listener != nil {
-			c = x
-		}
-		if c == nil || c.closed || c.abandoned {
+		c := n.byID[id]
+		if c == nil || c.listener == nil || c.closed || c.abandoned {
 			continue
 		}
 		for _, msg := range msgs {

@@ -12,6 +12,25 @@ import (
 	"github.com/respire-go/respire/conn"
 )
 
+// quietWorld is a world with one process and no workload (its horizon has
+// passed), push off, for tests of the simulated client and the engine
+// over it.
+func quietWorld(t *testing.T) (*world, *process) {
+	t.Helper()
+	opt := Options{Seed: 1, Processes: 1, Horizon: time.Nanosecond, WithoutPush: true,
+		LatencyMin: time.Millisecond, LatencyMax: time.Millisecond}.withDefaults()
+	w := newWorld(opt)
+	return w, w.procs[0]
+}
+
+// inTask runs f as a task of p and steps w until nothing is pending.
+func inTask(w *world, p *process, f func()) {
+	p.spawn.Go(f)
+	for w.step() {
+	}
+	w.stopTasks()
+}
+
 // dialIn dials the first node from a task of p (in a test's task).
 func dialIn(t *testing.T, p *process) *simConn {
 	t.Helper()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/respire-go/respire/conn"
@@ -136,9 +138,17 @@ func (s *simConn) unwritable(ctx context.Context) error {
 func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 	w := s.w
 	x := &pending{replies: make([]conn.Reply, len(cmds)), done: make(chan struct{})}
-	tracked := false // the command follows CLIENT CACHING YES: a watcher's read
+	tracked, batch := false, false // tracked: the command follows CLIENT CACHING YES, a watcher's read
 	for i, cmd := range cmds {
+		// the bytes leave with the write: the engine may reuse cmd's arguments once Do returned
+		cmd.Args = slices.Clone(cmd.Args)
 		r := &request{cmd: w.mutateCommand(cmd), op: s.p.attribute(ctx, cmd, tracked)}
+		if tracked && strings.EqualFold(cmd.Args[0], "ZSCORE") {
+			w.stats.MemberWatchReads++
+		}
+		if r.op != nil && r.op.isRenew() && ctx.Value(opKey{}) == nil {
+			batch = true // a renewal sent under no operation's ctx of its own: a batch's (Session.ExtendMany)
+		}
 		tracked = isCachingYes(cmd)
 		r.onReply = func(reply conn.Reply) {
 			x.replies[i] = w.mutateReply(s.p, r, reply)
@@ -156,6 +166,9 @@ func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 		if r.op != nil {
 			r.op.wrote(s.c)
 		}
+	}
+	if batch {
+		w.stats.RenewalBatches++
 	}
 	return x
 }

@@ -45,7 +45,6 @@ type world struct {
 	stats      Stats
 	tasks      tasks // the driver's goroutines and user calls (tasks.go)
 	done       bool
-	opHook     bool // the engine reports its operations (attribute.go)
 }
 
 // Now implements sim.Clock: the server's view of true virtual time.
