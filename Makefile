@@ -50,10 +50,13 @@ chaos-mutation:
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 
-## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
-## renewal mutation (the renewer ignores its renewal's answer) and conn's semaphore-limit mutation
-## (a permit acquisition asks for one permit more than its limit) within 1,000 schedules each.
+## dst-mutation: the deterministic simulator, which runs the shipped driver over the shipped wire
+## engine, must catch the engine's mutation (an error of a connection it closed itself taken as "not
+## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer) and conn's
+## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) within
+## 1,000 schedules each.
 dst-mutation:
+	$(GO) test -count=1 -tags respire_mutation_errclosing ./sim -run TestSimulatorRunsTheShippedEngine_CatchesTheEnginesErrClosingMutation
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
 

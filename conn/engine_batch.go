@@ -17,7 +17,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if o := s.e.obs; o != nil && o.Op != nil {
 		ends := make([]func(error), len(requests))
 		for i, r := range requests {
-			_, ends[i] = o.Op(ctx, r.Renewal())
+			ctx, ends[i] = o.Op(ctx, r.Renewal()) // the batch goes under every renewal's ctx
 		}
 		defer func() {
 			for i, end := range ends {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSimulatorRunsTheShippedDriver_ImportsTheDriver: the simulator is
@@ -28,10 +29,16 @@ func TestSimulatorRunsTheShippedDriver_ImportsTheDriver(t *testing.T) {
 }
 
 // TestSimulatorRunsTheShippedDriver_SchedulesExerciseTheDriver: a few
-// hundred seeds of the campaign make the driver production runs do every
-// part of its work — its renewers' batches, its settling of uncertain
-// acquisitions, its clean-ups, fences and recoveries, its push hub's
-// holders' reads and refutations — over redirects, pushes and faults.
+// hundred seeds of the campaign make the driver and the engine production
+// runs do every part of their work — the renewers' batches, the settling
+// of uncertain acquisitions, clean-ups and fences, the push hub's holders'
+// reads and refutations, the engine's fallbacks, redirects and member
+// reads — over pushes and faults. (A recovery after an interrupted
+// renewal needs a fresh session opened within the lease — a dial, the
+// identity round trip, the permit probe, the renewal — and comes about
+// once in 500 Swarm schedules:
+// TestSimulatorRunsTheShippedDriver_AnInterruptedRenewalRecovers makes it
+// happen.)
 func TestSimulatorRunsTheShippedDriver_SchedulesExerciseTheDriver(t *testing.T) {
 	var total Stats
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -45,9 +52,31 @@ func TestSimulatorRunsTheShippedDriver_SchedulesExerciseTheDriver(t *testing.T) 
 	}
 	v := reflect.ValueOf(total)
 	for i := range v.NumField() {
-		if name := v.Type().Field(i).Name; v.Field(i).Int() == 0 && name != "PushesLost" {
+		if name := v.Type().Field(i).Name; v.Field(i).Int() == 0 && name != "PushesLost" && name != "Recoveries" {
 			t.Errorf("300 schedules did not exercise %s: %+v", name, total)
 		}
+	}
+}
+
+// Goal: keep-alive renewals of one process's locks share its session;
+// replies late beyond the command timeout interrupt some, the session is
+// fenced, and an owner-compared renewal on a fresh session (the engine
+// dials it, learns its identity; the driver probes it) recovers the lock
+// within its lease: Recovering → Held, with every invariant kept.
+func TestSimulatorRunsTheShippedDriver_AnInterruptedRenewalRecovers(t *testing.T) {
+	var total Stats
+	for seed := uint64(1); seed <= 20; seed++ {
+		opt := Options{Seed: seed, Processes: 1, Keys: 3, LeaseMin: 100 * time.Millisecond, LeaseMax: 200 * time.Millisecond,
+			CommandTimeout: 30 * time.Millisecond, DelayReplyPercent: 10, Steps: 2000, Rerun: rerun(t)}
+		r := Run(opt)
+		if r.Failed() {
+			opt.Transcript = true
+			t.Fatalf("%s", Run(opt).Report())
+		}
+		total.Add(r.Stats)
+	}
+	if total.Recoveries == 0 || total.Fences == 0 {
+		t.Fatalf("20 schedules recovered %d locks after %d fences; want recoveries", total.Recoveries, total.Fences)
 	}
 }
 

@@ -53,9 +53,22 @@ type request struct {
 	onLost  func(err error) // the connection died before the reply arrived; err is what the client reports
 	settled bool
 	ordered bool // a release: no SET of its token could run after it (invariant 8)
+	late    bool // written after its operation ended uncertain (attribute.go)
 	// a fenced acquisition that handed out a token: the script run, in
 	// server order (invariant 6)
 	scriptRun int64
+}
+
+// opLabel names r's operation in the transcript: " (op N)", " (op N,
+// late)", or "" for none.
+func (r *request) opLabel() string {
+	switch {
+	case r.op == nil:
+		return ""
+	case r.late:
+		return " (op " + strconv.FormatInt(r.op.id, 10) + ", late)"
+	}
+	return " (op " + strconv.FormatInt(r.op.id, 10) + ")"
 }
 
 // open connects p to node n.

@@ -63,7 +63,8 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 	w.stats.Commands++
 	reply := parseReply(out)
 	if w.trace.enabled {
-		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
+		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d%s -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, r.opLabel(),
+			replyString(reply))
 	}
 	if isClientKill(r.cmd) {
 		w.reapKilled() // the server closes the killed connections at once

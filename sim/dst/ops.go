@@ -25,6 +25,7 @@ type opRun struct {
 	uncertain  bool   // it ended with an Uncertain error
 	scriptRun  int64  // a fenced acquisition: the script run that handed out its token
 	family     string // the family of its commands (attribute.go)
+	reported   int    // commands the engine reported handing off for it (attribute.go)
 }
 
 // isWrite reports whether the op may change the key (every op but the

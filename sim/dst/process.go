@@ -37,8 +37,13 @@ type process struct {
 
 	lastFencingToken map[string]int64 // counter -> last token handed out (MutationReuseFencingToken)
 
-	client *simClient // the simulated client library under the engine
-	open   []*opRun   // operations the engine started and has not ended, in start order
+	client   *simClient // the simulated client library under the engine
+	open     []*opRun   // operations the engine started and has not ended, in start order
+	late     []*opRun   // unreported operations that ended uncertain whose next step may still be written once
+	handOffs []handOff  // commands handed to a connection for an operation, not written yet (attribute.go)
+
+	renewedOnce     bool          // the renewer sent a batch (observer.RenewalSent)
+	lastRenewalSent time.Duration // the process\'s clock when it last did
 }
 
 func newProcess(w *world, index int) *process {
@@ -53,7 +58,7 @@ func newProcess(w *world, index int) *process {
 	p.spawn = w.spawnFor(p)
 	p.client = &simClient{w: w, p: p}
 	p.engine = conn.NewEngine(conn.EngineConfig{Client: p.client, Clock: p.clock, Spawn: p.spawn})
-	p.engine.SetObserver(&conn.Observer{Op: p.opStarted})
+	p.engine.SetObserver(&conn.Observer{Op: p.opStarted, Command: p.handedOff})
 	p.driver = actor.New(actor.Config{Transport: p.engine, Clock: p.clock, Spawn: p.spawn,
 		Jitter: p.rng.Float64, NewToken: func() string { return w.newToken(p) }, Drift: sm.DefaultDrift(),
 		CommandTimeout: w.opt.commandTimeout(), Push: !w.opt.WithoutPush, Observer: &observer{w: w, p: p}})

@@ -3,8 +3,14 @@ package dst
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
+	"reflect"
 	"slices"
+	"strings"
 	"strconv"
 	"testing"
 	"time"
@@ -179,4 +185,55 @@ func TestPushDetectsLoss_TheSimulatedListenerHandsOverInvalidations(t *testing.T
 			t.Errorf("redirect %v: the handler got %q; want %q", redirect, got, want)
 		}
 	}
+}
+
+// TestSimulatorSimulatesConnectionsOnly_NoTransportOfItsOwn: sim/dst
+// builds each process's transport with conn.NewEngine — the wire engine
+// production runs — over its simulated conn.Client, and declares nothing
+// a transport has: no session, fence, watcher, renewal batch or routing
+// method (its transport copy is gone).
+func TestSimulatorSimulatesConnectionsOnly_NoTransportOfItsOwn(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transportMethods := []string{"SessionForKey", "SessionFor", "Fence", "ExtendMany", "ProbeKill", "WatchRead",
+		"WatchReadMany", "WatchScoreMany", "SetInvalidationHandler", "RetireAll", "Identity", "Retired", "Demoted"}
+	newEngine := false
+	for _, f := range pkgs["dst"].Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if n.Recv != nil && slices.Contains(transportMethods, n.Name.Name) && !isObserver(n.Recv) {
+					t.Errorf("%s: sim/dst declares method %s: a transport of its own", fset.Position(n.Pos()), n.Name.Name)
+				}
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "conn" && n.Sel.Name == "NewEngine" {
+					newEngine = true
+				}
+			}
+			return true
+		})
+	}
+	if !newEngine {
+		t.Error("sim/dst never calls conn.NewEngine: it does not run the engine that ships")
+	}
+	var _ conn.Client = (*simClient)(nil)
+	var _ conn.Conn = (*simConn)(nil)
+	var _ conn.Listener = (*simListener)(nil)
+	if f, _ := reflect.TypeFor[process]().FieldByName("engine"); f.Type != reflect.TypeFor[*conn.Engine]() {
+		t.Errorf("a process's transport is a %v; want *conn.Engine", f.Type)
+	}
+}
+
+// isObserver reports whether a method's receiver is the actor.Observer
+// (whose Fence watches the driver's fences; it sends nothing).
+func isObserver(recv *ast.FieldList) bool {
+	star, ok := recv.List[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	return ok && id.Name == "observer"
 }

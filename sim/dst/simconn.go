@@ -138,16 +138,14 @@ func (s *simConn) unwritable(ctx context.Context) error {
 func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 	w := s.w
 	x := &pending{replies: make([]conn.Reply, len(cmds)), done: make(chan struct{})}
-	tracked, batch := false, false // tracked: the command follows CLIENT CACHING YES, a watcher's read
+	tracked := false // the command follows CLIENT CACHING YES: a watcher's read
 	for i, cmd := range cmds {
 		// the bytes leave with the write: the engine may reuse cmd's arguments once Do returned
 		cmd.Args = slices.Clone(cmd.Args)
-		r := &request{cmd: w.mutateCommand(cmd), op: s.p.attribute(ctx, cmd, tracked)}
+		r := &request{cmd: w.mutateCommand(cmd)}
+		r.op, r.late = s.p.attribute(ctx, cmd, tracked, s.c)
 		if tracked && strings.EqualFold(cmd.Args[0], "ZSCORE") {
 			w.stats.MemberWatchReads++
-		}
-		if r.op != nil && r.op.isRenew() && ctx.Value(opKey{}) == nil {
-			batch = true // a renewal sent under no operation's ctx of its own: a batch's (Session.ExtendMany)
 		}
 		tracked = isCachingYes(cmd)
 		r.onReply = func(reply conn.Reply) {
@@ -166,9 +164,9 @@ func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 		if r.op != nil {
 			r.op.wrote(s.c)
 		}
-	}
-	if batch {
-		w.stats.RenewalBatches++
+		if r.late && r.op.sent == 1 {
+			w.check.onUncertain(w, r.op) // the driver was told before this connection carried it
+		}
 	}
 	return x
 }

@@ -25,7 +25,7 @@ type Stats struct {
 	PushesLost    int // invalidations lost on a live watcher (a fault)
 	Overwrites    int // outsiders' overwrites of a held key
 	// What the driver did (package actor, the driver production runs):
-	RenewalBatches int // batches of keep-alive renewals its renewers sent (Session.ExtendMany)
+	RenewalBatches int // batches of keep-alive renewals its renewers sent (Session.ExtendMany), by the observer
 	Settled        int // uncertain acquisitions it settled (fence, read) for a waiting caller
 	Cleanups       int // clean-ups of abandoned acquisitions it started
 	HolderReads    int // its push hub's owner-compared reads for keep-alive holders
