@@ -10,8 +10,8 @@ import (
 	"io/fs"
 	"reflect"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
