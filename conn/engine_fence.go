@@ -113,8 +113,11 @@ func (e *Engine) sendFence(ctx context.Context, s *session, id Identity) error {
 	defer e.retireSession(s, RetiredFenced)
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {
-		if err = ctx.Err(); err != nil {
-			return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: err}
+		if cerr := ctx.Err(); cerr != nil {
+			if err != nil {
+				return err // the last attempt's failure says more than the bound's end
+			}
+			return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: context.Cause(ctx)}
 		}
 		var reply Reply
 		reply, err = e.control(ctx, s.node, FenceCommand(id.ID, id.Addr))
@@ -191,7 +194,10 @@ func (e *Engine) openFence(ctx context.Context, node string) (*link, error) {
 	if err != nil {
 		return nil, &Error{Class: NotSubmitted, Op: "fence", Addr: node, Err: err}
 	}
-	l := e.newLink(node, c, true)
+	// No idle PING on a fence connection: a kill must be written at once,
+	// even when replies are held up; a kill that fails on a dead socket is
+	// sent again on a fresh one (killing twice is harmless).
+	l := e.newLink(node, c, false)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
