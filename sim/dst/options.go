@@ -65,6 +65,7 @@ type Options struct {
 	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
 	CloseSessionPercent   int // per tick: a process closes one of its sessions itself, busy or not (another lock's fence, Locks.Close)
 	KillClientsPercent    int // per tick: an outsider kills every client of a node (CLIENT KILL TYPE normal)
+	CloseClientPercent    int // per tick: a process's user closes its Redis client under its locks (conn.Client.Closed)
 	DropPushPercent       int // per invalidation: the server's push to a watcher is lost (the connection lives)
 	DelayPushPercent      int // per invalidation: it reaches the watcher up to LeaseMax/2 late (and so does what follows it)
 	// OverwritePercent is per tick: an outsider overwrites a held key with
@@ -206,6 +207,9 @@ func swarm(seed uint64, withPrims bool) Options {
 	o.CloseSessionPercent = pick(3)
 	o.KillClientsPercent = pick(2)
 	o.pushFaults(rand.New(rand.NewPCG(seed, 0xd209)))
+	if f := rand.New(rand.NewPCG(seed, 0xc105ed)); f.IntN(8) == 0 {
+		o.CloseClientPercent = 1 // drawn apart, so that the other choices of a seed stay what they were
+	}
 	if o.Primitives && prims.IntN(3) == 0 {
 		o.CrashPercent = 1
 	}
@@ -306,5 +310,6 @@ func (o Options) pushProbe() bool {
 	return (!o.WithoutPush || o.judgePush) && o.OverwritePercent > 0 && o.DropBeforeExecPercent == 0 && o.DropAfterExecPercent == 0 &&
 		o.DelayReplyPercent == 0 && o.PauseNodePercent == 0 && o.FailoverPercent == 0 && o.MoveSlotPercent == 0 &&
 		o.DenyACLPercent == 0 && o.PauseProcessPercent == 0 && o.DelayWritePercent == 0 &&
-		o.CloseSessionPercent == 0 && o.KillClientsPercent == 0 && o.DropPushPercent == 0 && o.DelayPushPercent == 0
+		o.CloseSessionPercent == 0 && o.KillClientsPercent == 0 && o.DropPushPercent == 0 && o.DelayPushPercent == 0 &&
+		o.CloseClientPercent == 0
 }

@@ -20,6 +20,7 @@ type Stats struct {
 	FencingTokens int // fencing tokens handed out by the fenced script
 	LocalCloses   int // sessions a process closed itself
 	ClientKills   int // outsiders' CLIENT KILL TYPE normal
+	ClientCloses  int // processes whose user closed their Redis client
 	Recoveries    int // handles that left Recovering for Held
 	Pushes        int // invalidations that reached a watcher
 	PushesLost    int // invalidations lost on a live watcher (a fault)
@@ -61,6 +62,7 @@ func (s *Stats) Add(o Stats) {
 	s.FencingTokens += o.FencingTokens
 	s.LocalCloses += o.LocalCloses
 	s.ClientKills += o.ClientKills
+	s.ClientCloses += o.ClientCloses
 	s.Recoveries += o.Recoveries
 	s.Pushes += o.Pushes
 	s.PushesLost += o.PushesLost

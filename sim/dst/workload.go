@@ -128,10 +128,27 @@ func (w *world) chaos() {
 		w.overwrite(w.keys[w.rng.IntN(len(w.keys))])
 	case w.shouldCrashProcess():
 		w.crashProcess(w.procs[w.rng.IntN(len(w.procs))])
+	case w.shouldCloseClient():
+		w.closeClient(w.procs[w.rng.IntN(len(w.procs))])
 	}
 }
 
-func (w *world) shouldOverwrite() bool { return w.chance(w.opt.OverwritePercent) }
+func (w *world) shouldOverwrite() bool   { return w.chance(w.opt.OverwritePercent) }
+func (w *world) shouldCloseClient() bool { return w.chance(w.opt.CloseClientPercent) }
+
+// closeClient is p's user closing its Redis client under its locks (the
+// engine never closes it): from now on the client reports itself closed
+// (conn.Client.Closed) and dials nothing, so the engine refuses every
+// command as not submitted; what was in flight goes on. The user keeps
+// calling the driver.
+func (w *world) closeClient(p *process) {
+	if p.client.closed != nil || p.crashed {
+		return
+	}
+	p.client.closed = errClientClosed
+	w.stats.ClientCloses++
+	w.trace.logf(w, p, "", "fault: the user closes the process's Redis client")
+}
 
 // overwrite is an outsider's SET of a held key with a token of its own (a
 // lease of LeaseMax): no lock can prevent that, but a keep-alive holder
