@@ -14,7 +14,11 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if len(requests) == 0 {
 		return results
 	}
-	if err := s.link.notSendable(ctx); err != nil {
+	err := s.link.notSendable(ctx)
+	if err == nil && s.link.drain == nil {
+		err = s.link.checkIdle(ctx) // before any route is told the session: a fence meanwhile aborts them all
+	}
+	if err != nil {
 		for i := range results {
 			results[i] = ExtendResult{Result{Session: s}, s.link.notSent("extend", s, err)}
 		}
@@ -26,7 +30,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 		return results
 	}
 	replies := make([]Reply, len(cmds))
-	err := s.link.hand(ctx, "extend", cmds, replies, nil, s, false)
+	err = s.link.hand(ctx, "extend", cmds, replies, nil, s, false)
 	if err == nil {
 		err = s.checkPrimary("extend")
 	}

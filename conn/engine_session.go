@@ -99,9 +99,16 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	s := &session{e: e, node: node}
 	s.link = e.newLink(node, c, true)
 	s.link.owner = s
+	fenceReady := make(chan struct{}) // the node's fence connection, dialled meanwhile (see prepareFence)
+	e.background(func() {
+		defer close(fenceReady)
+		e.prepareFence(node)
+	})
 	cmds := [2]Command{ClientIDCommand(), ClientInfoCommand()}
 	var replies [2]Reply
-	if err := s.link.exchange(ctx, "open", cmds[:], replies[:], nil, s); err != nil {
+	err = s.link.exchange(ctx, "open", cmds[:], replies[:], nil, s)
+	_ = e.spawn.Wait(ctx, fenceReady) // a failure is left for the fence to try again
+	if err != nil {
 		s.link.retire()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
@@ -113,7 +120,6 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	if o := e.obs; o != nil && o.SessionOpened != nil {
 		o.SessionOpened(node)
 	}
-	e.background(func() { e.prepareFence(node) })
 	return s, nil
 }
 
