@@ -104,9 +104,11 @@ type implementation struct {
 	run  pair
 }
 
+// implementations are the pairs compared, each on a client of its own (so
+// that one's commands never change the mode of another's connections).
 func implementations(b *testing.B) []implementation {
-	client := newClient(b)
-	return []implementation{{"raw-rueidis", rawPair(client)}, {"lease", leasePair(b, client)}, {"pool", poolPair(b, client)}}
+	return []implementation{{"raw-rueidis", rawPair(newClient(b))}, {"lease", leasePair(b, newClient(b))},
+		{"pool", poolPair(b, newClient(b))}}
 }
 
 // readsProcessed is the server's total_reads_processed (INFO stats): how

@@ -106,7 +106,11 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	})
 	cmds := [2]Command{ClientIDCommand(), ClientInfoCommand()}
 	var replies [2]Reply
-	err = s.link.exchange(ctx, "open", cmds[:], replies[:], nil, s)
+	hctx, cancel := s.link.bounded(context.WithoutCancel(ctx), openBound) // see link.bounded
+	stop := e.spawn.AfterFunc(ctx, func() { s.link.retire() })            // the open's own end (Close) closes it too
+	err = s.link.exchange(hctx, "open", cmds[:], replies[:], nil, s)
+	stop()
+	cancel()
 	_ = e.spawn.Wait(ctx, fenceReady) // a failure is left for the fence to try again
 	if err != nil {
 		s.link.retire()

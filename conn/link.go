@@ -187,7 +187,7 @@ func (l *link) checkIdle(ctx context.Context) error {
 	if !l.pings || (int64(l.e.clock.Now())-l.lastReply.Load() <= l.e.idleCheck.Load() && !l.suspect.Load()) {
 		return nil
 	}
-	pctx, cancel := l.e.own(ctx, pingBound)
+	pctx, cancel := l.bounded(ctx, pingBound)
 	defer cancel()
 	var reply [1]Reply
 	err := l.conn.Do(pctx, pingCommand[:], reply[:])
@@ -201,6 +201,22 @@ func (l *link) checkIdle(ctx context.Context) error {
 	l.suspect.Store(false)
 	l.touch()
 	return nil
+}
+
+// bounded bounds a command the link sends on its own (a PING, a
+// handshake) by d. A ctx that cannot end (context.Background()) on a
+// Pipelined connection is kept as it is and the bound is a clock timer that
+// retires the link, closing its connection under the command: a client
+// keeps its fast synchronous path for a ctx without Done (rueidis would
+// otherwise move the socket to its background mode for good), and a
+// command that outlives its bound fails all the same. Any other ctx gets
+// the bound as a deadline (Engine.own).
+func (l *link) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if ctx.Done() != nil || l.drain != nil {
+		return l.e.own(ctx, d)
+	}
+	t := l.e.clock.AfterFunc(d, func() { l.e.retireLink(l, RetiredDead) })
+	return ctx, func() { t.Stop() }
 }
 
 // pingBound bounds an idle check's PING.
