@@ -6,9 +6,11 @@ import (
 	"github.com/respire-go/respire/internal/leasesuite"
 )
 
-// The behaviour suite (internal/leasesuite) on rueidis: one test per case,
-// Test<case name>, each listed under its rule in docs/rules.md; the goredis
-// module runs the same cases on go-redis (goredis.TestGoRedisLeaseSuite_EveryCase).
+// The behaviour suite (internal/leasesuite) on the root module's own client
+// (internal/wire, leasesuite.Wire): one test per case, Test<case name>, each
+// listed under its rule in docs/rules.md; each adapter module runs the same
+// cases on its client (rueidislease.TestRueidisLeaseSuite_EveryCase,
+// goredis.TestGoRedisLeaseSuite_EveryCase).
 
 func TestALockIsAcquiredRenewedAndReleasedOnOneConnection(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ALockIsAcquiredRenewedAndReleasedOnOneConnection")

@@ -14,9 +14,12 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +44,15 @@ type Options struct {
 	Name string
 	// DialTimeout bounds a dial and its handshake (default 5s).
 	DialTimeout time.Duration
+	// Dial, when not nil, opens every socket (a test's fault proxy records
+	// them); default net.Dialer.DialContext.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, when not nil, wraps every socket in TLS with this configuration.
+	TLS *tls.Config
+	// DB selects a database (SELECT) on every connection when not 0.
+	DB int
+	// ClientName names every connection (HELLO … SETNAME) when not "".
+	ClientName string
 }
 
 // ErrClosed is what Closed returns once Close was called.
@@ -158,8 +170,7 @@ func (c *Client) dialAs(ctx context.Context, addr string, push func([]string), u
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := c.socket(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +182,31 @@ func (c *Client) dialAs(ctx context.Context, addr string, push func([]string), u
 	return pc, nil
 }
 
+// socket opens a socket to addr (Options.Dial, TLS).
+func (c *Client) socket(ctx context.Context, addr string) (net.Conn, error) {
+	var nc net.Conn
+	var err error
+	if c.o.Dial != nil {
+		nc, err = c.o.Dial(ctx, addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
+	if err != nil || c.o.TLS == nil {
+		return nc, err
+	}
+	cfg := c.o.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
 // handshake authenticates pc and picks its protocol.
 func (c *Client) handshake(ctx context.Context, pc *pconn, user, password string) error {
 	var args []string
@@ -180,19 +216,34 @@ func (c *Client) handshake(ctx context.Context, pc *pconn, user, password string
 		if password != "" {
 			args = append(args, "AUTH", userOr(user), password)
 		}
+		if c.o.ClientName != "" {
+			args = append(args, "SETNAME", c.o.ClientName)
+		}
 	case password != "":
 		args = []string{"AUTH", userOr(user), password}
 	default:
-		return nil
+		args = []string{"PING"}
 	}
-	var reply [1]conn.Reply
-	if err := pc.Do(ctx, []conn.Command{{Args: args, Key: -1}}, reply[:]); err != nil {
+	cmds := []conn.Command{{Args: args, Key: -1}}
+	if c.o.DB != 0 {
+		cmds = append(cmds, conn.Command{Args: []string{"SELECT", strconv.Itoa(c.o.DB)}, Key: -1})
+	}
+	replies := make([]conn.Reply, len(cmds))
+	if err := pc.Do(ctx, cmds, replies); err != nil {
 		return err
 	}
-	if reply[0].Kind == conn.ReplyError {
-		return fmt.Errorf("wire: %s: %s", args[0], reply[0].Text)
+	for i, r := range replies {
+		if r.Kind == conn.ReplyError {
+			return fmt.Errorf("wire: %s: %w", cmds[i].Args[0], &conn.ServerError{Code: firstWord(r.Text), Message: r.Text})
+		}
 	}
 	return nil
+}
+
+// firstWord is an error reply's code.
+func firstWord(text string) string {
+	code, _, _ := strings.Cut(text, " ")
+	return code
 }
 
 func userOr(user string) string {

@@ -31,11 +31,15 @@ type pconn struct {
 // call is one pipeline's wait for its replies.
 type call struct {
 	replies []conn.Reply
-	next    int  // how many replies arrived
-	left    bool // the caller stopped waiting: replies are dropped
-	done    chan struct{}
-	err     error // the connection broke before every reply came
+	next    int           // how many replies arrived
+	left    bool          // the caller stopped waiting: replies are dropped
+	done    chan struct{} // cap 1: one value once every reply came or the connection broke
+	err     error         // the connection broke before every reply came
 }
+
+// calls recycles calls: a caller that got its answer puts its call back;
+// one that left leaves it to the collector (the reader may still touch it).
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // newConn starts nc's reader.
 func newConn(nc net.Conn, push func(keys []string)) *pconn {
@@ -66,25 +70,28 @@ func (c *pconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", conn.ErrNotWritten, err)
 	}
-	k := &call{replies: replies, done: make(chan struct{})}
+	k := calls.Get().(*call)
+	k.replies = replies
 	if err := c.write(cmds, k); err != nil {
-		return err
+		return err // k is left: the reader may still hold it
 	}
 	select {
 	case <-k.done:
-		return k.err
 	case <-ctx.Done():
 		c.mu.Lock()
 		select {
 		case <-k.done:
 			c.mu.Unlock()
-			return k.err
 		default:
+			k.left = true
+			c.mu.Unlock()
+			return context.Cause(ctx)
 		}
-		k.left = true
-		c.mu.Unlock()
-		return context.Cause(ctx)
 	}
+	err := k.err
+	*k = call{done: k.done}
+	calls.Put(k)
+	return err
 }
 
 // write queues k for its replies and writes cmds. An error before any
@@ -157,7 +164,7 @@ func (c *pconn) deliver(reply conn.Reply) bool {
 	if k.next == len(k.replies) {
 		c.waiting[0] = nil
 		c.waiting = c.waiting[1:]
-		close(k.done)
+		k.done <- struct{}{}
 	}
 	return true
 }
@@ -173,7 +180,7 @@ func (c *pconn) fail(err error) {
 	c.waiting = nil
 	for _, k := range waiting {
 		k.err = err
-		close(k.done)
+		k.done <- struct{}{}
 	}
 	c.mu.Unlock()
 	_ = c.nc.Close()

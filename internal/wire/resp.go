@@ -69,44 +69,82 @@ func readFrame(r *bufio.Reader) (frame, error) {
 	}
 }
 
-// readHeader reads a type byte and the rest of its line.
-func readHeader(r *bufio.Reader) (byte, string, error) {
-	line, err := r.ReadString('\n')
+// readHeader reads a type byte and the rest of its line. The line is the
+// reader's own buffer: valid until the next read (see text).
+func readHeader(r *bufio.Reader) (byte, []byte, error) {
+	line, err := r.ReadSlice('\n')
 	if err != nil {
-		return 0, "", err
+		if errors.Is(err, bufio.ErrBufferFull) {
+			err = fmt.Errorf("%w: line longer than %d bytes", errProtocol, r.Size())
+		}
+		return 0, nil, err
 	}
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return 0, "", fmt.Errorf("%w: line %q", errProtocol, line)
+		return 0, nil, fmt.Errorf("%w: line %q", errProtocol, line)
 	}
 	return line[0], line[1 : len(line)-2], nil
 }
 
+// text returns line as a string, without allocating for the replies every
+// lock command gets.
+func text(line []byte) string {
+	switch string(line) {
+	case "OK":
+		return "OK"
+	case "PONG":
+		return "PONG"
+	}
+	return string(line)
+}
+
+// parseInt parses a decimal integer line without allocating.
+func parseInt(line []byte) (int64, bool) {
+	if len(line) == 0 || len(line) > 20 {
+		return 0, false
+	}
+	neg := line[0] == '-'
+	if neg {
+		line = line[1:]
+	}
+	var n int64
+	for _, c := range line {
+		if c < '0' || c > '9' || n > (1<<63-1-9)/10 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, len(line) > 0
+}
+
 // readValue reads the value of a header already read.
-func readValue(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
+func readValue(r *bufio.Reader, kind byte, line []byte) (conn.Reply, error) {
 	switch kind {
 	case '+':
-		return conn.Reply{Kind: conn.ReplyStatus, Text: line}, nil
+		return conn.Reply{Kind: conn.ReplyStatus, Text: text(line)}, nil
 	case '-', '!':
 		if kind == '!' {
 			text, err := readBulk(r, line)
 			return conn.Reply{Kind: conn.ReplyError, Text: text}, err
 		}
-		return conn.Reply{Kind: conn.ReplyError, Text: line}, nil
+		return conn.Reply{Kind: conn.ReplyError, Text: string(line)}, nil
 	case ':':
-		n, err := strconv.ParseInt(line, 10, 64)
-		if err != nil {
+		n, ok := parseInt(line)
+		if !ok {
 			return conn.Reply{}, fmt.Errorf("%w: integer %q", errProtocol, line)
 		}
 		return conn.Reply{Kind: conn.ReplyInt, Int: n}, nil
 	case '_':
 		return conn.Reply{Kind: conn.ReplyNil}, nil
 	case '#':
-		if line == "t" {
+		if string(line) == "t" {
 			return conn.Reply{Kind: conn.ReplyInt, Int: 1}, nil
 		}
 		return conn.Reply{Kind: conn.ReplyNil}, nil
 	case ',', '(':
-		return conn.Reply{Kind: conn.ReplyBulk, Text: line}, nil
+		return conn.Reply{Kind: conn.ReplyBulk, Text: string(line)}, nil
 	case '$', '=':
 		return readString(r, kind, line)
 	case '*', '~', '%':
@@ -116,8 +154,8 @@ func readValue(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
 }
 
 // readString reads a bulk or verbatim string ($-1 is nil in RESP2).
-func readString(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
-	if line == "-1" {
+func readString(r *bufio.Reader, kind byte, line []byte) (conn.Reply, error) {
+	if string(line) == "-1" {
 		return conn.Reply{Kind: conn.ReplyNil}, nil
 	}
 	text, err := readBulk(r, line)
@@ -131,8 +169,8 @@ func readString(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
 }
 
 // readArray reads an array, set or map (*-1 is nil in RESP2).
-func readArray(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
-	if line == "-1" {
+func readArray(r *bufio.Reader, kind byte, line []byte) (conn.Reply, error) {
+	if string(line) == "-1" {
 		return conn.Reply{Kind: conn.ReplyNil}, nil
 	}
 	per := 1
@@ -144,10 +182,23 @@ func readArray(r *bufio.Reader, kind byte, line string) (conn.Reply, error) {
 }
 
 // readBulk reads the payload of a length-prefixed string.
-func readBulk(r *bufio.Reader, length string) (string, error) {
-	n, err := strconv.Atoi(length)
-	if err != nil || n < 0 || n > maxBulk {
+func readBulk(r *bufio.Reader, length []byte) (string, error) {
+	n64, ok := parseInt(length)
+	n := int(n64)
+	if !ok || n < 0 || n > maxBulk {
 		return "", fmt.Errorf("%w: length %q", errProtocol, length)
+	}
+	if n+2 <= r.Size() { // within the reader's buffer: one allocation, the string
+		buf, err := r.Peek(n + 2)
+		if err != nil {
+			return "", err
+		}
+		if buf[n] != '\r' || buf[n+1] != '\n' {
+			return "", fmt.Errorf("%w: bulk not terminated", errProtocol)
+		}
+		s := string(buf[:n])
+		_, err = r.Discard(n + 2)
+		return s, err
 	}
 	buf := make([]byte, n+2)
 	if _, err := io.ReadFull(r, buf); err != nil {
@@ -160,9 +211,10 @@ func readBulk(r *bufio.Reader, length string) (string, error) {
 }
 
 // readAggregate reads count×per elements (a map's count is its pairs).
-func readAggregate(r *bufio.Reader, count string, per int) ([]conn.Reply, error) {
-	n, err := strconv.Atoi(count)
-	if err != nil || n < 0 || n > maxElems {
+func readAggregate(r *bufio.Reader, count []byte, per int) ([]conn.Reply, error) {
+	n64, ok := parseInt(count)
+	n := int(n64)
+	if !ok || n < 0 || n > maxElems {
 		return nil, fmt.Errorf("%w: count %q", errProtocol, count)
 	}
 	elems := make([]conn.Reply, 0, n*per)
