@@ -14,6 +14,17 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if len(requests) == 0 {
 		return results
 	}
+	if o := s.e.obs; o != nil && o.Op != nil {
+		ends := make([]func(error), len(requests))
+		for i, r := range requests {
+			_, ends[i] = o.Op(ctx, r.Renewal())
+		}
+		defer func() {
+			for i, end := range ends {
+				end(results[i].Err)
+			}
+		}()
+	}
 	err := s.link.notSendable(ctx)
 	if err == nil && s.link.drain == nil {
 		err = s.link.checkIdle(ctx) // before any route is told the session: a fence meanwhile aborts them all

@@ -13,7 +13,12 @@ import (
 // (the session is then retired); Engine.Do follows redirects. It blocks
 // until a definite answer or an error; after an Uncertain error the
 // command may have run and is never replayed.
-func (s *session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+func (s *session) Do(ctx context.Context, op Op, route *Route) (res Result, err error) {
+	if o := s.e.obs; o != nil && o.Op != nil {
+		var end func(error)
+		ctx, end = o.Op(ctx, op)
+		defer func() { end(err) }()
+	}
 	return s.run(ctx, op, false, route)
 }
 

@@ -29,6 +29,12 @@ type Observer struct {
 	// about to be handed to a socket on behalf of ctx. Pipelined keep-alive
 	// renewals (Session.ExtendMany) and the idle-check PING are not reported.
 	Command func(ctx context.Context, name string)
+	// Op: the engine starts op for a caller (Engine.Do, Session.Do, and
+	// each request of Session.ExtendMany, as its Renewal), before any of its
+	// commands is handed to a socket. The returned ctx is the one op is
+	// sent under; the returned function is called once, with the error
+	// the caller gets (nil for an answer), before the caller sees it.
+	Op func(ctx context.Context, op Op) (context.Context, func(err error))
 }
 
 // SetObserver sets the pool's observer; nil removes it. Call it before the
