@@ -20,6 +20,7 @@ import (
 type session struct {
 	e    *Engine
 	node string
+	seq  uint64 // the order sessions opened in (Engine.track)
 	link *link
 	caps capstore.Store
 
@@ -134,6 +135,8 @@ func (e *Engine) track(s *session) bool {
 	if e.closed {
 		return false
 	}
+	e.seq++
+	s.seq = e.seq
 	e.open[s] = struct{}{}
 	return true
 }

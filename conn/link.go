@@ -34,7 +34,8 @@ type link struct {
 	_         [56]byte
 
 	retired   atomic.Bool
-	closing   atomic.Bool // a close of the Conn was started
+	closing   atomic.Bool   // a close of the Conn was started
+	closed    chan struct{} // closed once the Conn's Close returned
 	suspect   atomic.Bool // another connection to the node broke: PING before the next command
 	closeOnce sync.Once
 
@@ -44,7 +45,7 @@ type link struct {
 // newLink wraps c, dialled to node, and starts its drainer when c does not
 // pipeline.
 func (e *Engine) newLink(node string, c Conn, pings bool) *link {
-	l := &link{e: e, node: node, conn: c, pipelined: c.Pipelined(), pings: pings}
+	l := &link{e: e, node: node, conn: c, pipelined: c.Pipelined(), pings: pings, closed: make(chan struct{})}
 	l.touch()
 	if !l.pipelined {
 		l.drain = newDrainer(l)
@@ -249,5 +250,13 @@ func (l *link) retire() bool {
 	return first
 }
 
-// closeConn closes the Conn, once.
-func (l *link) closeConn() { l.closeOnce.Do(l.conn.Close) }
+// closeConn closes the Conn, once; l.closed is closed when it returned.
+func (l *link) closeConn() {
+	l.closeOnce.Do(func() {
+		l.conn.Close()
+		close(l.closed)
+	})
+}
+
+// waitClosed waits until the link's Conn was closed (retire started it).
+func (l *link) waitClosed() { _ = l.e.spawn.Wait(context.Background(), l.closed) }
