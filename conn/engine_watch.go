@@ -50,7 +50,7 @@ type pushWatcher struct {
 	node     string
 	listener Listener
 	reader   *link
-	keep     Timer // listen-only: the reader's liveness check (see keepReader)
+	keep     Timer       // listen-only: the reader's liveness check (see keepReader)
 	dead     atomic.Bool // retired, or its connection ended: open a fresh one
 	closing  atomic.Bool // retired (retireWatcher ran or began)
 	served   bool        // handed to a read, so it may have tracked keys; under push.mu

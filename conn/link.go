@@ -36,7 +36,7 @@ type link struct {
 	retired   atomic.Bool
 	closing   atomic.Bool   // a close of the Conn was started
 	closed    chan struct{} // closed once the Conn's Close returned
-	suspect   atomic.Bool // another connection to the node broke: PING before the next command
+	suspect   atomic.Bool   // another connection to the node broke: PING before the next command
 	closeOnce sync.Once
 
 	drain *drainer // not Pipelined: the batching drainer; nil otherwise
