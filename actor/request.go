@@ -24,8 +24,8 @@ import (
 // is no longer held, and Shutdown waits for the fence). in.Caller and
 // in.Now are set here.
 func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
-	if ctx.Err() != nil {
-		return sm.Result{}, context.Cause(ctx)
+	if ctx.Err() != nil && !l.fencing() {
+		return sm.Result{}, context.Cause(ctx) // sends nothing; with a fence pending, it is waited for below
 	}
 	l.mu.Lock()
 	in.Caller = l.newCaller(ctx)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
 )
 
 // heldLocks is how many locks BenchmarkHeldLocks holds (override with
@@ -38,14 +40,27 @@ func liveBytes() uint64 {
 // is due when half the lease is left, so a lock seen with less than
 // interval - late left was renewed late by at least late.
 func BenchmarkHeldLocks(b *testing.B) {
-	const ttl = 10 * time.Second
-	interval := ttl / 2
-	n := heldLocks()
-	client := newClient(b)
-	locks, err := lease.New(client)
+	locks, err := rueidislease.New(newClient(b))
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchmarkHeldLocks(b, locks)
+}
+
+// BenchmarkHeldLocksPool is BenchmarkHeldLocks on the former rueidis
+// transport (conn.Pool), for a side-by-side measurement while it exists.
+func BenchmarkHeldLocksPool(b *testing.B) {
+	locks, err := lease.NewTransport(conn.NewPool(newClient(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkHeldLocks(b, locks)
+}
+
+func benchmarkHeldLocks(b *testing.B, locks *lease.Locks) {
+	const ttl = 10 * time.Second
+	interval := ttl / 2
+	n := heldLocks()
 	defer locks.Close()
 	ctx := context.Background()
 	b.ResetTimer()

@@ -226,3 +226,48 @@ func (s *session) ProbeKill(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Release runs ReleaseOp on this session only (see Do).
+func (s *session) Release(ctx context.Context, key, token string) (Result, error) {
+	return s.Do(ctx, ReleaseOp(key, token), nil)
+}
+
+// Acquire runs AcquireOp on this session only (see Do).
+func (s *session) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return s.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
+}
+
+// Extend runs ExtendOp on this session only (see Do).
+func (s *session) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return s.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
+}
+
+// Owner runs OwnerOp on this session only (see Do).
+func (s *session) Owner(ctx context.Context, key string) (Result, error) {
+	return s.Do(ctx, OwnerOp(key), nil)
+}
+
+// Release deletes key if it holds token (ReleaseOp, see Engine.Do).
+func (e *Engine) Release(ctx context.Context, key, token string) (Result, error) {
+	return e.Do(ctx, ReleaseOp(key, token), nil)
+}
+
+// Extend sets key's expiry to ttlMillis from now if it holds token
+// (ExtendOp, see Engine.Do). A missing, expired or replaced key is never
+// created or changed.
+func (e *Engine) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return e.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
+}
+
+// Owner reads key's owner token with GET on its primary's session
+// (OwnerOp, see Engine.Do).
+func (e *Engine) Owner(ctx context.Context, key string) (Result, error) {
+	return e.Do(ctx, OwnerOp(key), nil)
+}
+
+// Acquire sends SET key token NX PX ttlMillis on the key's node session,
+// the socket that also carries the lock's release and renewals (AcquireOp,
+// see Engine.Do).
+func (e *Engine) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return e.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
+}

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
 			srv := startSim(t, profile)
 			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 			ctx := ctxT(t)
-			s, err := p.sessionFor(ctx, nodeOf(t, p))
+			s, err := p.SessionForT(ctx, nodeOf(t, p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +43,7 @@ func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
 				t.Fatal("fenced session not retired")
 			}
 			pingBeforeEveryCommand(t, p)
-			if fresh, err := p.sessionFor(ctx, s.Node()); err != nil || fresh == s {
+			if fresh, err := p.SessionForT(ctx, s.Node()); err != nil || fresh == s {
 				t.Fatalf("SessionFor after fence = %v, %v; want a new session", fresh == s, err)
 			}
 		})
@@ -54,7 +55,7 @@ func TestProbeKillReportsNoPermission(t *testing.T) {
 	srv.SetUser("locker", "lockerpw", "set", "get", "delifeq", "client|id", "client|info")
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestExtendManyPipelinesOnOneSession(t *testing.T) {
 			srv := startSim(t, profile)
 			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 			ctx := ctxT(t)
-			s, err := p.sessionFor(ctx, nodeOf(t, p))
+			s, err := p.SessionForT(ctx, nodeOf(t, p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func TestFencesAreShared_ConcurrentCallersGetOneKill(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}

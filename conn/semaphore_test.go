@@ -1,9 +1,10 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -148,7 +149,7 @@ func TestSemaphoreScoresOnServerTime_ScoreIsServerTimePlusLease(t *testing.T) {
 // serverMillis reads the server's clock with TIME.
 func serverMillis(t *testing.T, s primServer) int64 {
 	t.Helper()
-	parts, err := s.pool.client.Do(ctxT(t), s.pool.client.B().Time().Build()).AsStrSlice()
+	parts, err := s.admin.Do(ctxT(t), s.admin.B().Time().Build()).AsStrSlice()
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("TIME = %q, %v", parts, err)
 	}

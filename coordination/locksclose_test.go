@@ -16,7 +16,7 @@ import (
 // sure).
 func privateLocks(t *testing.T, node realNode) (*lease.Locks, *Coordinator) {
 	t.Helper()
-	locks, err := lease.New(newClient(t, []string{node.addr}, node.password))
+	locks, err := lease.New(lockClient(t, []string{node.addr}, node.password))
 	if err != nil {
 		t.Fatal(err)
 	}

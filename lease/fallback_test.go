@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
@@ -78,7 +76,7 @@ func mustTake(t *testing.T, locks *Locks, key, owner string) {
 }
 
 // assertServerError checks a definite server error carrying the reply text,
-// matchable as *rueidis.RedisError.
+// matchable as the server's *conn.ServerError.
 func assertServerError(t *testing.T, ok bool, err error, text string) {
 	t.Helper()
 	if ok || err == nil {
@@ -87,9 +85,9 @@ func assertServerError(t *testing.T, ok bool, err error, text string) {
 	if !errors.Is(err, conn.ErrServerReply) || errors.Is(err, conn.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v; want a definite server error", err)
 	}
-	var redisErr *rueidis.RedisError
+	var redisErr *conn.ServerError
 	if !errors.As(err, &redisErr) {
-		t.Fatalf("err = %v (%T); want errors.As *rueidis.RedisError", err, err)
+		t.Fatalf("err = %v (%T); want errors.As *conn.ServerError", err, err)
 	}
 	want := strings.TrimPrefix(text, "ERR ")
 	if redisErr.Error() != want {
