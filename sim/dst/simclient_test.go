@@ -29,10 +29,17 @@ func quietWorld(t *testing.T) (*world, *process) {
 	return w, w.procs[0]
 }
 
-// inTask runs f as a task of p and steps w until nothing is pending.
+// inTask runs f as a task of p and steps w until f returned and, after
+// that, for 100ms of virtual time more (what f left travelling arrives;
+// the engine's own timers, a listen-only watcher's liveness check, would
+// keep a world busy for ever), or until nothing is pending.
 func inTask(w *world, p *process, f func()) {
-	p.spawn.Go(f)
-	for w.step() {
+	done, doneAt := false, time.Duration(0)
+	p.spawn.Go(func() {
+		f()
+		done, doneAt = true, w.now
+	})
+	for (!done || w.now < doneAt+100*time.Millisecond) && w.step() {
 	}
 	w.stopTasks()
 }
