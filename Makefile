@@ -41,8 +41,8 @@ chaos:
 allocs:
 	$(GO) test -count=1 -run 'AllocatesNoMore|CostsNothingWhenUnused' ./lease
 
-## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
-## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
+## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
+## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
 ## first violation) and a semaphore that admits one permit more than its limit.
 chaos-mutation:
