@@ -179,7 +179,7 @@ func (k *checker) onUncertain(w *world, op *opRun) {
 	case op.isAcquisition():
 		k.uncertainSet[op.token] = append(k.uncertainSet[op.token], op.last)
 	case op.isWrite():
-		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], toldUncertain{conn: op.last, told: w.nextID})
+		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], toldUncertain{conn: op.last, told: w.id()})
 	}
 }
 
@@ -193,8 +193,8 @@ func (k *checker) onNotSubmitted(w *world, op *opRun) {
 }
 
 // toldUncertain is a renewal or release the driver was told is
-// uncertain: the connection that carried it, and the last id handed out
-// then (ops with a greater id started after the driver knew).
+// uncertain: the connection that carried it, and an id handed out when the
+// driver was told (a dispatch that saw it or a later id came after).
 type toldUncertain struct {
 	conn *connection
 	told int64
@@ -221,8 +221,8 @@ func (k *checker) dispatched(token string, kind sm.EffectKind, last int64) {
 // key back, a late delete removes only this token's key.
 func (k *checker) unsealedBefore(op *opRun) *connection {
 	for _, u := range k.uncertainWrites[op.token] {
-		if op.isRelease() && k.releaseDispatched[op.token] <= u.told ||
-			op.isRenew() && k.renewDispatched[op.token] <= u.told {
+		if op.isRelease() && k.releaseDispatched[op.token] < u.told ||
+			op.isRenew() && k.renewDispatched[op.token] < u.told {
 			if k.unsealed([]*connection{u.conn}) != nil && op.isRelease() {
 				k.exempted.releases++
 			} else if k.unsealed([]*connection{u.conn}) != nil {
