@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/rueidislease"
 )
@@ -41,16 +40,6 @@ func liveBytes() uint64 {
 // interval - late left was renewed late by at least late.
 func BenchmarkHeldLocks(b *testing.B) {
 	locks, err := rueidislease.New(newClient(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchmarkHeldLocks(b, locks)
-}
-
-// BenchmarkHeldLocksPool is BenchmarkHeldLocks on the former rueidis
-// transport (conn.Pool), for a side-by-side measurement while it exists.
-func BenchmarkHeldLocksPool(b *testing.B) {
-	locks, err := lease.NewTransport(conn.NewPool(newClient(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

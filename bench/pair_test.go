@@ -73,16 +73,6 @@ func leasePair(b *testing.B, client rueidis.Client) pair {
 	return locksPair(b, locks)
 }
 
-// poolPair is leasePair on the former rueidis transport (conn.Pool), for a
-// side-by-side measurement while it exists.
-func poolPair(b *testing.B, client rueidis.Client) pair {
-	locks, err := lease.NewTransport(conn.NewPool(client))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return locksPair(b, locks)
-}
-
 // locksPair is TryAcquire + Release on locks.
 func locksPair(b *testing.B, locks *lease.Locks) pair {
 	b.Cleanup(locks.Close)
@@ -107,8 +97,7 @@ type implementation struct {
 // implementations are the pairs compared, each on a client of its own (so
 // that one's commands never change the mode of another's connections).
 func implementations(b *testing.B) []implementation {
-	return []implementation{{"raw-rueidis", rawPair(newClient(b))}, {"lease", leasePair(b, newClient(b))},
-		{"pool", poolPair(b, newClient(b))}}
+	return []implementation{{"raw-rueidis", rawPair(newClient(b))}, {"lease", leasePair(b, newClient(b))}}
 }
 
 // readsProcessed is the server's total_reads_processed (INFO stats): how
@@ -171,7 +160,6 @@ func BenchmarkPairs64(b *testing.B) {
 		b.ReportMetric(float64(reads[i])/float64(done[i]), impl.name+"-server-reads/pair")
 	}
 	b.ReportMetric(rates[1]/rates[0], "lease/raw")
-	b.ReportMetric(rates[2]/rates[0], "pool/raw")
 }
 
 // runRound runs pairs from workers goroutines for about d.
@@ -243,7 +231,6 @@ func benchmarkPairSerial(b *testing.B, ctx context.Context) {
 		b.ReportMetric(p50[i], impl.name+"-p50-µs")
 	}
 	b.ReportMetric(p50[1]/p50[0], "lease/raw-p50")
-	b.ReportMetric(p50[2]/p50[0], "pool/raw-p50")
 	for _, impl := range impls {
 		allocs := testing.AllocsPerRun(200, func() {
 			if err := impl.run(ctx, "bench:serial:"+impl.name); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -48,6 +49,7 @@ func waitBlocked(t *testing.T, node realNode, n int) {
 // server.
 func TestBoundedLocksClose_CloseCutsOffAWaitThatCannotBeSatisfied(t *testing.T) {
 	node := startPrivateServer(t, "standalone")
+	node.must(t, "SCRIPT", "LOAD", conn.FencedAcquireScript) // EVALSHA runs: the script's outcome is what WAIT leaves unknown
 	locks, c := privateLocks(t, node)
 	failed := make(chan error, 1)
 	go func() {

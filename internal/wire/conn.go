@@ -16,8 +16,9 @@ import (
 // order and every RESP3 push to the connection's push function. It never
 // re-sends anything. Safe for concurrent use.
 type pconn struct {
-	nc   net.Conn
-	push func(keys []string) // invalidations; nil: pushes are dropped
+	nc      net.Conn
+	push    func(keys []string)           // invalidations; nil: they are dropped
+	message func(channel, payload string) // pub/sub messages; nil: they are dropped
 
 	wmu sync.Mutex // one pipeline written at a time
 	buf []byte     // the write buffer (under wmu)
@@ -94,6 +95,19 @@ func (c *pconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 	return err
 }
 
+// send writes cmds expecting no reply (SUBSCRIBE on RESP3, whose
+// confirmations are pushes).
+func (c *pconn) send(cmds []conn.Command) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.buf = c.buf[:0]
+	for _, cmd := range cmds {
+		c.buf = appendCommand(c.buf, cmd.Args)
+	}
+	_, err := c.nc.Write(c.buf)
+	return err
+}
+
 // write queues k for its replies and writes cmds. An error before any
 // byte reached the socket matches conn.ErrNotWritten.
 func (c *pconn) write(cmds []conn.Command, k *call) error {
@@ -162,8 +176,9 @@ func (c *pconn) deliver(reply conn.Reply) bool {
 	}
 	k.next++
 	if k.next == len(k.replies) {
-		c.waiting[0] = nil
-		c.waiting = c.waiting[1:]
+		n := copy(c.waiting, c.waiting[1:]) // keep the array: no allocation per call
+		c.waiting[n] = nil
+		c.waiting = c.waiting[:n]
 		k.done <- struct{}{}
 	}
 	return true
@@ -190,8 +205,12 @@ func (c *pconn) fail(err error) {
 }
 
 // pushed handles one RESP3 push: an invalidation ("invalidate", keys or
-// null) goes to push; others are dropped.
+// null) goes to push, a pub/sub message to message; others are dropped.
 func (c *pconn) pushed(elems []conn.Reply) {
+	if c.message != nil && len(elems) == 3 && elems[0].Text == "message" {
+		c.message(elems[1].Text, elems[2].Text)
+		return
+	}
 	if c.push == nil || len(elems) < 2 || elems[0].Text != "invalidate" {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ type sentinelState struct {
 	at       time.Time
 	asking   bool
 	sentinel *pconn // a connection to a Sentinel, reused
+	watcher  *pconn // a Sentinel connection subscribed to +switch-master
+	stopped  bool   // CloseSentinel ran: no new watcher
 }
 
 // master returns the master's address, asking the Sentinels the first
@@ -37,8 +40,10 @@ func (c *Client) master(ctx context.Context) (string, error) {
 	s.mu.Unlock()
 	switch {
 	case master == "":
+		defer c.watchSwitches()
 		return c.askMaster(ctx)
 	case start:
+		go c.watchSwitches()
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), c.o.DialTimeout)
 			defer cancel()
@@ -122,10 +127,65 @@ func (c *Client) checkMaster(ctx context.Context, pc *pconn, node string) error 
 func (c *Client) CloseSentinel() {
 	s := &c.sentinel
 	s.mu.Lock()
-	pc := s.sentinel
-	s.sentinel = nil
+	pc, w := s.sentinel, s.watcher
+	s.sentinel, s.watcher, s.stopped = nil, nil, true
 	s.mu.Unlock()
-	if pc != nil {
-		pc.Close()
+	for _, x := range []*pconn{pc, w} {
+		if x != nil {
+			x.Close()
+		}
 	}
+}
+
+// watchSwitches subscribes, on a Sentinel connection of its own, to
+// +switch-master: the master's new address is taken the moment a Sentinel
+// announces it (the 100 ms refresh only covers a missed message). A
+// watcher that ends is replaced by the next call of Nodes.
+func (c *Client) watchSwitches() {
+	s := &c.sentinel
+	s.mu.Lock()
+	if s.stopped || (s.watcher != nil && s.watcher.Err() == nil) {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.DialTimeout)
+	defer cancel()
+	for _, addr := range c.o.Addrs {
+		w, err := c.dialAs(ctx, addr, nil, "", c.o.SentinelPassword)
+		if err != nil {
+			continue
+		}
+		w.message = c.switched
+		if w.send([]conn.Command{{Args: []string{"SUBSCRIBE", "+switch-master"}, Key: -1}}) != nil {
+			w.Close()
+			continue
+		}
+		s.mu.Lock()
+		old, stopped := s.watcher, s.stopped
+		if !stopped {
+			s.watcher = w
+		}
+		s.mu.Unlock()
+		if old != nil {
+			go old.Close()
+		}
+		if stopped {
+			w.Close()
+		}
+		return
+	}
+}
+
+// switched takes a +switch-master message: "<name> <old ip> <old port>
+// <new ip> <new port>".
+func (c *Client) switched(channel, payload string) {
+	f := strings.Fields(payload)
+	if channel != "+switch-master" || len(f) != 5 || f[0] != c.o.MasterName {
+		return
+	}
+	s := &c.sentinel
+	s.mu.Lock()
+	s.master, s.at = net.JoinHostPort(f[3], f[4]), time.Now()
+	s.mu.Unlock()
 }
