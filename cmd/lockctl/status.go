@@ -136,19 +136,35 @@ func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (lin
 	if n == 0 {
 		return showKey(name) + ": semaphore, no live permit", false, nil
 	}
-	keys, err := conn.NewSemaphore("", name, 1)
-	if err != nil {
-		return "", false, err
-	}
-	limit, err := readKey(ctx, client, keys.LimitKey)
+	limit, err := storedLimit(ctx, client, name)
 	if err != nil {
 		return "", false, err
 	}
 	line = fmt.Sprintf("%s: semaphore, %d live permit%s", showKey(name), n, plural(n))
-	if limit.present {
-		line += " (limit " + limit.value + ")"
+	if limit != "" {
+		line += " (limit " + limit + ")"
 	}
 	return line, true, nil
+}
+
+// storedLimit reads the limit stored with the semaphore name: the negated
+// score of conn.SemaphoreLimitMember in its holders key (ZSCORE), "" when
+// none is stored.
+func storedLimit(ctx context.Context, client rueidis.Client, name string) (string, error) {
+	keys, err := conn.NewSemaphore("", name, 1)
+	if err != nil {
+		return "", err
+	}
+	score, err := client.Do(ctx, client.B().Zscore().Key(keys.HoldersKey).Member(conn.SemaphoreLimitMember).Build()).AsFloat64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	case score >= 0 || score < -conn.MaxSemaphoreLimit:
+		return "", nil
+	}
+	return strconv.FormatInt(int64(-score), 10), nil
 }
 
 // plural is "s" unless n is 1.
