@@ -67,7 +67,7 @@ var (
 	ErrServerReply = conn.ErrServerReply
 	// ErrDidNotRun: a server error reply that proves the command did not run
 	// and a later attempt may succeed (CLUSTERDOWN, TRYAGAIN, READONLY,
-	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, a redirect not followed). It
+	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, OOM, a redirect not followed). It
 	// also matches ErrServerReply.
 	ErrDidNotRun = conn.ErrDidNotRun
 	// ErrCrossSlot: a lease key and its fencing counter key hash to

@@ -445,3 +445,6 @@ func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
 func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "SemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit")
 }
+func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
+}
