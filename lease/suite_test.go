@@ -448,3 +448,6 @@ func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T)
 func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
 }
+func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
+}

@@ -15,7 +15,7 @@ import (
 // TestLockctlRunLimit_AtMostNCommandsAtOnce: five 'lockctl run --limit 2'
 // on one KEY (separate processes, waiting) run their CMDs, never more than
 // two at once; each CMD sees RESPIRE_LOCK_LIMIT; a run with another limit
-// while permits are held is refused with the usage status, CMD not run;
+// while permits are held is refused with its own status (78), CMD not run;
 // when all are done the semaphore's keys are gone.
 func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 	t.Parallel()
@@ -33,8 +33,8 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		ran := filepath.Join(dir, "mismatch")
 		code, _, stderr := runCLI(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "3",
 			"--", "sh", "-c", `echo ran > "$1"`, "sh", ran)...)
-		if code != exitUsage || !strings.Contains(stderr, "limit") {
-			t.Fatalf("another limit while a permit is held: exit %d, stderr %q; want %d naming the limit", code, stderr, exitUsage)
+		if code != exitLimitDiffers || !strings.Contains(stderr, "limit") {
+			t.Fatalf("another limit while a permit is held: exit %d, stderr %q; want %d naming the limit", code, stderr, exitLimitDiffers)
 		}
 		if _, err := os.Stat(ran); err == nil {
 			t.Fatal("CMD ran under a mismatched limit")
