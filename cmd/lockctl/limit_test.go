@@ -26,9 +26,9 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		// while, and unmarks itself.
 		script := `touch "$2/run.$1"; ls "$2" | grep -c '^run\.' >> "$2/counts"; echo "$RESPIRE_LOCK_LIMIT" >> "$2/limits"; ` +
 			`sleep 0.3; rm "$2/run.$1"`
-		held := filepath.Join(dir, "held")
+		held, release := filepath.Join(dir, "held"), filepath.Join(dir, "release")
 		holder := start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
-			"--", "sh", "-c", `echo started > "$1"; sleep 1`, "sh", held)...)
+			"--", "sh", "-c", `echo started > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`, "sh", held, release)...)
 		eventually(t, 10*time.Second, "the first permit's CMD to start", fileHas(held, "started"))
 		ran := filepath.Join(dir, "mismatch")
 		code, _, stderr := runCLI(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "3",
@@ -47,6 +47,9 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		for i := range 5 {
 			procs = append(procs, start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
 				"--wait", "30s", "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
+		}
+		if err := os.WriteFile(release, nil, 0o600); err != nil { // the holder's CMD ends once the others are started
+			t.Fatal(err)
 		}
 		for _, p := range append(procs, holder) {
 			if code := p.wait(t, 40*time.Second); code != 0 {
