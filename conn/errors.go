@@ -51,9 +51,9 @@ var (
 	ErrServerReply = errors.New("server error reply")
 	// ErrDidNotRun matches Definite errors whose reply proves the command did
 	// not run and a later attempt may succeed: CLUSTERDOWN, TRYAGAIN,
-	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, and a MOVED or ASK
-	// that was not followed. Permanent refusals (NOPERM, WRONGTYPE, script
-	// errors) do not match.
+	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, OOM, and a MOVED or
+	// ASK that was not followed. Permanent refusals (NOPERM, WRONGTYPE,
+	// script errors) do not match.
 	ErrDidNotRun = errors.New("the command did not run; a later attempt may succeed")
 	// ErrSessionRetired is the cause when a command was offered to a session
 	// already retired; it is NotSubmitted.

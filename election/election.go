@@ -161,8 +161,9 @@ func (e *Election) Context() context.Context {
 
 // Leader returns the label of the election's current leader (as its
 // Campaign gave it; "" for a leader that gave none), or an error matching
-// ErrNoLeader when nobody leads. It reads the key (lease.Locks.Holder),
-// never a token; it blocks for the round trips.
+// ErrNoLeader when nobody leads. It reads the key (lease.Locks.Holder,
+// which needs +get +evalsha +eval +pttl), never a token; it blocks for the
+// round trips.
 func (e *Election) Leader(ctx context.Context) (string, error) {
 	holder, found, err := e.locks.Holder(ctx, e.key)
 	switch {

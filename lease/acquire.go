@@ -44,7 +44,7 @@ func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 // to a try (rule WaitRidesOutTransportErrors): a try that was not sent (a
 // dial refused, a session found dead first) or that the server answered
 // without running it (LOADING, READONLY, CLUSTERDOWN, MASTERDOWN, TRYAGAIN,
-// BUSY, NOREPLICAS) is followed by the next try, as a refused one is. A
+// BUSY, NOREPLICAS, OOM) is followed by the next try, as a refused one is. A
 // try whose outcome is unknown (a reset or closed connection, a timeout
 // after the send) is settled before the next: the connection that carried
 // its SET is fenced (CLIENT KILL), then the key is read on a fresh

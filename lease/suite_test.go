@@ -439,3 +439,15 @@ func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "WithoutPush_SendsNoTracking")
 }
+func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
+}
+func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "SemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit")
+}
+func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
+}
+func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
+}
