@@ -40,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,11 +83,11 @@ type Election struct {
 func New(locks *lease.Locks, key string, ttl time.Duration) (*Election, error) {
 	switch {
 	case locks == nil:
-		return nil, errors.New("election: nil Locks")
+		return nil, errors.New("election: New: nil Locks")
 	case key == "":
-		return nil, fmt.Errorf("election: %w", lease.ErrEmptyKey)
+		return nil, &opError{op: "New", err: lease.ErrEmptyKey}
 	case ttl <= 0:
-		return nil, fmt.Errorf("election: %w (got %v)", lease.ErrInvalidTTL, ttl)
+		return nil, &opError{op: "New", key: key, err: fmt.Errorf("%w (got %v)", lease.ErrInvalidTTL, ttl)}
 	}
 	return &Election{locks: locks, key: key, ttl: ttl}, nil
 }
@@ -123,7 +124,7 @@ func (e *Election) Campaign(ctx context.Context, label string) error {
 	defer e.mu.Unlock()
 	e.campaigning = false
 	if err != nil {
-		return fmt.Errorf("election: campaign: %w", err)
+		return &opError{op: "Campaign", key: e.key, err: err}
 	}
 	e.leader = lock
 	return nil
@@ -147,7 +148,7 @@ func (e *Election) Resign(ctx context.Context) error {
 	}
 	if _, err := lock.Release(ctx); err != nil {
 		_ = lock.Close() // a delete not sent: stop renewing, and release with Close's own bound
-		return fmt.Errorf("election: resign: %w", err)
+		return &opError{op: "Resign", key: e.key, err: err}
 	}
 	return nil
 }
@@ -204,9 +205,34 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	holder, found, err := e.locks.Holder(ctx, e.key)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("election: leader: %w", err)
+		return "", &opError{op: "Leader", key: e.key, err: err}
 	case !found:
 		return "", ErrNoLeader
 	}
 	return holder.Label, nil
 }
+
+// opError is the error of an election call that failed: it reads
+// "election: Op "key": reason" once — the reason without the lease call it
+// came from ("lease: Acquire …") — and matches, with errors.Is and
+// errors.As, everything err does (lease's sentinels, *lease.OpError, ctx's
+// cause).
+type opError struct {
+	op, key string
+	err     error
+}
+
+func (e *opError) Error() string {
+	reason := e.err
+	var call *lease.OpError
+	if errors.As(e.err, &call) && error(call) == e.err {
+		reason = call.Err
+	}
+	text := strings.TrimPrefix(reason.Error(), "lease: ")
+	if e.key == "" {
+		return "election: " + e.op + ": " + text
+	}
+	return fmt.Sprintf("election: %s %q: %s", e.op, e.key, text)
+}
+
+func (e *opError) Unwrap() error { return e.err }
