@@ -31,23 +31,40 @@ type WorkError struct {
 	Work    error  // fn's error
 }
 
-// Error reads "lease: Do "key": " and what happened, the loss first.
+// Error reads "lease: Do "key": " and what happened, the loss first, each
+// fact once: "the lock was lost while the work ran: HOW", "after the
+// work: WHAT THE RELEASE MET", "the work failed: FN'S ERROR". fn's error
+// is left out of the text (not of Unwrap) when it only echoes the loss:
+// the loss itself (fn returned context.Cause(ctx)) or the bare
+// context.Canceled of its ended context (fn returned ctx.Err()).
 func (e *WorkError) Error() string {
 	var parts []string
 	if e.Lost != nil {
-		parts = append(parts, "the lock was lost while the work ran: "+trimPackage(e.Lost))
+		loss := strings.TrimPrefix(strings.TrimPrefix(reasonText(e.Lost), "ownership lost"), ": ")
+		parts = append(parts, strings.TrimSuffix("the lock was lost while the work ran: "+loss, ": "))
 	}
 	if e.Release != nil {
-		parts = append(parts, "release after the work: "+trimPackage(e.Release))
+		parts = append(parts, "after the work: "+reasonText(e.Release))
 	}
-	if e.Work != nil {
-		parts = append(parts, "the work: "+trimPackage(e.Work))
+	if e.Work != nil && !e.echoesLoss() {
+		parts = append(parts, "the work failed: "+reasonText(e.Work))
 	}
 	return fmt.Sprintf("lease: Do %q: %s", e.Key, strings.Join(parts, "; "))
 }
 
-// trimPackage is err's text without this package's prefix.
-func trimPackage(err error) string { return strings.TrimPrefix(err.Error(), "lease: ") }
+// echoesLoss reports whether fn's error only repeats the loss.
+func (e *WorkError) echoesLoss() bool {
+	return e.Lost != nil && (e.Work == context.Canceled || e.Work.Error() == e.Lost.Error())
+}
+
+// reasonText is err's text without this package's prefix and, for a
+// call's *OpError, without the call: the reason alone.
+func reasonText(err error) string {
+	if op, ok := err.(*OpError); ok {
+		err = op.Err
+	}
+	return strings.TrimPrefix(err.Error(), "lease: ")
+}
 
 // Is reports whether target is ErrLostDuringWork and the lock was lost.
 func (e *WorkError) Is(target error) bool { return target == ErrLostDuringWork && e.Lost != nil }
