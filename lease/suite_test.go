@@ -106,6 +106,9 @@ func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedi
 func TestFenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced")
 }
+func TestHeldGauge_ASetConfirmedBySettlingCountsOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "HeldGauge_ASetConfirmedBySettlingCountsOnce")
+}
 func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "JoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn")
 }
