@@ -26,7 +26,12 @@ type KeepAlive actor.KeepAlive
 func (k *KeepAlive) core() *actor.KeepAlive { return (*actor.KeepAlive)(k) }
 
 // Context returns the context protected work must honour: it is cancelled
-// when the keep-alive ends, with the reason as its cause.
+// when the keep-alive ends, with the reason as its cause. Its Err and
+// context.Cause are exact, as Lock.Context's are: they compare the
+// monotonic clock with the lease's end when called, so the first check
+// after a pause past the lease (SIGSTOP, a long GC) reports the loss before
+// any timer has run; Done is closed by a timer, moments after the end. It
+// does not block.
 func (k *KeepAlive) Context() context.Context { return k.core().Context() }
 
 // OwnershipLost reports whether the keep-alive ended because ownership was
@@ -36,7 +41,7 @@ func (k *KeepAlive) OwnershipLost() bool {
 }
 
 // Err returns nil while the keep-alive runs, then why it ended: the cause
-// of Context (see KeepAlive).
+// of Context (see KeepAlive). It is exact as Context's Err is.
 func (k *KeepAlive) Err() error { return k.core().Err() }
 
 // Stop stops renewing. It blocks until a renewal in flight has completed

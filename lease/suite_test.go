@@ -154,11 +154,17 @@ func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
 func TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "KnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection")
 }
+func TestLeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck")
+}
 func TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
 }
 func TestLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_AfterAPausePastTheLease")
+}
+func TestLeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease")
 }
 func TestLeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending")
