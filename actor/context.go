@@ -149,6 +149,17 @@ func (l *Lock) StopAndRelease(ctx context.Context) (sm.Result, error) {
 	return res, err
 }
 
+// StopKeepAlive stops the lock's keep-alive, whichever runs (its own or a
+// KeepAlive), waiting for a renewal in flight (and a fence after an
+// uncertain one), bounded by ctx: when ctx ends first it is stopped at once
+// without waiting. It changes nothing else: a lock still held stays held
+// until its release or its lease's end. It blocks as said.
+func (l *Lock) StopKeepAlive(ctx context.Context) {
+	if _, err := l.Request(ctx, sm.Input{Kind: sm.InputKeepAliveStop}); err != nil {
+		l.stopKeepAliveNow()
+	}
+}
+
 // stopKeepAliveNow stops the lock's keep-alive, if one is active, without
 // waiting for a renewal in flight. It does not block.
 func (l *Lock) stopKeepAliveNow() {

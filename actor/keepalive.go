@@ -137,7 +137,7 @@ func (l *Lock) StartKeepAlive(ctx context.Context, k *KeepAlive) error {
 	}
 	s, err := l.d.renewalSession(ctx, l.wireKey)
 	if err != nil {
-		return err
+		return notSentError(ctx, err)
 	}
 	k.lock, k.values = l, ctx
 	l.mu.Lock()
@@ -183,7 +183,7 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (sm.Result, e
 		return sm.Result{}, nil
 	}
 	if _, err := l.d.renewalSession(ctx, l.wireKey); err != nil {
-		return sm.Result{}, err
+		return sm.Result{}, notSentError(ctx, err) // nothing was sent: the handle is unchanged
 	}
 	return l.Request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: ttl})
 }

@@ -82,6 +82,12 @@ func TestDeadlineLossSaysWhy_ARealReplicaOfMidRun(t *testing.T) {
 func TestDeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "DeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly")
 }
+func TestDoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease")
+}
+func TestDoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent")
+}
 func TestDriftMargin_TheKeepAliveContextEndsBeforeTheServersLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "DriftMargin_TheKeepAliveContextEndsBeforeTheServersLease")
 }
@@ -90,6 +96,12 @@ func TestEstimatesCountFromBeforeTheSend(t *testing.T) {
 }
 func TestExtensionWireSequencePerServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "ExtensionWireSequencePerServer")
+}
+func TestFailedProbeIsNotSent_OnAPausedServer(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FailedProbeIsNotSent_OnAPausedServer")
+}
+func TestFailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds")
 }
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
