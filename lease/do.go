@@ -93,8 +93,8 @@ func (e *WorkError) Unwrap() []error {
 // behind, whatever the release returned: after a failed release it stops
 // the keep-alive before it returns, so nothing renews the lease afterwards
 // and a lock still held ends at its lease's end at the latest. A panic in
-// fn releases the lock (as Close does) and goes on. fn nil is refused with ErrInvalidOption
-// before anything is sent.
+// fn releases the lock (as Close does) and goes on. fn nil is refused with
+// ErrInvalidOption before anything is sent.
 func (l *Locks) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error,
 	opts ...AcquireOption) error {
 	if fn == nil {

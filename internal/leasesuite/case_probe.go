@@ -9,7 +9,6 @@ import (
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/lease"
-	"github.com/respire-go/respire/sim"
 )
 
 // probedOp is a call that probes its session's fencing permission (CLIENT
@@ -225,18 +224,16 @@ func checkNotSent(t *testing.T, call string, ctxEnded bool, err error) {
 	assertOneLeasePrefix(t, call, err)
 }
 
-// TestFailedProbeIsNotSent_OnAPausedServer: the real server is paused
-// (CLIENT PAUSE 1000 ALL) when a lock's first Release or ResetExpiry on its
-// session probes; the probe waits until the caller's 300 ms ctx ends, or
-// until the Locks' 300 ms command timeout. The command was not sent: an
-// error matching ErrNotSubmitted (and ctx's cause, DeadlineExceeded, when
-// it ended), never ErrOutcomeUnknown; the lock is still held, and once the pause is over the
-// same call succeeds.
+// TestFailedProbeIsNotSent_OnAPausedServer: a private redis-server is
+// paused (CLIENT PAUSE 1000 ALL) when a lock's first Release or ResetExpiry
+// on its session probes; the probe waits until the caller's 300 ms ctx
+// ends, or until the Locks' 300 ms command timeout. The command was not
+// sent: an error matching ErrNotSubmitted (and ctx's cause,
+// DeadlineExceeded, when it ended), never ErrOutcomeUnknown; the key is as
+// it was, the lock still held, and once the pause is over the same call
+// succeeds.
 func caseFailedProbeIsNotSent_OnAPausedServer(t *testing.T, tr Transport) {
-	addr, password := realRedis70(t)
-	realserver.Lock(t, addr)
-	srv := startRealServer(t, addr, password)
-	tg := &target{tr: tr, profile: sim.Redis70, srv: srv, password: password, real: true}
+	r := realserver.StartPrivate(t)
 	for _, op := range probedOps[:2] { // Release, ResetExpiry
 		for _, commandTimeout := range []bool{false, true} {
 			name := op.name + "/caller-ctx-ends"
@@ -247,23 +244,24 @@ func caseFailedProbeIsNotSent_OnAPausedServer(t *testing.T, tr Transport) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := ctxT(t)
-				locks := newLocks(t, tr, clientOf([]string{addr}, "", password, false), opts...)
+				locks := newLocks(t, tr, clientOf([]string{r.Addr}, "", r.Password, false), opts...)
 				key := "probe:paused:" + name
 				lock, err := locks.Acquire(ctx, key, time.Minute) // no keep-alive: the session has not probed
 				if err != nil {
 					t.Fatal(err)
 				}
-				srv.Exec("CLIENT", "PAUSE", "1000", "ALL")
+				r.MustExec(t, "CLIENT", "PAUSE", "1000", "ALL")
 				callCtx, cancel := ctx, context.CancelFunc(func() {})
 				if !commandTimeout {
 					callCtx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 				}
 				defer cancel()
 				err = op.call(t, callCtx, locks, lock, key)
-				srv.Exec("PING") // answered once the pause is over
+				pttl := r.MustExec(t, "PTTL", key) // answered once the pause is over
 				checkNotSent(t, op.name, !commandTimeout, err)
-				if op.ran(&faulty{target: tg}, lock, key) {
-					t.Fatalf("%s's command ran after its probe failed", op.name)
+				var ms int64
+				if _, err := fmtSscanInt(pttl, &ms); err != nil || ms <= 0 || ms > time.Minute.Milliseconds() {
+					t.Fatalf("PTTL %q after %s; want the key as it was (its command never ran)", pttl, op.name)
 				}
 				if st := lock.State(); st != lease.StateHeld {
 					t.Fatalf("state %v after %s; want Held (nothing was sent)", st, op.name)
