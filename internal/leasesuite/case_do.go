@@ -17,7 +17,11 @@ import (
 func expiresByItself(t *testing.T, tg *target, key string, ttl time.Duration) {
 	t.Helper()
 	last := pttlOf(tg, key)
-	deadline := time.Now().Add(ttl + 5*time.Second)
+	first, start := last, time.Now()
+	defer func() {
+		t.Logf("PTTL %d ms when Do returned; the key ran down and was gone %v later", first, time.Since(start))
+	}()
+	deadline := start.Add(ttl + 5*time.Second)
 	for last != -2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the key is still there (PTTL %d ms) %v after Do returned; want its lease to end by itself", last, ttl+5*time.Second)
