@@ -74,10 +74,11 @@ func WithKeyPrefixAttribute() Option {
 // WithCommandTimeout bounds each command by d: every managed lock command
 // (acquisition tries, renewals, releases) and each raw-token call (all its
 // commands, fallback steps and redirects included), and fences when shorter
-// than FenceTimeout. Default 0: no timeout beyond the
-// caller's ctx. A timeout after a command was sent gives an error matching
-// ErrOutcomeUnknown. Negative d, or d longer than MaxTTL, is rejected with
-// ErrInvalidOption.
+// than FenceTimeout, and the one-time permission probe of a session. Default
+// 0: no timeout beyond the caller's ctx. A timeout after a command was sent
+// gives an error matching ErrOutcomeUnknown; one of the probe before it,
+// ErrNotSubmitted (the command was not sent). Negative d, or d longer than
+// MaxTTL, is rejected with ErrInvalidOption.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 || d > MaxTTL {
