@@ -63,16 +63,21 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 		res, _ := l.collect(in.Caller)
 		l.mu.Unlock()
 		if ctxErr != nil && res.Err != nil && !errors.Is(res.Err, ctxErr) {
-			res.Err = fmt.Errorf("%w: %w", ctxErr, res.Err)
+			res.Err = fmt.Errorf("%w (stopped waiting: %w)", res.Err, ctxErr)
 		}
 		if res.FenceErr != nil {
-			res.Err = fencePending(res.FenceErr, res.Err)
+			res.Err = &fencePendingError{fence: res.FenceErr, command: res.Err}
 		}
 		return res, nil
 	}
 	switch {
 	case l.abandon(in.Caller):
 		err = fencePending(err, ownErr)
+	case ownErr != nil && errors.Is(ownErr, err):
+		// The command this caller ran had an unknown outcome because the
+		// caller stopped waiting (its fence may have answered already): its
+		// error says both, once.
+		err = ownErr
 	case ownErr != nil:
 		// The command this caller ran had an unknown outcome (its fence
 		// may have answered already): say so, not only why we stopped.
@@ -81,15 +86,10 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	return sm.Result{}, err
 }
 
-// fencePending is the error of a caller whose fence failed or did not
-// answer in time (cause says why).
-// The fence's own error is kept as text only: its class (a kill not sent,
-// say) is not the command's, whose outcome stays unknown.
+// fencePending is the error of a caller whose ctx ended while a fence of
+// its lock was pending, and that waited FenceTimeout for it in vain.
 func fencePending(cause, commandErr error) error {
-	if commandErr == nil {
-		return fmt.Errorf("%w: %w", ErrFencePending, cause)
-	}
-	return fmt.Errorf("%w (%v): %w", ErrFencePending, cause, commandErr)
+	return &fencePendingError{cause: cause, command: commandErr}
 }
 
 // fencing reports whether a fence of the lock is pending: a command of it

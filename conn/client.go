@@ -225,12 +225,10 @@ type ClientClosedError struct {
 }
 
 // Error names the client, so that a go-redis service never reads
-// "rueidis".
+// "rueidis": "the go-redis client was closed". The client's own error
+// (which says the same) is left to Unwrap, so the fact is told once.
 func (e *ClientClosedError) Error() string {
-	if e.Err == nil {
-		return "the " + e.Client + " client was closed"
-	}
-	return "the " + e.Client + " client was closed: " + e.Err.Error()
+	return "the " + e.Client + " client was closed"
 }
 
 // Is reports whether target is ErrClientClosed.

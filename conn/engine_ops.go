@@ -58,7 +58,9 @@ func (s *session) drive(ctx context.Context, op string, o *Operation, asking boo
 
 // finish is the result of an operation's final reply: a redirect retires
 // the session (the command did not run here), READONLY too (not a primary
-// any more), a did-not-run reply marks the slot map stale.
+// any more), a reply that says the node cannot serve the slot now marks the
+// slot map stale (not OOM, LOADING, BUSY or NOREPLICAS: those say nothing
+// about who serves the slot).
 func (s *session) finish(op string, out Outcome, clientErr error) (Result, error) {
 	if out.Redirect != nil {
 		s.e.retireSession(s, RetiredRedirect)
@@ -76,7 +78,7 @@ func (s *session) finish(op string, out Outcome, clientErr error) (Result, error
 		if IsReadOnlyReply(out.Err.Message) {
 			s.e.retireSession(s, RetiredReadOnly)
 		}
-		if IsDidNotRunReply(out.Err.Message) {
+		if slotUnservedReply(out.Err.Message) {
 			s.e.markSlotsStale()
 		}
 		return Result{Session: s}, s.definite(op, out.Err, clientErr)

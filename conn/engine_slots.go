@@ -165,3 +165,15 @@ var crc16Table = func() (t [256]uint16) {
 	}
 	return t
 }()
+
+// slotUnservedReply reports whether text says the node cannot serve the
+// slot now: the cluster is down for it (CLUSTERDOWN), it moves
+// (TRYAGAIN), or the node is no primary for it (READONLY, MASTERDOWN).
+func slotUnservedReply(text string) bool {
+	code, _, _ := strings.Cut(text, " ")
+	switch code {
+	case "CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN":
+		return true
+	}
+	return false
+}

@@ -84,6 +84,12 @@ func TestDeadlineLossSaysWhy_ARealReplicaOfMidRun(t *testing.T) {
 func TestDeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "DeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly")
 }
+func TestDoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease")
+}
+func TestDoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent")
+}
 func TestDriftMargin_TheKeepAliveContextEndsBeforeTheServersLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "DriftMargin_TheKeepAliveContextEndsBeforeTheServersLease")
 }
@@ -92,6 +98,12 @@ func TestEstimatesCountFromBeforeTheSend(t *testing.T) {
 }
 func TestExtensionWireSequencePerServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ExtensionWireSequencePerServer")
+}
+func TestFailedProbeIsNotSent_OnAPausedServer(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FailedProbeIsNotSent_OnAPausedServer")
+}
+func TestFailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds")
 }
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
@@ -113,6 +125,9 @@ func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedi
 }
 func TestFenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "FenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced")
+}
+func TestHeldGauge_ASetConfirmedBySettlingCountsOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "HeldGauge_ASetConfirmedBySettlingCountsOnce")
 }
 func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "JoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn")
@@ -159,11 +174,17 @@ func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
 func TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "KnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection")
 }
+func TestLeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck")
+}
 func TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
 }
 func TestLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_AfterAPausePastTheLease")
+}
+func TestLeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease")
 }
 func TestLeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending")
@@ -446,4 +467,16 @@ func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
 }
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "WithoutPush_SendsNoTracking")
+}
+func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
+}
+func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit")
+}
+func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
+}
+func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }
