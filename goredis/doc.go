@@ -1,3 +1,5 @@
+//go:build !goredisadapter
+
 // Package goredis runs respire-go's lease locks over go-redis v9: it is a
 // conn.Transport whose sessions, fences, tracked reads and replicated
 // acquisitions travel on the go-redis client an application already has

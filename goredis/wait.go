@@ -1,3 +1,5 @@
+//go:build !goredisadapter
+
 package goredis
 
 import (
