@@ -226,7 +226,7 @@ func (d *Driver) commandContext(ctx context.Context) (context.Context, context.C
 	switch {
 	case d.commandTimeout <= 0:
 		return ctx, func() {}
-	case d.clock == Clock(realTime):
+	case d.clock == realTime:
 		return context.WithTimeout(ctx, d.commandTimeout)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -126,12 +126,15 @@ type Conn interface {
 	// Do never re-sends a command on its own (no retries, no replay after
 	// a reconnect). It must not keep cmds or replies after it returned.
 	//
-	// Blocking and ctx: the engine gives every Do a ctx with a deadline.
-	// On a Pipelined connection Do returns at once when ctx ends
-	// (cancelled or past its deadline) with ctx's error, the commands left
-	// to their fate; on the others it returns by ctx's deadline at the
-	// latest (the client bounds its reads and writes by it) and need not
-	// notice a bare cancellation.
+	// Blocking and ctx: on a Pipelined connection Do returns at once when
+	// ctx ends (cancelled or past its deadline) with ctx's error, the
+	// commands left to their fate; on the others it returns by ctx's
+	// deadline at the latest (the client bounds its reads and writes by
+	// it) and need not notice a bare cancellation. Every Do the engine
+	// makes on a goroutine of its own — a drained batch, a fence, an idle
+	// PING, a handshake, a watcher's read, a renewal batch — carries a
+	// deadline (on the real clock); a Do made on a caller's goroutine
+	// carries the caller's ctx, which may have none.
 	Do(ctx context.Context, cmds []Command, replies []Reply) error
 
 	// Pipelined reports whether Do may be called again, from any
@@ -151,9 +154,14 @@ type Conn interface {
 	Err() error
 
 	// Close closes the connection for good; later Do calls fail (matching
-	// ErrNotWritten). A Do in flight ends with an error — its commands'
-	// outcome unknown — at once or by its ctx's deadline. Close never
-	// blocks on the server, is idempotent and safe for concurrent use.
+	// ErrNotWritten). A Do in flight ends promptly — within about a second
+	// even when the server or the network stalls — with an error, its
+	// commands' outcome unknown (the engine's Close bound rests on it).
+	// Close returns once the connection is closed and the client holds no
+	// goroutine for it; it may block that long (a client draining replies,
+	// about a second at most), never on the server beyond that. The engine
+	// calls it on a goroutine of its own, never on a caller's path. It is
+	// idempotent and safe for concurrent use.
 	Close()
 }
 
@@ -178,8 +186,9 @@ type Listener interface {
 	// REDIRECT, learned when it opened; 0 when Conn is not nil. It never
 	// blocks.
 	ID() int64
-	// Close closes the listener for good (fn is not called for it). It
-	// never blocks on the server and is idempotent.
+	// Close closes the listener for good (fn is not called for it), as
+	// Conn.Close closes a connection (it may block that long). It is
+	// idempotent.
 	Close()
 }
 

@@ -1,9 +1,6 @@
 package conn
 
 import (
-	"strconv"
-	"sync/atomic"
-
 	"github.com/redis/rueidis"
 )
 
@@ -50,25 +47,4 @@ func stepName(step Step) string {
 		return "GET"
 	}
 	return ""
-}
-
-// millisText is one TTL in milliseconds and its decimal text.
-type millisText struct {
-	ms   int64
-	text string
-}
-
-// lastMillis remembers the text of the latest TTL formatted: an application
-// usually takes its locks with one or a few lease lengths, so the text is
-// reused instead of formatted (and allocated) for every command.
-var lastMillis atomic.Pointer[millisText]
-
-// millis is strconv.FormatInt(ms, 10), reusing the latest text.
-func millis(ms int64) string {
-	if last := lastMillis.Load(); last != nil && last.ms == ms {
-		return last.text
-	}
-	t := &millisText{ms: ms, text: strconv.FormatInt(ms, 10)}
-	lastMillis.Store(t)
-	return t.text
 }
