@@ -1,5 +1,3 @@
-//go:build !goredisadapter
-
 package goredis
 
 import (
@@ -30,7 +28,7 @@ func benchClient(b *testing.B) *redis.Client {
 }
 
 func BenchmarkPairTransport(b *testing.B) {
-	tr := newTransport(b, benchClient(b))
+	tr := newEngine(b, benchClient(b))
 	var n atomic.Int64
 	b.SetParallelism((benchGoroutines + 1) / 2)
 	b.ReportAllocs()

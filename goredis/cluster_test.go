@@ -1,5 +1,3 @@
-//go:build !goredisadapter
-
 package goredis
 
 import (
@@ -29,7 +27,7 @@ func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 			client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaintNotificationsConfig: maintOff()})
 			t.Cleanup(func() { _ = client.Close() })
-			tr := newTransport(t, client)
+			tr := newEngine(t, client)
 			if !tr.Cluster() {
 				t.Fatal("not in cluster mode")
 			}
@@ -41,7 +39,7 @@ func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
 			}
 			from := c.NodeFor(k)
 			to := (from + 1) % 3
-			c.MoveSlot(slot(k), to)
+			c.MoveSlot(sim.Slot(k), to)
 			if _, err := first.Do(ctx, conn.OwnerOp(k), nil); !errors.Is(err, conn.ErrDidNotRun) {
 				t.Fatalf("session Do after a move: %v", err)
 			} else if e := (*conn.Error)(nil); !errors.As(err, &e) || e.Redirect == nil || e.Redirect.Ask {
@@ -50,14 +48,14 @@ func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
 			if !first.Retired() {
 				t.Fatal("redirected session not retired")
 			}
-			c.MoveSlot(slot(k), from) // go-redis may have reloaded: move it once more
+			c.MoveSlot(sim.Slot(k), from) // go-redis may have reloaded: move it once more
 			res, err := tr.Do(ctx, conn.AcquireOp(k, "tok", 10000), nil)
 			if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[from] {
 				t.Fatalf("Do after a move: %+v %v", res, err)
 			}
 			ask := "ask-key"
 			target := (c.NodeFor(ask) + 1) % 3
-			c.StartMigration(slot(ask), c.NodeFor(ask), target)
+			c.StartMigration(sim.Slot(ask), c.NodeFor(ask), target)
 			res, err = tr.Do(ctx, conn.AcquireOp(ask, "tok", 10000), nil)
 			if err != nil || !res.Owned || res.Session.Node() != c.Addrs()[target] {
 				t.Fatalf("Do during a migration: %+v %v", res, err)

@@ -1,5 +1,3 @@
-//go:build goredisadapter
-
 package goredis
 
 import (
@@ -17,33 +15,44 @@ import (
 // errConnClosed: the engine closed the connection.
 var errConnClosed = errors.New("the go-redis connection was closed")
 
-// errAbandoned: a round trip outlived its ctx's deadline (go-redis, without
-// ContextTimeoutEnabled, bounds I/O only by its own timeouts): Do returned
-// at the deadline, the connection is never used again, and its socket is
-// dropped once go-redis returns.
-var errAbandoned = errors.New("go-redis had not returned at the deadline: the connection is abandoned")
+// errAbandoned: Do returned before go-redis did (its ctx ended, or Close
+// was called): the commands may have run, the connection is never used
+// again, and its socket is dropped once go-redis returns.
+var errAbandoned = errors.New("go-redis had not returned: the connection is abandoned")
+
+// closeBound is how long, at most, a round trip may keep Close waiting:
+// one that go-redis may keep longer runs on a goroutine of its own, which
+// Do and Close leave at once.
+const closeBound = time.Second
+
+// ownBound bounds a round trip go-redis would let wait forever
+// (ContextTimeoutEnabled with a ReadTimeout or WriteTimeout of -1, and a
+// ctx without deadline), so that a goroutine left on a frozen server ends.
+const ownBound = 10 * time.Second
 
 // gconn is conn.Conn over one go-redis EphemeralConn: its socket is
 // dropped, never pooled again, when it is closed. One Do at a time (the
 // engine's contract for a connection that is not Pipelined); Err and
 // Close are safe for concurrent use.
 type gconn struct {
-	cl   *client
-	node string
-	rc   *redis.Conn
-	w    witness
-	done chan struct{} // cap 1: a round trip on roundTripper's goroutine returned
+	cl      *client
+	node    string
+	rc      *redis.Conn
+	w       witness
+	done    chan struct{} // cap 1: a round trip on its own goroutine returned
+	closing chan struct{} // closed by Close
 
-	mu     sync.Mutex
-	broken error // set once: nothing more is written on rc
-	busy   bool  // a round trip is on rc
-	closed bool
-	used   bool // a round trip reached go-redis' socket: rc is dialled
+	mu        sync.Mutex
+	broken    error // set once: nothing more is written on rc
+	busy      bool  // a round trip is on rc
+	closed    bool
+	abandoned bool // Do left the round trip on its goroutine, which closes rc
+	used      bool // a round trip reached go-redis' socket: rc is dialled
 }
 
 // newConn returns the conn.Conn of rc, a Conn of a client of cl's, to node.
 func newConn(cl *client, node string, rc *redis.Conn) *gconn {
-	c := &gconn{cl: cl, node: node, rc: rc, done: make(chan struct{}, 1)}
+	c := &gconn{cl: cl, node: node, rc: rc, done: make(chan struct{}, 1), closing: make(chan struct{})}
 	c.w.install(rc)
 	return c
 }
@@ -60,9 +69,9 @@ func (c *gconn) Err() error {
 	return c.broken
 }
 
-// Close implements conn.Conn. A round trip in flight keeps the socket
-// until go-redis returns (bounded by its deadline); the socket is then
-// dropped, never pooled.
+// Close implements conn.Conn: a Do in flight returns at once, or within
+// closeBound when go-redis ends it by then; the socket is dropped, never
+// pooled, once go-redis returns.
 func (c *gconn) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -70,6 +79,7 @@ func (c *gconn) Close() {
 		return
 	}
 	c.closed = true
+	close(c.closing)
 	if c.broken == nil {
 		c.broken = errConnClosed
 	}
@@ -78,38 +88,44 @@ func (c *gconn) Close() {
 	}
 }
 
-// Do implements conn.Conn: cmds in one round trip (Process for one,
-// a pipeline for several). It returns by ctx's deadline at the latest:
-// go-redis honours a deadline itself with ContextTimeoutEnabled, or when
-// its own timeouts end sooner; otherwise the round trip runs on its own
-// goroutine and Do leaves it at the deadline (rule GoRedisReturnsByTheDeadline).
+// Do implements conn.Conn: cmds in one round trip (Process for one, a
+// pipeline for several). It returns by ctx's deadline at the latest, and
+// at once when Close is called: a round trip that go-redis does not end
+// within closeBound by itself (a deadline with ContextTimeoutEnabled, or
+// its own timeouts) runs on a goroutine of its own, left there (the
+// connection broken) when ctx ends or Close is called (rule
+// GoRedisReturnsByTheDeadline).
 func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {
 	if err := ctx.Err(); err != nil {
 		return notWritten(err)
 	}
-	bounded, err := c.begin(ctx)
+	inline, err := c.begin(ctx)
 	if err != nil {
 		return notWritten(err)
 	}
-	if bounded {
+	if inline {
 		c.w.roundTrip(ctx, c.rc, cmds)
 		return c.finish(cmds, replies)
 	}
 	go c.roundTripper(ctx, cmds)
+	var left error
 	select {
 	case <-c.done:
 		return c.finish(cmds, replies)
 	case <-ctx.Done():
-		c.abandon()
-		c.cl.learnFailure(c)
-		return fmt.Errorf("%w: %w", errAbandoned, context.Cause(ctx))
+		left = context.Cause(ctx)
+	case <-c.closing:
+		left = errConnClosed
 	}
+	c.abandon()
+	c.cl.learnFailure(c)
+	return fmt.Errorf("%w: %w", errAbandoned, left)
 }
 
-// begin marks a round trip in flight; bounded reports whether go-redis
-// itself ends it by ctx's deadline. It fails when the connection is closed
+// begin marks a round trip in flight; inline reports whether go-redis
+// itself ends it within closeBound. It fails when the connection is closed
 // or broken (nothing more is written on a connection once it failed).
-func (c *gconn) begin(ctx context.Context) (bounded bool, err error) {
+func (c *gconn) begin(ctx context.Context) (inline bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken != nil {
@@ -117,34 +133,44 @@ func (c *gconn) begin(ctx context.Context) (bounded bool, err error) {
 	}
 	c.busy = true
 	deadline, ok := ctx.Deadline()
-	return !ok || c.cl.ctxDeadlines || (c.used && time.Until(deadline) >= c.cl.ioBound), nil
+	byCtx := ok && c.cl.ctxDeadlines && time.Until(deadline) <= closeBound
+	byTimeouts := c.used && c.cl.ioBound > 0 && c.cl.ioBound <= closeBound
+	return byCtx || byTimeouts, nil
 }
 
-// roundTripper runs a round trip Do may leave at its deadline: cmds' texts
-// are copied (Do keeps nothing of its caller's once returned), and an
-// abandoned round trip closes the connection when go-redis returns.
+// roundTripper runs a round trip Do may leave: cmds' texts are copied
+// first (Do keeps nothing of its caller's once returned), and a round trip
+// Do left closes the connection when go-redis returns.
 func (c *gconn) roundTripper(ctx context.Context, cmds []conn.Command) {
 	own := make([]conn.Command, len(cmds))
 	for i, cmd := range cmds {
 		own[i] = conn.Command{Args: append([]string(nil), cmd.Args...), Key: cmd.Key}
 	}
+	if _, ok := ctx.Deadline(); !ok && c.cl.ctxDeadlines && c.cl.ioBound == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ownBound)
+		defer cancel()
+	}
 	c.w.roundTrip(ctx, c.rc, own)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.broken == errAbandoned {
+	if c.abandoned {
 		c.busy = false
 		_ = c.rc.Close()
 		return
 	}
-	c.done <- struct{}{} // under mu, so that abandon sees it or this sees abandon's mark
+	c.done <- struct{}{} // under mu: abandon sees it, or this sees abandon's mark
 }
 
-// abandon breaks the connection whose round trip outlived Do; the round
-// trip's goroutine closes it when go-redis returns.
+// abandon breaks the connection whose round trip Do left; the round trip's
+// goroutine closes it when go-redis returns.
 func (c *gconn) abandon() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.broken = errAbandoned
+	c.abandoned = true
+	if c.broken == nil || c.broken == errConnClosed {
+		c.broken = errAbandoned
+	}
 	select {
 	case <-c.done: // it returned in the same moment: nobody else closes it
 		c.busy = false

@@ -1,5 +1,3 @@
-//go:build goredisadapter
-
 package goredis
 
 import (
@@ -54,7 +52,14 @@ func (c *client) Listen(ctx context.Context, node string, fn func(keys []string)
 	l := &listener{node: node, fn: fn, done: make(chan struct{})}
 	hello := make(chan helloInfo, 1)
 	l.rc = redis.NewClient(l.options(opts, hello))
-	if err := l.open(ctx, hello); err != nil {
+	// go-redis ends I/O only at a deadline: a cancellation closes the
+	// sockets under the open.
+	stop := context.AfterFunc(ctx, l.sockets.close)
+	err = l.open(ctx, hello)
+	if !stop() {
+		err = context.Cause(ctx)
+	}
+	if err != nil {
 		l.shut()
 		close(l.done)
 		return nil, err

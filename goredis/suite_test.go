@@ -1,5 +1,3 @@
-//go:build !goredisadapter
-
 package goredis
 
 import (
@@ -18,7 +16,7 @@ import (
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
 var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
-	FenceOnOwnConn: true, Queued: suiteQueued}
+	FenceOnOwnConn: true}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr redis.Error

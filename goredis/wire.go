@@ -1,5 +1,3 @@
-//go:build goredisadapter
-
 package goredis
 
 import (

@@ -1,5 +1,3 @@
-//go:build goredisadapter
-
 package goredis
 
 import (
@@ -68,10 +66,14 @@ func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Com
 }
 
 // outcome classifies the round trip just made. notWritten: no byte of it
-// reached the socket (its firstArg was never written), with the error that
+// reached the socket — go-redis was handed the commands as built, or not
+// at all, and never wrote the first one's name — with the error that
 // stopped it; otherwise err is nil when every command got its reply (in
 // w.record), or the error that left one without.
 func (w *witness) outcome(n int) (notWritten bool, err error) {
+	if w.moved {
+		return false, errHookAltered // what go-redis wrote is not what was built
+	}
 	if !w.first.written {
 		for _, r := range w.record {
 			if r.transport != nil {
@@ -83,7 +85,7 @@ func (w *witness) outcome(n int) (notWritten bool, err error) {
 		}
 		return true, errNotHandedOff
 	}
-	if w.calls != 1 || w.moved || len(w.record) != n {
+	if w.calls != 1 || len(w.record) != n {
 		return false, errHookAltered
 	}
 	for _, r := range w.record {
