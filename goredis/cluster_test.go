@@ -3,6 +3,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,39 @@ func TestGoRedisFollowsRedirects_MovedAndAsk(t *testing.T) {
 				t.Fatalf("cross-slot: %v", err)
 			}
 		})
+	}
+}
+
+// TestGoRedisClusterNodes_DialKnownRefuseUnknown: on a sim cluster, Nodes
+// names the masters of go-redis' slot map, each of them dials (a Conn of
+// go-redis' node client, whose CLIENT INFO laddr= is that node), and an
+// address the cluster does not have fails with conn.ErrUnknownNode.
+func TestGoRedisClusterNodes_DialKnownRefuseUnknown(t *testing.T) {
+	c, err := sim.StartCluster(context.Background(), sim.ClusterConfig{Profiles: []sim.Profile{sim.Redis70, sim.Redis70, sim.Redis70}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaintNotificationsConfig: maintOff()})
+	t.Cleanup(func() { _ = client.Close() })
+	adapter := newAdapter(t, client)
+	if adapter.Mode() != conn.ModeCluster {
+		t.Fatalf("mode %v", adapter.Mode())
+	}
+	nodes, err := adapter.Nodes(ctxFor(t, 5*time.Second))
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("Nodes: %v %v, want the 3 masters", nodes, err)
+	}
+	for _, node := range nodes {
+		r, err := do(ctxFor(t, 5*time.Second), dial(t, adapter, node), "CLIENT", "INFO")
+		if err != nil || !strings.Contains(r.Text, "laddr="+node) {
+			t.Fatalf("a Conn dialled to %s: %+v %v", node, r, err)
+		}
+	}
+	if cn, err := adapter.Dial(ctxFor(t, 5*time.Second), "127.0.0.1:1"); !errors.Is(err, conn.ErrUnknownNode) {
+		if cn != nil {
+			cn.Close()
+		}
+		t.Fatalf("Dial of an address not in the cluster: %v, want ErrUnknownNode", err)
 	}
 }
