@@ -191,7 +191,10 @@ func (e *Engine) openFence(ctx context.Context, node string) (*link, error) {
 	if err != nil {
 		return nil, &Error{Class: NotSubmitted, Op: "fence", Addr: node, Err: err}
 	}
-	l := e.newLink(node, c, true)
+	// No idle PING on a fence connection: a kill must be written at once,
+	// even when replies are held up; a kill that fails on a dead socket is
+	// sent again on a fresh one (killing twice is harmless).
+	l := e.newLink(node, c, false)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

@@ -292,8 +292,8 @@ func (h *stepper) stepFenceDone(in Input) {
 		resetErr = in.Err // a failed fence propagates to the reset caller
 	}
 	h.move(EventFenceDone, Lost)
-	h.resolveAll(waitFenceReset, Result{Err: resetErr, Outcome: OutcomeUncertain})
-	h.resolveAll(waitFenceRelease, Result{Err: h.fenceErr, Outcome: OutcomeUncertain})
+	h.resolveAll(waitFenceReset, Result{Err: resetErr, Outcome: OutcomeUncertain, FenceErr: in.Err})
+	h.resolveAll(waitFenceRelease, Result{Err: h.fenceErr, Outcome: OutcomeUncertain, FenceErr: in.Err})
 	h.fenceErr = nil
 	if h.releaseOp == 0 {
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})
