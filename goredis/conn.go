@@ -93,8 +93,9 @@ func (c *gconn) Close() {
 // at once when Close is called: a round trip that go-redis does not end
 // within closeBound by itself (a deadline with ContextTimeoutEnabled, or
 // its own timeouts) runs on a goroutine of its own, left there (the
-// connection broken) when ctx ends or Close is called (rule
-// GoRedisReturnsByTheDeadline).
+// connection broken) at ctx's deadline or on Close (rule
+// GoRedisReturnsByTheDeadline). A bare cancellation of ctx is ignored, as
+// go-redis ignores it: the batch goes on for the engine's other callers.
 func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {
 	if err := ctx.Err(); err != nil {
 		return notWritten(err)
@@ -107,15 +108,20 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 		c.w.roundTrip(ctx, c.rc, cmds)
 		return c.finish(cmds, replies)
 	}
+	var expired <-chan time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
 	go c.roundTripper(ctx, cmds)
-	var left error
+	left := errConnClosed
 	select {
 	case <-c.done:
 		return c.finish(cmds, replies)
-	case <-ctx.Done():
-		left = context.Cause(ctx)
+	case <-expired:
+		left = context.DeadlineExceeded
 	case <-c.closing:
-		left = errConnClosed
 	}
 	c.abandon()
 	c.cl.learnFailure(c)
