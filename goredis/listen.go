@@ -40,7 +40,7 @@ type listener struct {
 	once    sync.Once
 }
 
-// Listen implements conn.Client (rule GoRedisListenerEndIsTold).
+// Listen implements conn.Client (rule GoRedisWatcherEndIsTold).
 func (c *client) Listen(ctx context.Context, node string, fn func(keys []string)) (conn.Listener, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func denormalised(d time.Duration) time.Duration {
 // open opens the listener: a PubSub on the private client whose PING
 // dials its connection (OnConnect learns its identity; the PONG, or the
 // NOPERM of a user without +ping, is read by receive: rule
-// GoRedisListenerNeedsNoPing).
+// GoRedisWatcherNeedsNoPing).
 func (l *listener) open(ctx context.Context, hello <-chan helloInfo) error {
 	if err := l.rc.RegisterPushNotificationHandler("invalidate", invalidateHandler{l}, true); err != nil {
 		return err

@@ -58,11 +58,11 @@ func told(t *testing.T, ch <-chan []string) []string {
 	}
 }
 
-// TestGoRedisListenerEndIsTold_InvalidationsFlushAndKill: a listener hands
+// TestGoRedisWatcherEndIsTold_ListenerInvalidationsFlushAndKill: a listener hands
 // fn the keys of each invalidation of a key tracked with REDIRECT to its
 // ID, nil for a FLUSHALL's null invalidation (and goes on), and nil once
 // its connection ends (CLIENT KILL), after which fn is never called again.
-func TestGoRedisListenerEndIsTold_InvalidationsFlushAndKill(t *testing.T) {
+func TestGoRedisWatcherEndIsTold_ListenerInvalidationsFlushAndKill(t *testing.T) {
 	srv, _, client := private(t, false)
 	c := newAdapter(t, client)
 	l, ch := listen(t, c, srv.Addr)
@@ -94,12 +94,12 @@ func TestGoRedisListenerEndIsTold_InvalidationsFlushAndKill(t *testing.T) {
 	}
 }
 
-// TestGoRedisListenerNeedsNoPing_LeastPrivilegeUserIsPushed: a user with
+// TestGoRedisWatcherNeedsNoPing_ListenerOfALeastPrivilegeUser: a user with
 // the ACL line of docs/compatibility.md plus +client|tracking
 // +client|caching, and no +ping, is pushed: the NOPERM that answers the
 // listener's PING (sent to open its connection) is an answer, not the
 // listener's end.
-func TestGoRedisListenerNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
+func TestGoRedisWatcherNeedsNoPing_ListenerOfALeastPrivilegeUser(t *testing.T) {
 	srv, _, _ := private(t, false)
 	srv.MustExec(t, "ACL", "SETUSER", "locker", "on", ">lockerpw", "~*", "+set", "+get", "+evalsha", "+eval",
 		"+del", "+pexpire", "+client|id", "+client|info", "+client|kill", "+client|tracking", "+client|caching")
@@ -114,12 +114,12 @@ func TestGoRedisListenerNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
 	}
 }
 
-// TestGoRedisListenerLeavesUserClient_HandlerFreeAndNothingRunning: the
+// TestGoRedisWatcherLeavesUserClient_ListenerHandlerFreeAndNothingRunning: the
 // listener is a private client of its own: the user's client's push
 // processor stays free for the user's own "invalidate" handler, and Close
 // leaves no goroutine of the listener running, nor calls fn, while the
 // user's client stays open.
-func TestGoRedisListenerLeavesUserClient_HandlerFreeAndNothingRunning(t *testing.T) {
+func TestGoRedisWatcherLeavesUserClient_ListenerHandlerFreeAndNothingRunning(t *testing.T) {
 	srv, _, client := private(t, false)
 	before := runtime.NumGoroutine()
 	l, err := newAdapter(t, client).Listen(ctxFor(t, 5*time.Second), srv.Addr, func(keys []string) {
@@ -145,11 +145,11 @@ func TestGoRedisListenerLeavesUserClient_HandlerFreeAndNothingRunning(t *testing
 	}
 }
 
-// TestGoRedisListenerOpensWithinItsCtx_FrozenServer: on a frozen server
+// TestGoRedisCallerNeverWaitsOnTheSocket_ListenerOpensWithinItsCtx: on a frozen server
 // (SIGSTOP) Listen returns at its ctx's deadline, and at once when its ctx
 // is cancelled (go-redis honours no cancellation: the listener's sockets
 // are closed under it), whatever the client's ReadTimeout.
-func TestGoRedisListenerOpensWithinItsCtx_FrozenServer(t *testing.T) {
+func TestGoRedisCallerNeverWaitsOnTheSocket_ListenerOpensWithinItsCtx(t *testing.T) {
 	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 30 * time.Second })
 	c := newAdapter(t, client)
 	freeze(t, srv)
