@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,97 +15,76 @@ import (
 	"github.com/respire-go/respire/conn"
 )
 
-// failoverAddr is the Addr go-redis gives the options of a client made by
-// redis.NewFailoverClient (its dialer asks the Sentinels for the master).
-const failoverAddr = "FailoverClient"
+// The errors of New, returned before anything is sent.
+var (
+	// ErrUnsupportedClient: the client is neither a *redis.Client
+	// (standalone, or from redis.NewFailoverClient) nor a
+	// *redis.ClusterClient that learns its slots from the cluster (a Ring
+	// spreads keys over independent servers; a ClusterClient with
+	// ClusterSlots, such as NewFailoverClusterClient's, has none to learn).
+	ErrUnsupportedClient = errors.New("goredis: the client must be a *redis.Client (standalone or from NewFailoverClient) or a *redis.ClusterClient without ClusterSlots")
+	// ErrUnboundedIO: a read or write may wait forever (ReadTimeout or
+	// WriteTimeout -2, or -1 without ContextTimeoutEnabled: go-redis ends
+	// I/O only at a deadline), or the WriteBufferSize is under 64 bytes.
+	ErrUnboundedIO = errors.New("goredis: the client's ReadTimeout and WriteTimeout must be finite, or -1 with ContextTimeoutEnabled, and its WriteBufferSize at least 64")
+)
 
-// minWriteBuffer is the smallest WriteBufferSize New accepts: go-redis must
-// hold a command's header in its buffer until it writes the name (see
-// firstArg).
-const minWriteBuffer = 64
+// failoverAddr is the Addr of the options of a redis.NewFailoverClient.
+const failoverAddr = "FailoverClient"
 
 // probeEvery is how often, at most, Closed asks the client whether it was
 // closed while nothing failed (a failed round trip asks at once).
 const probeEvery = time.Second
 
-// The errors of New, returned before anything is sent.
-var (
-	// ErrUnsupportedClient: the client is neither a *redis.Client
-	// (standalone, or from redis.NewFailoverClient) nor a
-	// *redis.ClusterClient that learns its slots from the cluster (a
-	// *redis.Ring shards keys over independent servers, which no lock can
-	// span; a ClusterClient with a ClusterSlots function, such as
-	// redis.NewFailoverClusterClient's, has no slots to learn).
-	ErrUnsupportedClient = errors.New("goredis: the client must be a *redis.Client (standalone or from NewFailoverClient) or a *redis.ClusterClient without ClusterSlots")
-	// ErrUnboundedIO: the client's options let a read or write wait
-	// forever: ReadTimeout or WriteTimeout -2 (no deadline at all), or -1
-	// without ContextTimeoutEnabled (go-redis interrupts I/O only by a
-	// deadline), or a WriteBufferSize under 64 bytes.
-	ErrUnboundedIO = errors.New("goredis: the client's ReadTimeout and WriteTimeout must be finite, or -1 with ContextTimeoutEnabled, and its WriteBufferSize at least 64")
-)
-
 // client is conn.Client over a go-redis client: its Conns are
-// EphemeralConns of the user's client (or of a cluster's node clients),
-// so that the user's dialer, TLS, credentials, pool and hooks carry the
-// lock commands.
+// EphemeralConns of the user's client, or of a cluster's node clients.
 type client struct {
-	mode    conn.Mode
-	single  *redis.Client        // standalone and Sentinel
-	cluster *redis.ClusterClient // cluster
-	addr    string               // standalone: the node's address
-
-	ctxDeadlines bool          // go-redis bounds every I/O by the ctx's deadline
-	ioBound      time.Duration // otherwise, the longest a round trip on a dialled Conn takes
+	mode         conn.Mode
+	single       *redis.Client        // standalone and Sentinel
+	cluster      *redis.ClusterClient // cluster
+	addr         string               // standalone: the node
+	ctxDeadlines bool                 // go-redis ends I/O at the ctx's deadline
+	timeouts     bool                 // and at its own ReadTimeout and WriteTimeout
 
 	closed    atomic.Pointer[error] // set once the client was found closed
 	lastProbe atomic.Int64          // monoNow of the last probe
 
 	mu      sync.Mutex
 	nodes   map[string]*redis.Client // cluster: node clients by address
-	primary string                   // Sentinel: the master the client reached last
-	stale   bool                     // Sentinel: ask the client again
-	spare   *gconn                   // Sentinel: a Conn to primary, dialled to learn it
-	learnMu sync.Mutex               // one learn of the primary at a time
+	primary string                   // Sentinel: the master a Conn reached last
+	stale   bool                     // Sentinel: ask again before the next command
 }
 
-// newClient checks uc and returns its conn.Client. It sends nothing.
+// newClient checks uc (see ErrUnsupportedClient, ErrUnboundedIO) and
+// returns its conn.Client. It sends nothing.
 func newClient(uc redis.UniversalClient) (*client, error) {
 	c := &client{nodes: map[string]*redis.Client{}}
-	var read, write time.Duration // go-redis' normalised: 0 none (a ctx deadline applies), <0 never
-	var ctxTimeout bool
+	var read, write time.Duration // normalised: >0 a timeout, 0 none (a ctx deadline applies), <0 no deadline
 	var wbuf int
 	switch v := uc.(type) {
 	case *redis.Client:
 		o := v.Options()
-		read, write, ctxTimeout, wbuf = o.ReadTimeout, o.WriteTimeout, o.ContextTimeoutEnabled, o.WriteBufferSize
+		read, write, c.ctxDeadlines, wbuf = o.ReadTimeout, o.WriteTimeout, o.ContextTimeoutEnabled, o.WriteBufferSize
 		c.single, c.mode, c.addr = v, conn.ModeStandalone, o.Addr
 		if o.Addr == failoverAddr {
-			c.mode, c.addr = conn.ModeSentinel, ""
+			c.mode = conn.ModeSentinel
 		}
 	case *redis.ClusterClient:
 		o := v.Options()
 		if o.ClusterSlots != nil {
 			return nil, fmt.Errorf("%w (got a ClusterClient with ClusterSlots)", ErrUnsupportedClient)
 		}
-		// ClusterOptions keep the user's -2 (never) and turn -1 into 0.
-		read, write, ctxTimeout, wbuf = clusterIO(o.ReadTimeout), clusterIO(o.WriteTimeout), o.ContextTimeoutEnabled, o.WriteBufferSize
+		read, write, c.ctxDeadlines, wbuf = o.ReadTimeout, o.WriteTimeout, o.ContextTimeoutEnabled, o.WriteBufferSize
+		read, write = max(read, -1), max(write, -1) // ClusterOptions keep the user's -2
 		c.cluster, c.mode = v, conn.ModeCluster
 	default:
 		return nil, fmt.Errorf("%w (got %T)", ErrUnsupportedClient, uc)
 	}
-	if read < 0 || write < 0 || (!ctxTimeout && (read == 0 || write == 0)) || (wbuf > 0 && wbuf < minWriteBuffer) {
+	c.timeouts = read > 0 && write > 0
+	if read < 0 || write < 0 || (!c.ctxDeadlines && !c.timeouts) || (wbuf > 0 && wbuf < 64) {
 		return nil, ErrUnboundedIO
 	}
-	c.ctxDeadlines, c.ioBound = ctxTimeout, read+write
 	return c, nil
-}
-
-// clusterIO maps a ClusterOptions timeout onto a Client's normalised one.
-func clusterIO(d time.Duration) time.Duration {
-	if d == -2 {
-		return -1
-	}
-	return d
 }
 
 // Name implements conn.Client.
@@ -113,72 +93,69 @@ func (c *client) Name() string { return "go-redis" }
 // Mode implements conn.Client.
 func (c *client) Mode() conn.Mode { return c.mode }
 
-// Nodes implements conn.Client. Standalone: the client's address. Cluster:
-// the masters of go-redis' slot map, reloaded. Sentinel: the master the
-// client's last Conn reached (CLIENT INFO's laddr=); the first time, and
-// after a Conn of the client failed, it dials a Conn to learn it, kept for
-// the next Dial.
+// Nodes implements conn.Client. Standalone: the client's address; cluster:
+// the masters of go-redis' slot map, reloaded; Sentinel: the master a Conn
+// of the client reached last (CLIENT INFO's laddr=), asked again on a Conn
+// dialled for it the first time and after a Conn to it failed.
 func (c *client) Nodes(ctx context.Context) ([]string, error) {
 	switch c.mode {
 	case conn.ModeStandalone:
 		return []string{c.addr}, nil
 	case conn.ModeCluster:
-		return c.clusterNodes(ctx, true)
+		return c.clusterNodes(ctx, c.cluster.ForEachMaster)
 	}
 	c.mu.Lock()
 	p, stale := c.primary, c.stale
 	c.mu.Unlock()
-	if p != "" && !stale {
-		return []string{p}, nil
-	}
-	p, err := c.learnPrimary(ctx)
-	if err != nil {
-		return nil, err
+	if p == "" || stale {
+		g, err := c.reach(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p = g.node
+		g.Close()
 	}
 	return []string{p}, nil
 }
 
 // Dial implements conn.Client: an EphemeralConn of node's client. It sends
-// nothing (go-redis dials on the first round trip, whose failure before
-// the write is ErrNotWritten), but in Sentinel mode, where it asks CLIENT
-// INFO which node the Conn reached and fails unless it is node.
+// nothing (go-redis dials on the first round trip, whose failure is
+// ErrNotWritten), but behind Sentinel, where CLIENT INFO tells which node
+// the Conn reached: another one than node is ErrUnknownNode.
 func (c *client) Dial(ctx context.Context, node string) (conn.Conn, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, err
 	}
-	switch c.mode {
-	case conn.ModeStandalone:
-		if node != c.addr {
-			return nil, fmt.Errorf("%w: %s (the client's is %s)", conn.ErrUnknownNode, node, c.addr)
-		}
-		return newConn(c, node, c.single.EphemeralConn()), nil
-	case conn.ModeCluster:
-		nc, err := c.nodeClient(ctx, node)
+	if c.mode == conn.ModeSentinel {
+		g, err := c.reach(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return newConn(c, node, nc.EphemeralConn()), nil
+		if g.node != node {
+			g.Close()
+			return nil, fmt.Errorf("%w: %s is no longer the master the Sentinel client reaches (%s is)", conn.ErrUnknownNode, node, g.node)
+		}
+		return g, nil
 	}
-	return c.dialPrimary(ctx, node)
+	nc, err := c.nodeClient(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(c, node, nc.EphemeralConn()), nil
 }
 
 // usable refuses a done ctx and a client found closed.
 func (c *client) usable(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if p := c.closed.Load(); p != nil {
 		return &conn.ClientClosedError{Client: c.Name(), Err: *p}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // Closed implements conn.Client: redis.ErrClosed once the client was
-// closed. go-redis refuses every command of a closed client with it before
-// anything is written; at most once per probeEvery (and after every failed
-// round trip) a PING with a context already cancelled asks: go-redis'
-// pool checks that it is closed before it looks at the context, and sends
-// nothing either way.
+// closed. At most once per probeEvery (and after every failed round trip)
+// it asks with a PING under a ctx already cancelled: go-redis' pool says
+// it is closed before it looks at the ctx, and sends nothing either way.
 func (c *client) Closed() error {
 	if p := c.closed.Load(); p != nil {
 		return *p
@@ -190,19 +167,16 @@ func (c *client) Closed() error {
 	return c.probe()
 }
 
-// probe asks the client whether it was closed (see Closed); it records the
-// answer and returns redis.ErrClosed when it was.
+// probe asks whether the client was closed (see Closed) and records it.
 func (c *client) probe() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var err error
+	pinged, err := c.single, error(nil)
 	if c.mode == conn.ModeCluster {
-		var nc *redis.Client
-		if nc, err = c.cluster.MasterForKey(ctx, ""); err == nil {
-			err = nc.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
-		}
-	} else {
-		err = c.single.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
+		pinged, err = c.cluster.MasterForKey(ctx, "")
+	}
+	if err == nil {
+		err = pinged.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
 	}
 	if !errors.Is(err, redis.ErrClosed) {
 		return nil
@@ -212,8 +186,8 @@ func (c *client) probe() error {
 	return closed
 }
 
-// closedCause returns err, the cause of a round trip that wrote nothing,
-// naming the closed client when the client was closed.
+// closedCause is err, the cause of a round trip that wrote nothing, naming
+// the client when it was closed.
 func (c *client) closedCause(err error) error {
 	if c.probe() != nil {
 		return &conn.ClientClosedError{Client: c.Name(), Err: err}
@@ -221,44 +195,98 @@ func (c *client) closedCause(err error) error {
 	return err
 }
 
-// learnFailure is told of every round trip that failed on g: in Sentinel
-// mode the master is asked again before the next command (go-redis closes
-// the Conns to the old master when it learns of a switch); in cluster mode
-// the node's client is looked up again (go-redis closes the clients of
-// nodes it dropped).
+// learnFailure is told of each round trip that failed on g: a cluster
+// node's client is looked up again (go-redis closes those of nodes it
+// dropped), a Sentinel master asked again (go-redis closes the Conns to
+// the old master when it learns of a switch).
 func (c *client) learnFailure(g *gconn) {
-	switch c.mode {
-	case conn.ModeCluster:
-		c.forgetNode(g.node)
-	case conn.ModeSentinel:
-		c.mu.Lock()
-		if g.node == c.primary {
-			c.stale = true
-		}
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, g.node)
+	c.stale = c.stale || (c.mode == conn.ModeSentinel && g.node == c.primary)
 }
 
-// infoFields returns the named fields of a CLIENT INFO line (addr=, laddr=,
-// resp=…) in the order asked.
-func infoFields(info string, names ...string) []string {
-	vals := make([]string, len(names))
-	for _, field := range strings.Fields(info) {
-		for i, n := range names {
-			if v, ok := strings.CutPrefix(field, n+"="); ok {
-				vals[i] = v
-			}
+// clusterNodes reloads go-redis' slot map, records the clients each (a
+// ClusterClient.ForEachMaster or ForEachShard) gives, and returns their
+// addresses.
+func (c *client) clusterNodes(ctx context.Context, each func(context.Context, func(context.Context, *redis.Client) error) error) ([]string, error) {
+	var addrs []string
+	err := each(ctx, func(_ context.Context, nc *redis.Client) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		addrs = append(addrs, nc.Options().Addr)
+		c.nodes[nc.Options().Addr] = nc
+		return nil
+	})
+	slices.Sort(addrs)
+	return addrs, err
+}
+
+// nodeClient returns the client that reaches node: the client outside
+// cluster mode (standalone: only for its address), or the node client
+// go-redis knows (its slot map reloaded once when node is not among them).
+func (c *client) nodeClient(ctx context.Context, node string) (*redis.Client, error) {
+	if c.mode != conn.ModeCluster {
+		if c.mode == conn.ModeStandalone && node != c.addr {
+			return nil, fmt.Errorf("%w: %s (the client's is %s)", conn.ErrUnknownNode, node, c.addr)
+		}
+		return c.single, nil
+	}
+	c.mu.Lock()
+	nc := c.nodes[node]
+	c.mu.Unlock()
+	if nc == nil {
+		if _, err := c.clusterNodes(ctx, c.cluster.ForEachShard); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		nc = c.nodes[node]
+		c.mu.Unlock()
+	}
+	if nc == nil {
+		return nil, fmt.Errorf("%w: %s is not in go-redis' slot map", conn.ErrUnknownNode, node)
+	}
+	return nc, nil
+}
+
+// reach returns a Conn of the Sentinel client, named after the node it
+// reached (its CLIENT INFO's laddr=, Redis 6.2 and later), which becomes
+// the master the adapter knows.
+func (c *client) reach(ctx context.Context) (*gconn, error) {
+	g := newConn(c, "", c.single.EphemeralConn())
+	var r [1]conn.Reply
+	err := g.Do(ctx, []conn.Command{conn.ClientInfoCommand()}, r[:])
+	if err == nil {
+		if g.node = infoField(r[0].Text, "laddr"); r[0].Kind == conn.ReplyError || g.node == "" {
+			err = fmt.Errorf("CLIENT INFO named no node (laddr=; Redis 6.2 or later is needed behind Sentinel): %s", r[0].Text)
 		}
 	}
-	return vals
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	c.notePrimary(g.node)
+	return g, nil
+}
+
+// notePrimary records that a Conn of the Sentinel client reached node.
+func (c *client) notePrimary(node string) {
+	c.mu.Lock()
+	c.primary, c.stale = node, false
+	c.mu.Unlock()
+}
+
+// infoField returns the named field of a CLIENT INFO line.
+func infoField(info, name string) string {
+	for _, field := range strings.Fields(info) {
+		if v, ok := strings.CutPrefix(field, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 var monoEpoch = time.Now()
 
+// monoNow is the monotonic time since the package loaded.
 func monoNow() int64 { return int64(time.Since(monoEpoch)) }
-
-// The adapter is a conn.Client, its connections conn.Conns.
-var (
-	_ conn.Client = (*client)(nil)
-	_ conn.Conn   = (*gconn)(nil)
-)
