@@ -24,8 +24,8 @@ import (
 // is no longer held, and Shutdown waits for the fence). in.Caller and
 // in.Now are set here.
 func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
-	if ctx.Err() != nil {
-		return sm.Result{}, context.Cause(ctx)
+	if ctx.Err() != nil && !l.fencing() {
+		return sm.Result{}, context.Cause(ctx) // sends nothing; with a fence pending, it is waited for below
 	}
 	l.mu.Lock()
 	in.Caller = l.newCaller(ctx)
@@ -54,13 +54,17 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	l.waiters.list[l.waiterIndex(in.Caller)].ready = ready
 	l.mu.Unlock()
 	err := l.d.spawn.Wait(ctx, ready)
-	if err != nil && l.fencing() {
-		err = l.awaitFence(ready, err)
+	var ctxErr error // the caller's ctx ended while its lock was being fenced
+	if err != nil && l.fencing() && l.awaitFence(ready) {
+		ctxErr, err = err, nil
 	}
 	if err == nil {
 		l.mu.Lock()
 		res, _ := l.collect(in.Caller)
 		l.mu.Unlock()
+		if ctxErr != nil && res.Err != nil && !errors.Is(res.Err, ctxErr) {
+			res.Err = fmt.Errorf("%w: %w", ctxErr, res.Err)
+		}
 		if res.FenceErr != nil {
 			res.Err = fencePending(res.FenceErr, res.Err)
 		}
@@ -79,11 +83,13 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 
 // fencePending is the error of a caller whose fence failed or did not
 // answer in time (cause says why).
+// The fence's own error is kept as text only: its class (a kill not sent,
+// say) is not the command's, whose outcome stays unknown.
 func fencePending(cause, commandErr error) error {
-	if commandErr == nil || errors.Is(commandErr, cause) {
+	if commandErr == nil {
 		return fmt.Errorf("%w: %w", ErrFencePending, cause)
 	}
-	return fmt.Errorf("%w: %w: %w", ErrFencePending, cause, commandErr)
+	return fmt.Errorf("%w (%v): %w", ErrFencePending, cause, commandErr)
 }
 
 // fencing reports whether a fence of the lock is pending: a command of it
@@ -94,17 +100,14 @@ func (l *Lock) fencing() bool {
 	return l.h.State() == sm.Uncertain || l.h.State() == sm.Recovering
 }
 
-// awaitFence waits, after the caller's ctx ended with ctxErr, for the
-// answer the lock's fence brings: at most FenceTimeout (on the driver's
-// clock), the fence's own bound. It returns nil when the answer came, and
-// ctxErr when it did not (the caller then leaves, ErrFencePending).
-func (l *Lock) awaitFence(ready <-chan struct{}, ctxErr error) error {
+// awaitFence waits, after the caller's ctx ended, for the answer the
+// lock's fence brings: at most FenceTimeout (on the driver's clock), the
+// fence's own bound. It reports whether the answer came (if not, the
+// caller leaves with ErrFencePending).
+func (l *Lock) awaitFence(ready <-chan struct{}) bool {
 	ctx, cancel := l.d.bound(context.Background(), FenceTimeout+fenceSlack)
 	defer cancel()
-	if l.d.spawn.Wait(ctx, ready) != nil {
-		return ctxErr
-	}
-	return nil
+	return l.d.spawn.Wait(ctx, ready) == nil
 }
 
 // fenceSlack is how much longer than a fence's bound a caller waits for

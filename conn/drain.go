@@ -136,7 +136,7 @@ func (d *drainer) await(ctx context.Context, op string, r *request, carrier Sess
 			// must not reuse them: the error is Uncertain).
 			return &Error{Class: Uncertain, Op: op, Addr: l.node, Session: carrier, Err: werr}, false
 		}
-		<-r.done // answered (or cut off) in the same moment: the answer stands, and is being sent
+		_ = l.e.spawn.Wait(context.Background(), r.done) // answered (or cut off) in the same moment: the answer stands, and is sent without waiting
 	}
 	if r.err != nil {
 		e := r.err.(*Error)
@@ -377,4 +377,20 @@ func (d *drainer) cutOff() {
 			r.done <- struct{}{}
 		}
 	}
+}
+
+// queued appends the arguments of the commands queued and not yet taken
+// (copies), for tests that hold a batch in flight.
+func (d *drainer) queued(out [][]string) [][]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.queue {
+		if r.state.Load() != stateQueued {
+			continue
+		}
+		for _, c := range r.cmds {
+			out = append(out, append([]string(nil), c.Args...))
+		}
+	}
+	return out
 }

@@ -1,7 +1,10 @@
 package conn
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,7 @@ type Engine struct {
 	stopWork context.CancelFunc
 
 	mu       sync.Mutex
+	seq      uint64                // the last session's seq
 	sessions map[string]*session   // current session per node
 	open     map[*session]struct{} // every session not yet retired
 	fences   map[string]*link      // the fence connection per node
@@ -140,7 +144,7 @@ func (e *Engine) own(ctx context.Context, d time.Duration) (context.Context, con
 // ends it, and d after now.
 func (e *Engine) detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(e.stop, cancel)
+	stop := e.spawn.AfterFunc(e.stop, cancel)
 	bounded, cancelBound := Bound(e.clock, inner, d)
 	return bounded, func() {
 		cancelBound()
@@ -164,14 +168,36 @@ func (e *Engine) background(f func()) {
 // connections are closed.
 func (e *Engine) RetireAll() {
 	e.mu.Lock()
-	open := e.open
+	open := sortedSessions(e.open)
 	e.open = map[*session]struct{}{}
 	e.sessions = map[string]*session{}
 	e.mu.Unlock()
-	for s := range open {
+	for _, s := range open {
 		e.retireSession(s, RetiredClosed)
 	}
-	e.wait()
+	for _, s := range open {
+		s.link.waitClosed() // the fence and watcher connections stay, and their drainers run on
+	}
+}
+
+// sortedSessions returns the sessions of set in the order they opened
+// (a simulation's schedule must not depend on a map's order).
+func sortedSessions(set map[*session]struct{}) []*session {
+	out := make([]*session, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *session) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// sortedLinks returns the links of m in the order of their nodes.
+func sortedLinks(m map[string]*link) []*link {
+	out := make([]*link, 0, len(m))
+	for _, node := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[node])
+	}
+	return out
 }
 
 // Close implements Transport: every connection of the engine is closed for
@@ -182,11 +208,11 @@ func (e *Engine) RetireAll() {
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
-	open, fences := e.open, e.fences
+	open, fences := sortedSessions(e.open), sortedLinks(e.fences)
 	e.open, e.sessions, e.fences = map[*session]struct{}{}, map[string]*session{}, map[string]*link{}
 	e.mu.Unlock()
 	e.stopWork()
-	for s := range open {
+	for _, s := range open {
 		e.retireSession(s, RetiredClosed)
 	}
 	for _, l := range fences {
@@ -242,6 +268,23 @@ func (e *Engine) forget(s *session) {
 	}
 	delete(e.open, s)
 	e.mu.Unlock()
+}
+
+// Queued returns the commands (each as its arguments, copied) that the
+// sessions of a client whose connections do not pipeline hold queued,
+// unwritten, behind a batch in flight — for tests that hold a reply back.
+// It sends nothing.
+func (e *Engine) Queued() [][]string {
+	e.mu.Lock()
+	open := sortedSessions(e.open)
+	e.mu.Unlock()
+	var out [][]string
+	for _, s := range open {
+		if d := s.link.drain; d != nil {
+			out = d.queued(out)
+		}
+	}
+	return out
 }
 
 // The engine is a Transport, its sessions Sessions.

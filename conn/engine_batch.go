@@ -14,7 +14,22 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if len(requests) == 0 {
 		return results
 	}
-	if err := s.link.notSendable(ctx); err != nil {
+	if o := s.e.obs; o != nil && o.Op != nil {
+		ends := make([]func(error), len(requests))
+		for i, r := range requests {
+			_, ends[i] = o.Op(ctx, r.Renewal())
+		}
+		defer func() {
+			for i, end := range ends {
+				end(results[i].Err)
+			}
+		}()
+	}
+	err := s.link.notSendable(ctx)
+	if err == nil && s.link.drain == nil {
+		err = s.link.checkIdle(ctx) // before any route is told the session: a fence meanwhile aborts them all
+	}
+	if err != nil {
 		for i := range results {
 			results[i] = ExtendResult{Result{Session: s}, s.link.notSent("extend", s, err)}
 		}
@@ -26,7 +41,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 		return results
 	}
 	replies := make([]Reply, len(cmds))
-	err := s.link.hand(ctx, "extend", cmds, replies, nil, s, false)
+	err = s.link.hand(ctx, "extend", cmds, replies, nil, s, false)
 	if err == nil {
 		err = s.checkPrimary("extend")
 	}

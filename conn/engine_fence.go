@@ -113,8 +113,11 @@ func (e *Engine) sendFence(ctx context.Context, s *session, id Identity) error {
 	defer e.retireSession(s, RetiredFenced)
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {
-		if err = ctx.Err(); err != nil {
-			return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: err}
+		if cerr := ctx.Err(); cerr != nil {
+			if err != nil {
+				return err // the last attempt's failure says more than the bound's end
+			}
+			return &Error{Class: NotSubmitted, Op: "fence", Addr: s.node, Session: s, Err: context.Cause(ctx)}
 		}
 		var reply Reply
 		reply, err = e.control(ctx, s.node, FenceCommand(id.ID, id.Addr))

@@ -13,7 +13,12 @@ import (
 // (the session is then retired); Engine.Do follows redirects. It blocks
 // until a definite answer or an error; after an Uncertain error the
 // command may have run and is never replayed.
-func (s *session) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+func (s *session) Do(ctx context.Context, op Op, route *Route) (res Result, err error) {
+	if o := s.e.obs; o != nil && o.Op != nil {
+		var end func(error)
+		ctx, end = o.Op(ctx, op)
+		defer func() { end(err) }()
+	}
 	return s.run(ctx, op, false, route)
 }
 
@@ -220,4 +225,49 @@ func (s *session) ProbeKill(ctx context.Context) error {
 		return s.definite("probe", newServerError(reply.Text), reply.Err)
 	}
 	return nil
+}
+
+// Release runs ReleaseOp on this session only (see Do).
+func (s *session) Release(ctx context.Context, key, token string) (Result, error) {
+	return s.Do(ctx, ReleaseOp(key, token), nil)
+}
+
+// Acquire runs AcquireOp on this session only (see Do).
+func (s *session) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return s.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
+}
+
+// Extend runs ExtendOp on this session only (see Do).
+func (s *session) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return s.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
+}
+
+// Owner runs OwnerOp on this session only (see Do).
+func (s *session) Owner(ctx context.Context, key string) (Result, error) {
+	return s.Do(ctx, OwnerOp(key), nil)
+}
+
+// Release deletes key if it holds token (ReleaseOp, see Engine.Do).
+func (e *Engine) Release(ctx context.Context, key, token string) (Result, error) {
+	return e.Do(ctx, ReleaseOp(key, token), nil)
+}
+
+// Extend sets key's expiry to ttlMillis from now if it holds token
+// (ExtendOp, see Engine.Do). A missing, expired or replaced key is never
+// created or changed.
+func (e *Engine) Extend(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return e.Do(ctx, ExtendOp(key, token, ttlMillis), nil)
+}
+
+// Owner reads key's owner token with GET on its primary's session
+// (OwnerOp, see Engine.Do).
+func (e *Engine) Owner(ctx context.Context, key string) (Result, error) {
+	return e.Do(ctx, OwnerOp(key), nil)
+}
+
+// Acquire sends SET key token NX PX ttlMillis on the key's node session,
+// the socket that also carries the lock's release and renewals (AcquireOp,
+// see Engine.Do).
+func (e *Engine) Acquire(ctx context.Context, key, token string, ttlMillis int64) (Result, error) {
+	return e.Do(ctx, AcquireOp(key, token, ttlMillis), nil)
 }

@@ -138,7 +138,12 @@ func (e *Engine) OpenSession(ctx context.Context, node string) (Session, error) 
 // session right before its hand-off and may stop the operation; after an
 // Uncertain error route.Session() is the socket to fence. It blocks until
 // a definite answer or an error. An Uncertain command is never replayed.
-func (e *Engine) Do(ctx context.Context, op Op, route *Route) (Result, error) {
+func (e *Engine) Do(ctx context.Context, op Op, route *Route) (res Result, err error) {
+	if o := e.obs; o != nil && o.Op != nil {
+		var end func(error)
+		ctx, end = o.Op(ctx, op)
+		defer func() { end(err) }()
+	}
 	if op.kind == opFenced {
 		if err := e.CheckFencedKeys(op.key, op.counter); err != nil {
 			return Result{}, err

@@ -20,6 +20,7 @@ import (
 type session struct {
 	e    *Engine
 	node string
+	seq  uint64 // the order sessions opened in (Engine.track)
 	link *link
 	caps capstore.Store
 
@@ -28,6 +29,7 @@ type session struct {
 	identityErr error // why there is no identity (server reply), when !hasIdentity
 
 	demoted  atomic.Bool // its node stopped being the primary (Sentinel)
+	opened   atomic.Bool // its handshake answered (before it, no idle PING)
 	reported atomic.Bool // its retirement was told to the observer
 
 	fenceMu       sync.Mutex
@@ -99,13 +101,25 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	s := &session{e: e, node: node}
 	s.link = e.newLink(node, c, true)
 	s.link.owner = s
+	fenceReady := make(chan struct{}) // the node's fence connection, dialled meanwhile (see prepareFence)
+	e.background(func() {
+		defer close(fenceReady)
+		e.prepareFence(node)
+	})
 	cmds := [2]Command{ClientIDCommand(), ClientInfoCommand()}
 	var replies [2]Reply
-	if err := s.link.exchange(ctx, "open", cmds[:], replies[:], nil, s); err != nil {
+	hctx, cancel := s.link.bounded(context.WithoutCancel(ctx), openBound) // see link.bounded
+	stop := e.spawn.AfterFunc(ctx, func() { s.link.retire() })            // the open's own end (Close) closes it too
+	err = s.link.exchange(hctx, "open", cmds[:], replies[:], nil, s)
+	stop()
+	cancel()
+	_ = e.spawn.Wait(ctx, fenceReady) // a failure is left for the fence to try again
+	if err != nil {
 		s.link.retire()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
 	s.learnIdentity(replies[0], replies[1])
+	s.opened.Store(true)
 	if !e.track(s) {
 		s.link.retire()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}
@@ -113,7 +127,6 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	if o := e.obs; o != nil && o.SessionOpened != nil {
 		o.SessionOpened(node)
 	}
-	e.background(func() { e.prepareFence(node) })
 	return s, nil
 }
 
@@ -124,6 +137,8 @@ func (e *Engine) track(s *session) bool {
 	if e.closed {
 		return false
 	}
+	e.seq++
+	s.seq = e.seq
 	e.open[s] = struct{}{}
 	return true
 }

@@ -55,6 +55,9 @@ func (e *Engine) AcquireReplicated(ctx, stop context.Context, leaseKey, counterK
 			return ReplicatedFencedResult{}, replicatedFailure(stop, err)
 		}
 		out := f.Interpret(replies[0])
+		if !out.Done && err != nil {
+			return ReplicatedFencedResult{}, notRun(stop, err) // NOSCRIPT, then the WAIT behind it was cut: nothing ran
+		}
 		if !out.Done {
 			continue // NOSCRIPT: the script did not run; EVAL it
 		}
@@ -107,6 +110,21 @@ func replicatedFailure(stop context.Context, err error) error {
 		return &c
 	}
 	return err
+}
+
+// notRun is the error of a replicated acquisition whose script provably
+// did not run (NOSCRIPT) when the WAIT behind it was cut: NotSubmitted,
+// with ErrWaitStopped when stop cut it.
+func notRun(stop context.Context, err error) error {
+	cause := err
+	var le *Error
+	if errors.As(err, &le) {
+		cause = le.Err
+	}
+	if stop.Err() != nil {
+		cause = fmt.Errorf("%w: %w", ErrWaitStopped, cause)
+	}
+	return &Error{Class: NotSubmitted, Op: fencedOp, Err: cause}
 }
 
 // waitReply reads WAIT's reply: the count, or a *Error saying why there

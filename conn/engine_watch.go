@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // This file is the engine's push: one watcher per node with client-side
@@ -48,6 +50,7 @@ type pushWatcher struct {
 	node     string
 	listener Listener
 	reader   *link
+	keep     Timer       // listen-only: the reader's liveness check (see keepReader)
 	dead     atomic.Bool // retired, or its connection ended: open a fresh one
 	closing  atomic.Bool // retired (retireWatcher ran or began)
 	served   bool        // handed to a read, so it may have tracked keys; under push.mu
@@ -208,8 +211,50 @@ func (e *Engine) registerWatcher(w *pushWatcher) error {
 		e.push.watchers = map[string]*pushWatcher{}
 	}
 	e.push.watchers[w.node] = w
+	if w.listener.Conn() == nil {
+		w.keep = e.clock.AfterFunc(e.keepEvery(), func() { e.keepReader(w) })
+	}
 	e.push.mu.Unlock()
 	return nil
+}
+
+// keepEvery is how often a listen-only watcher's reader is checked: the
+// idle-check period, at least keepFloor.
+func (e *Engine) keepEvery() time.Duration {
+	return max(time.Duration(e.idleCheck.Load()), keepFloor)
+}
+
+// keepFloor bounds how often a reader's liveness is checked.
+const keepFloor = 100 * time.Millisecond
+
+// keepReader checks, once per idle-check period, the reader of a watcher
+// whose tracking is redirected to a listen-only connection: when only the
+// reader is killed (CLIENT KILL of the tracking client, a reset), nothing
+// tells anyone — the client reads no idle socket, and the server tells the
+// listener nothing — so the keys it tracked would be forgotten silently
+// until the next read. A reader idle for the period answers a PING (the
+// idle check); if it cannot, the watcher ends, which tells the handler
+// (keys nil) so that every key is read again.
+func (e *Engine) keepReader(w *pushWatcher) {
+	if w.closing.Load() {
+		return
+	}
+	e.background(func() {
+		ctx, cancel := Bound(e.clock, e.stop, pingBound)
+		defer cancel()
+		if idle := int64(e.clock.Now()) - w.reader.lastReply.Load(); idle >= e.idleCheck.Load() {
+			var reply [1]Reply // through the reader's drainer: one Do at a time on its Conn
+			if err := w.reader.exchange(ctx, "watch", pingCommand[:], reply[:], nil, nil); err != nil && e.stop.Err() == nil {
+				e.retireWatcher(w)
+				return
+			}
+		}
+		e.push.mu.Lock()
+		defer e.push.mu.Unlock()
+		if !w.closing.Load() && w.keep != nil {
+			w.keep.Reset(e.keepEvery())
+		}
+	})
 }
 
 // refuse remembers that w's node refused tracking (why: the server's
@@ -268,8 +313,8 @@ func (e *Engine) slotMoved(node string) {
 func (e *Engine) dropStaleWatchers(primary string) {
 	var stale []*pushWatcher
 	e.push.mu.Lock()
-	for node, w := range e.push.watchers {
-		if node != primary {
+	for _, w := range sortedWatchers(e.push.watchers) {
+		if w.node != primary {
 			stale = append(stale, w)
 		}
 	}
@@ -277,6 +322,15 @@ func (e *Engine) dropStaleWatchers(primary string) {
 	for _, w := range stale {
 		e.retireWatcher(w)
 	}
+}
+
+// sortedWatchers returns the watchers of m in the order of their nodes.
+func sortedWatchers(m map[string]*pushWatcher) []*pushWatcher {
+	out := make([]*pushWatcher, 0, len(m))
+	for _, node := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[node])
+	}
+	return out
 }
 
 // retireWatcher is the one way a watcher ends, whatever the reason: once
@@ -306,6 +360,11 @@ func (e *Engine) retireWatcher(w *pushWatcher) {
 // closeWatcher closes w's connections (w is closing already).
 func (e *Engine) closeWatcher(w *pushWatcher) {
 	w.dead.Store(true)
+	e.push.mu.Lock()
+	if w.keep != nil {
+		w.keep.Stop()
+	}
+	e.push.mu.Unlock()
 	if w.reader != nil {
 		w.reader.retire()
 	}
@@ -330,7 +389,7 @@ func (e *Engine) suspectNode(node string) {
 func (e *Engine) closeWatchers() {
 	e.push.mu.Lock()
 	e.push.closed = true
-	watchers := e.push.watchers
+	watchers := sortedWatchers(e.push.watchers)
 	e.push.watchers = nil
 	e.push.mu.Unlock()
 	for _, w := range watchers {

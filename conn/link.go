@@ -34,8 +34,9 @@ type link struct {
 	_         [56]byte
 
 	retired   atomic.Bool
-	closing   atomic.Bool // a close of the Conn was started
-	suspect   atomic.Bool // another connection to the node broke: PING before the next command
+	closing   atomic.Bool   // a close of the Conn was started
+	closed    chan struct{} // closed once the Conn's Close returned
+	suspect   atomic.Bool   // another connection to the node broke: PING before the next command
 	closeOnce sync.Once
 
 	drain *drainer // not Pipelined: the batching drainer; nil otherwise
@@ -44,7 +45,7 @@ type link struct {
 // newLink wraps c, dialled to node, and starts its drainer when c does not
 // pipeline.
 func (e *Engine) newLink(node string, c Conn, pings bool) *link {
-	l := &link{e: e, node: node, conn: c, pipelined: c.Pipelined(), pings: pings}
+	l := &link{e: e, node: node, conn: c, pipelined: c.Pipelined(), pings: pings, closed: make(chan struct{})}
 	l.touch()
 	if !l.pipelined {
 		l.drain = newDrainer(l)
@@ -187,7 +188,10 @@ func (l *link) checkIdle(ctx context.Context) error {
 	if !l.pings || (int64(l.e.clock.Now())-l.lastReply.Load() <= l.e.idleCheck.Load() && !l.suspect.Load()) {
 		return nil
 	}
-	pctx, cancel := l.e.own(ctx, pingBound)
+	if l.owner != nil && !l.owner.opened.Load() {
+		return nil // a session's handshake: the socket is new
+	}
+	pctx, cancel := l.bounded(ctx, pingBound)
 	defer cancel()
 	var reply [1]Reply
 	err := l.conn.Do(pctx, pingCommand[:], reply[:])
@@ -201,6 +205,22 @@ func (l *link) checkIdle(ctx context.Context) error {
 	l.suspect.Store(false)
 	l.touch()
 	return nil
+}
+
+// bounded bounds a command the link sends on its own (a PING, a
+// handshake) by d. A ctx that cannot end (context.Background()) on a
+// Pipelined connection is kept as it is and the bound is a clock timer that
+// retires the link, closing its connection under the command: a client
+// keeps its fast synchronous path for a ctx without Done (rueidis would
+// otherwise move the socket to its background mode for good), and a
+// command that outlives its bound fails all the same. Any other ctx gets
+// the bound as a deadline (Engine.own).
+func (l *link) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if ctx.Done() != nil || l.drain != nil {
+		return l.e.own(ctx, d)
+	}
+	t := l.e.clock.AfterFunc(d, func() { l.e.retireLink(l, RetiredDead) })
+	return ctx, func() { t.Stop() }
 }
 
 // pingBound bounds an idle check's PING.
@@ -233,5 +253,13 @@ func (l *link) retire() bool {
 	return first
 }
 
-// closeConn closes the Conn, once.
-func (l *link) closeConn() { l.closeOnce.Do(l.conn.Close) }
+// closeConn closes the Conn, once; l.closed is closed when it returned.
+func (l *link) closeConn() {
+	l.closeOnce.Do(func() {
+		l.conn.Close()
+		close(l.closed)
+	})
+}
+
+// waitClosed waits until the link's Conn was closed (retire started it).
+func (l *link) waitClosed() { _ = l.e.spawn.Wait(context.Background(), l.closed) }

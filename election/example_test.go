@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/election"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -26,11 +25,8 @@ func Example() {
 	}
 	defer srv.Close()
 	candidate := func() (*election.Election, func()) {
-		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-		if err != nil {
-			panic(err)
-		}
-		locks, err := lease.New(client)
+		// In a program: locks, err := rueidislease.New(client) (or goredis.New).
+		locks, err := lease.New(leasetest.NewClient(srv.Addr(), ""))
 		if err != nil {
 			panic(err)
 		}
@@ -38,7 +34,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		return e, func() { locks.Close(); client.Close() }
+		return e, locks.Close
 	}
 	a, closeA := candidate()
 	defer closeA()

@@ -162,7 +162,7 @@ func (c *Client) Closed() error {
 // an open client's answer.
 const (
 	probeGap  = 10 * time.Millisecond
-	probeWait = 2 * time.Millisecond
+	probeWait = time.Millisecond
 )
 
 var probeEpoch = time.Now()

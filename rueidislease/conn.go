@@ -61,15 +61,28 @@ func (c *rconn) build(cmd conn.Command) rueidis.Completed {
 // returns before any write — ErrDedicatedClientRecycled and a dial failure.
 func read(r rueidis.RedisResult, reply *conn.Reply) error {
 	if err := r.NonRedisError(); err != nil {
-		var op *net.OpError
-		if errors.Is(err, rueidis.ErrDedicatedClientRecycled) || (errors.As(err, &op) && op.Op == "dial") {
-			return fmt.Errorf("%w: %w", conn.ErrNotWritten, err)
-		}
-		return err
+		return transportError(err)
 	}
 	msg, err := r.ToMessage()
 	*reply = toReply(&msg, err)
 	return nil
+}
+
+// transportError is err, a rueidis transport error, wrapped with
+// conn.ErrNotWritten when it proves no byte was written: as tried over real
+// sockets with rueidis v1.0.79, only ErrDedicatedClientRecycled (checked
+// before any write) and a dial failure (no connection existed for that
+// attempt) do. Everything else — ErrClosing, io.EOF, resets, "use of closed
+// network connection", i/o timeouts, ctx errors — comes back also for
+// commands that were written and even executed (a socket closed locally
+// answers the commands still waiting on it with ErrClosing although they
+// may have run).
+func transportError(err error) error {
+	var op *net.OpError
+	if errors.Is(err, rueidis.ErrDedicatedClientRecycled) || (errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("%w: %w", conn.ErrNotWritten, err)
+	}
+	return err
 }
 
 // toReply converts a rueidis message (no transport error) to the engine's

@@ -5,7 +5,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -22,5 +21,5 @@ func New(client rueidis.Client, opts ...lease.Option) (*lease.Locks, error) {
 	if client == nil {
 		return nil, ErrNilClient
 	}
-	return lease.NewTransport(conn.NewEngine(conn.EngineConfig{Client: NewClient(client)}), opts...)
+	return lease.New(NewClient(client), opts...)
 }

@@ -24,4 +24,4 @@ import (
 	"github.com/respire-go/respire/internal/chaos"
 )
 
-func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, chaos.Rueidis)) }
+func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, chaos.Wire)) }

@@ -105,7 +105,7 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 		}
 	}
 	for _, name := range semaphores {
-		line, live, err := semaphoreLine(ctx, b.client, name)
+		line, live, err := semaphoreLine(ctx, b, name)
 		if err != nil {
 			return failf(serverStatus(err), "status %s: %v", showKey(name), err)
 		}
@@ -123,8 +123,8 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 // semaphoreLine describes the semaphore name as 'lockctl run --limit' uses
 // it: its live permits, by the server's clock (lease.Semaphore.Holders),
 // and the limit stored with them; live reports whether one is.
-func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (line string, live bool, err error) {
-	locks, err := lease.New(client)
+func semaphoreLine(ctx context.Context, b *backend, name string) (line string, live bool, err error) {
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return "", false, err
 	}
@@ -140,7 +140,7 @@ func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (lin
 	if err != nil {
 		return "", false, err
 	}
-	limit, err := readKey(ctx, client, keys.LimitKey)
+	limit, err := readKey(ctx, b.client, keys.LimitKey)
 	if err != nil {
 		return "", false, err
 	}
@@ -249,7 +249,7 @@ func cmdRelease(args []string, g *connFlags, e *env) error {
 		return err
 	}
 	defer b.close()
-	locks, err := lease.New(b.client)
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return usagef("release: %v", err)
 	}

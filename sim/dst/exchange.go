@@ -120,7 +120,7 @@ func (s *simSession) write(recs []*opRun, cmds []conn.Command) *pending {
 // command proved unwritten is joined with ErrSessionRetired, so a fresh
 // session may send it.
 func (s *simSession) transportError(ctx context.Context, name string, err error) *conn.Error {
-	class := conn.ClassifyTransport(err)
+	class := classifyTransport(err)
 	if s.t.w.opt.Mutation == MutationClosingNotSubmitted && errors.Is(err, rueidis.ErrClosing) {
 		class = conn.NotSubmitted
 	}

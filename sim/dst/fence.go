@@ -97,7 +97,7 @@ func (t *simTransport) sendFence(ctx context.Context, s *simSession) error {
 			continue
 		}
 		if x.lost != nil {
-			err = &conn.Error{Class: conn.ClassifyTransport(x.lost), Op: "fence", Addr: s.node.addr, Session: s, Err: x.lost}
+			err = &conn.Error{Class: classifyTransport(x.lost), Op: "fence", Addr: s.node.addr, Session: s, Err: x.lost}
 			continue
 		}
 		if r := x.replies[0]; r.Kind == conn.ReplyError {

@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestParseReply(t *testing.T) {
 		{"$3\r\na\r\n\r\n", conn.Reply{Kind: conn.ReplyBulk, Text: "a\r\n"}},
 		{"-ERR syntax error\r\n", conn.Reply{Kind: conn.ReplyError, Text: "ERR syntax error"}},
 	} {
-		if got := parseReply([]byte(tc.wire)); got != tc.want {
+		if got := parseReply([]byte(tc.wire)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("parseReply(%q) = %+v; want %+v", tc.wire, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package conn
+package rueidislease_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // costs at each GOMAXPROCS (docs/architecture.md, "Why a lone caller waits
 // longer"). Nothing is asserted about its timing:
 //
-//	scripts/with-servers.sh go test -run '^$' -bench LoneCaller -cpu 1,2,4 ./conn/
+//	scripts/with-servers.sh env -C rueidislease go test -run '^$' -bench LoneCaller -cpu 1,2,4 .
 func BenchmarkLoneCaller(b *testing.B) {
 	addr := os.Getenv("RESPIRE_REAL_REDIS70")
 	if addr == "" {
