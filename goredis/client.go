@@ -118,10 +118,11 @@ func (c *client) Nodes(ctx context.Context) ([]string, error) {
 	return []string{p}, nil
 }
 
-// Dial implements conn.Client: an EphemeralConn of node's client. It sends
-// nothing (go-redis dials on the first round trip, whose failure is
-// ErrNotWritten), but behind Sentinel, where CLIENT INFO tells which node
-// the Conn reached: another one than node is ErrUnknownNode.
+// Dial implements conn.Client: an EphemeralConn of node's client, dialled
+// (go-redis dials on a Conn's first round trip: a PING, whose reply, even
+// NOPERM, says the handshake is done), so that a fence connection never
+// waits for a dial. Behind Sentinel that round trip is CLIENT INFO, whose
+// laddr= names the node reached: another one than node is ErrUnknownNode.
 func (c *client) Dial(ctx context.Context, node string) (conn.Conn, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, err
@@ -141,7 +142,13 @@ func (c *client) Dial(ctx context.Context, node string) (conn.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(c, node, nc.EphemeralConn()), nil
+	g := newConn(c, node, nc.EphemeralConn())
+	var r [1]conn.Reply
+	if err := g.Do(ctx, []conn.Command{conn.PingCommand()}, r[:]); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
 }
 
 // usable refuses a done ctx and a client found closed.

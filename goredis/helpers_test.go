@@ -128,6 +128,15 @@ func mustDo(t testing.TB, e *conn.Engine, op conn.Op) conn.Result {
 // classOf is conn.ClassOf, for messages.
 func classOf(err error) string { return conn.ClassOf(err).String() }
 
+// undialled returns a Conn of c's client to its standalone node that has
+// not dialled yet (Dial dials with a PING): its first round trip dials.
+func undialled(t testing.TB, c *client) conn.Conn {
+	t.Helper()
+	cn := newConn(c, c.addr, c.single.EphemeralConn())
+	t.Cleanup(cn.Close)
+	return cn
+}
+
 // do sends args on cn and returns the one reply.
 func do(ctx context.Context, cn conn.Conn, args ...string) (conn.Reply, error) {
 	var r [1]conn.Reply

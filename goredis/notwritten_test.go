@@ -20,9 +20,9 @@ func (refusingLimiter) ReportResult(error) {}
 // TestGoRedisNotWrittenIsProved_FailuresBeforeTheWrite: whatever go-redis
 // returns before it begins writing a round trip — a pool timeout, a
 // WRONGPASS answering its own handshake, its Limiter's refusal — the
-// round trip fails with ErrNotWritten, leaves every reply unset (the
-// handshake's error reply is not taken for the command's), and the server
-// ran none of it; a round trip whose write began is never ErrNotWritten
+// round trip (the first on a Conn, which dials) fails with ErrNotWritten,
+// leaves every reply unset (the handshake's error reply is not taken for
+// the command's), and the server ran none of it; Dial fails alike; a round trip whose write began is never ErrNotWritten
 // (TestGoRedisRetriesOff_DroppedReplyIsNotResent).
 func TestGoRedisNotWrittenIsProved_FailuresBeforeTheWrite(t *testing.T) {
 	srv, _, _ := private(t, false)
@@ -35,10 +35,14 @@ func TestGoRedisNotWrittenIsProved_FailuresBeforeTheWrite(t *testing.T) {
 	}
 	srv.MustExec(t, "CONFIG", "RESETSTAT")
 	for name, client := range map[string]*redis.Client{"pool timeout": busy, "WRONGPASS": wrongPassword, "limiter": limited} {
-		cn := dial(t, newAdapter(t, client), srv.Addr)
-		r, err := do(ctxFor(t, 5*time.Second), cn, "SET", key(t, "k"), "v")
+		c := newAdapter(t, client)
+		r, err := do(ctxFor(t, 5*time.Second), undialled(t, c), "SET", key(t, "k"), "v")
 		if !errors.Is(err, conn.ErrNotWritten) || r.Kind != 0 {
 			t.Errorf("%s: %+v %v, want ErrNotWritten and no reply", name, r, err)
+		}
+		if cn, err := c.Dial(ctxFor(t, 5*time.Second), srv.Addr); err == nil {
+			cn.Close()
+			t.Errorf("%s: Dial succeeded", name)
 		}
 	}
 	if info := srv.MustExec(t, "INFO", "commandstats"); strings.Contains(info, "cmdstat_set:") {

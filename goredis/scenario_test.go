@@ -246,11 +246,16 @@ func TestGoRedisClientChecked_RefusedBeforeSending(t *testing.T) {
 }
 
 // TestGoRedisClientChecked_DialFailureIsNotSubmitted: a client that cannot
-// connect fails the first round trip of a connection with ErrNotWritten
-// (go-redis dials on first use), and the engine's command not submitted.
+// connect fails Dial, and a connection's first round trip (go-redis dials
+// on first use) with ErrNotWritten; the engine's command is not submitted.
 func TestGoRedisClientChecked_DialFailureIsNotSubmitted(t *testing.T) {
 	client := goredisClient(t, "127.0.0.1:1", "", func(o *redis.Options) { o.DialTimeout = time.Second })
-	cn := dial(t, newAdapter(t, client), "127.0.0.1:1")
+	c := newAdapter(t, client)
+	if cn, err := c.Dial(ctxFor(t, 5*time.Second), "127.0.0.1:1"); err == nil {
+		cn.Close()
+		t.Fatal("Dial of a server that does not answer succeeded")
+	}
+	cn := undialled(t, c)
 	if _, err := do(ctxFor(t, 5*time.Second), cn, "PING"); !errors.Is(err, conn.ErrNotWritten) {
 		t.Fatalf("dial failure: %v, want ErrNotWritten", err)
 	}

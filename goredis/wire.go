@@ -146,7 +146,7 @@ func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Com
 		_, _ = pipe.Exec(ctx)
 	}
 	clear(w.wire) // they hold the caller's ctx
-	w.wire = w.wire[:0]
+	w.wire, w.one[0] = w.wire[:0], nil
 }
 
 // outcome classifies the round trip just made. notWritten: nothing reached
