@@ -101,8 +101,9 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 	if err := c.begin(); err != nil {
 		return notWritten(err)
 	}
+	c.w.prepare(ctx, cmds)
 	if hasDeadline && c.cl.ctxDeadlines && time.Until(deadline) <= closeBound {
-		c.w.roundTrip(ctx, c.rc, cmds)
+		c.w.send(ctx, c.rc)
 		return c.finish(len(cmds), replies)
 	}
 	var expired <-chan time.Time
@@ -111,7 +112,7 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 		defer t.Stop()
 		expired = t.C
 	}
-	go c.roundTripper(ctx, cmds)
+	go c.roundTripper(ctx)
 	left := errConnClosed
 	select {
 	case <-c.done:
@@ -137,20 +138,15 @@ func (c *gconn) begin() error {
 	return nil
 }
 
-// roundTripper runs a round trip Do may leave: cmds are copied first (Do
-// keeps nothing of its caller's once returned), and a round trip Do left
-// closes the connection when go-redis returns.
-func (c *gconn) roundTripper(ctx context.Context, cmds []conn.Command) {
-	own := make([]conn.Command, len(cmds))
-	for i, cmd := range cmds {
-		own[i] = conn.Command{Args: append([]string(nil), cmd.Args...), Key: cmd.Key}
-	}
+// roundTripper sends the prepared round trip on a goroutine Do may leave;
+// one Do left closes the connection when go-redis returns.
+func (c *gconn) roundTripper(ctx context.Context) {
 	if _, ok := ctx.Deadline(); !ok && c.cl.ctxDeadlines && !c.cl.timeouts {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, ownBound)
 		defer cancel()
 	}
-	c.w.roundTrip(ctx, c.rc, own)
+	c.w.send(ctx, c.rc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.abandoned {

@@ -123,11 +123,9 @@ type result struct {
 	transport error
 }
 
-// roundTrip sends cmds on rc, one with Process, several in a pipeline, and
-// records what go-redis read. It returns when go-redis does: at a deadline
-// (ctx's with ContextTimeoutEnabled, or its timeouts), never at a bare
-// cancellation.
-func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Command) {
+// prepare builds the round trip of cmds (the arguments copied: the
+// caller's may be reused once Do returned).
+func (w *witness) prepare(ctx context.Context, cmds []conn.Command) {
 	w.calls, w.moved, w.first.written, w.record = 0, false, false, w.record[:0]
 	for i, c := range cmds {
 		first := &w.first
@@ -136,6 +134,13 @@ func (w *witness) roundTrip(ctx context.Context, rc *redis.Conn, cmds []conn.Com
 		}
 		w.wire = append(w.wire, newWireCmd(ctx, c.Args, first))
 	}
+}
+
+// send sends the prepared round trip on rc, one command with Process,
+// several in a pipeline, and records what go-redis read. It returns when
+// go-redis does: at a deadline (ctx's with ContextTimeoutEnabled, or its
+// timeouts), never at a bare cancellation.
+func (w *witness) send(ctx context.Context, rc *redis.Conn) {
 	if len(w.wire) == 1 {
 		_ = rc.Process(ctx, w.wire[0])
 	} else {
