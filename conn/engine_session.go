@@ -29,6 +29,7 @@ type session struct {
 	identityErr error // why there is no identity (server reply), when !hasIdentity
 
 	demoted  atomic.Bool // its node stopped being the primary (Sentinel)
+	opened   atomic.Bool // its handshake answered (before it, no idle PING)
 	reported atomic.Bool // its retirement was told to the observer
 
 	fenceMu       sync.Mutex
@@ -118,6 +119,7 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
 	s.learnIdentity(replies[0], replies[1])
+	s.opened.Store(true)
 	if !e.track(s) {
 		s.link.retire()
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: ErrPoolClosed}

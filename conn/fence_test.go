@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/sim"
 )
 
@@ -63,7 +61,7 @@ func TestProbeKillReportsNoPermission(t *testing.T) {
 		t.Fatalf("no identity: %v", s.IdentityError())
 	}
 	err = s.ProbeKill(ctx)
-	var redisErr *rueidis.RedisError
+	var redisErr *ServerError
 	if !errors.Is(err, ErrServerReply) || !errors.As(err, &redisErr) {
 		t.Fatalf("ProbeKill = %v; want the NOPERM reply", err)
 	}

@@ -188,6 +188,9 @@ func (l *link) checkIdle(ctx context.Context) error {
 	if !l.pings || (int64(l.e.clock.Now())-l.lastReply.Load() <= l.e.idleCheck.Load() && !l.suspect.Load()) {
 		return nil
 	}
+	if l.owner != nil && !l.owner.opened.Load() {
+		return nil // a session's handshake: the socket is new
+	}
 	pctx, cancel := l.bounded(ctx, pingBound)
 	defer cancel()
 	var reply [1]Reply

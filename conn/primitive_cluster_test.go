@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	. "github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/realserver"
 	"os"
 	"strings"
 	"testing"
@@ -102,9 +103,14 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnASimCluster(t *testing.T) {
 			t.Errorf("node %d (%s): EXISTS of the semaphore's keys = %q; want both there", i, profile, got)
 		}
 	}
-	reply := c.Node(0).Exec("EVAL", SemaphoreAcquireScript, "2", "jobs:sem", "jobs:sem:limit", "a", "60000", "2")
-	if !strings.HasPrefix(reply, "-CROSSSLOT") {
-		t.Fatalf("the acquisition with untagged keys = %q; want CROSSSLOT", reply)
+	raw, err := realserver.Dial(c.Addrs()[0], simPassword) // a plain connection: the server itself refuses two slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	reply, err := raw.Do("EVAL", SemaphoreAcquireScript, "2", "jobs:sem", "jobs:sem:limit", "a", "60000", "2")
+	if err != nil || !strings.HasPrefix(reply, "-CROSSSLOT") {
+		t.Fatalf("the acquisition with untagged keys = %q, %v; want CROSSSLOT", reply, err)
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Goal: however many callers race for a semaphore of limit 3, at most 3
@@ -173,7 +171,7 @@ func TestSemaphoreLimitIsStored_MismatchRefusedWhileHeld(t *testing.T) {
 			}
 			_, err := s.pool.Do(ctxT(t), three.AcquireOp("b", 60000), nil)
 			var mismatch *LimitMismatchError
-			var redisErr *rueidis.RedisError
+			var redisErr *ServerError
 			if !errors.Is(err, ErrLimitMismatch) || !errors.As(err, &mismatch) || ClassOf(err) != Definite ||
 				!errors.Is(err, ErrServerReply) || errors.Is(err, ErrDidNotRun) || !errors.As(err, &redisErr) {
 				t.Fatalf("acquire with limit 3 = %v; want a definite LimitMismatchError wrapping the server reply", err)

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/capstore"
 	"github.com/respire-go/respire/sim"
 )
@@ -48,7 +46,7 @@ func TestSessionWithoutClientPermissionHasNoIdentityAndStillWorks(t *testing.T) 
 	if _, ok := Pin(res.Session).Identity(); ok {
 		t.Fatal("Identity() ok without CLIENT permission")
 	}
-	var redisErr *rueidis.RedisError
+	var redisErr *ServerError
 	if !errors.As(Pin(res.Session).IdentityError(), &redisErr) {
 		t.Fatalf("IdentityError() = %v; want the NOPERM reply", Pin(res.Session).IdentityError())
 	}

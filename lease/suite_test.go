@@ -96,6 +96,12 @@ func TestExtensionWireSequencePerServer(t *testing.T) {
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
 }
+func TestFenceBeforeReturn_AnUncertainReleaseReturnsOnlyOnceItsSocketIsKilled(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_AnUncertainReleaseReturnsOnlyOnceItsSocketIsKilled")
+}
+func TestClientClosed_EveryCallFailsAtOnceNamingTheClientAndSendsNothing(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ClientClosed_EveryCallFailsAtOnceNamingTheClientAndSendsNothing")
+}
 func TestFenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent")
 }

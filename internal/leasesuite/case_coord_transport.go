@@ -28,7 +28,9 @@ func proxied(t *testing.T, tr Transport, s coordServer) (*coordination.Coordinat
 		t.Fatalf("fault proxy: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	c := newCoordinator(t, tr, []string{p.Addr()}, s.password, s.prefix)
+	// No idle check's PING ahead of a command: the command a stall holds must
+	// be the one the test sends, however long the machine took to get there.
+	c := newCoordinator(t, tr, []string{p.Addr()}, s.password, s.prefix, lease.WithIdleCheck(time.Hour))
 	t.Cleanup(func() { p.UnstallAll(faultproxy.Both) })
 	return c, p
 }
