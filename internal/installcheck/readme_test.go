@@ -274,3 +274,48 @@ func TestReadmeSnippetsCompile_EveryGoBlockIsMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeSnippetsCompile_GoRedisProgramAgreesWithExampleNew: the README's
+// go-redis program, goredis.ExampleNew, goredis.New's doc and
+// docs/compatibility.md's go-redis options table say the same about
+// go-redis' maintenance notifications: off (ModeDisabled) unless the
+// servers send them.
+func TestReadmeSnippetsCompile_GoRedisProgramAgreesWithExampleNew(t *testing.T) {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	text, err := parseReadme([]byte(read("README.md")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var program string
+	for _, s := range text.snippets {
+		for _, p := range s.names {
+			if p == "goredis" {
+				program += s.code
+			}
+		}
+	}
+	example := read("goredis/example_test.go")
+	if i := strings.Index(example, "func ExampleNew()"); i >= 0 {
+		example = example[i:]
+		if j := strings.Index(example[1:], "\nfunc "); j >= 0 {
+			example = example[:j+1]
+		}
+	}
+	const off = "maintnotifications.ModeDisabled"
+	for name, text := range map[string]string{
+		"README.md's go-redis program (<!-- go: program goredis -->)": program,
+		"goredis.ExampleNew":    example,
+		"goredis.New's doc":     read("goredis/locks.go"),
+		"docs/compatibility.md": read("docs/compatibility.md"),
+	} {
+		if !strings.Contains(text, off) {
+			t.Errorf("%s does not say %s: the README's program, ExampleNew, New's doc and docs/compatibility.md must agree", name, off)
+		}
+	}
+}
