@@ -11,14 +11,18 @@ GOREDIS_MINORS ?= v9.23.0
 
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt install-check
 
-## test: install/start private redis-servers, run every test with -race, stop the servers; the
+## test: install/start private redis-servers, run every test with -race, stop the servers (the
+## deterministic simulator runs on one OS thread, where -race finds nothing: sim/dst and
+## TestSimulate's budget run without it, on the shipped code all the same); the
 ## rueidis adapter's tests (rueidislease/ is its own module: the whole lease suite on rueidis); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 ## The root module's tests include the install check (see install-check).
 test:
-	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/sim/dst$$')
+	$(GO) test -count=1 -timeout 15m ./sim/dst
+	$(GO) test -count=1 -timeout 15m -run '^TestSimulate$$' ./sim
 	bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./...
 	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
 	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
