@@ -242,8 +242,8 @@ func useDefined(body string) (string, error) {
 
 // TestReadmeSnippetsCompile_EveryGoBlockIsMarked fails on a README Go block
 // without a marker (it would escape the install check's build), on a
-// README without install lines, and on a client adapter without a whole
-// program in the README. It reads the README only (fast; the build is
+// released module without an install line, and on a client adapter
+// without a whole program in the README. It reads the README only (fast; the build is
 // TestEveryModuleInstalls_FromAFreshModuleCache).
 func TestReadmeSnippetsCompile_EveryGoBlockIsMarked(t *testing.T) {
 	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
@@ -256,6 +256,21 @@ func TestReadmeSnippetsCompile_EveryGoBlockIsMarked(t *testing.T) {
 	}
 	if len(r.installs) == 0 {
 		t.Fatal("README.md: no install line (a \"go get\" line of a ```sh block)")
+	}
+	// An install line per released module.
+	for _, dir := range releasedDirs {
+		path, found := rootModule, false
+		if dir != "" {
+			path += "/" + dir
+		}
+		for _, args := range r.installs {
+			for _, a := range args {
+				found = found || strings.SplitN(a, "@", 2)[0] == path
+			}
+		}
+		if !found {
+			t.Errorf("README.md: no install line for %s (\"go get %s@latest\" in a ```sh block)", path, path)
+		}
 	}
 	// One whole program per client: the parts of each named program, joined.
 	programs := map[string]string{}
