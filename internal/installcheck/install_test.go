@@ -18,12 +18,12 @@ import (
 // TestEveryModuleInstalls_FromAFreshModuleCache is RELEASING.md's check,
 // as a new user meets a release: every released module of the working
 // tree is published at v<lease.Version> in a throw-away file module proxy;
-// in a fresh module with an empty module cache, each README install line
-// ("go get ...") runs as written, with nothing but that proxy for
+// with an empty module cache, each README install line ("go get ...") runs
+// as written, alone in a fresh module, with nothing but that proxy for
 // respire-go's modules (a replace directive of ours would be ignored, so a
-// requirement between our modules that no release satisfies fails here),
-// and then every Go snippet of the README compiles: its programs, one per
-// client, and its fragments. Third-party modules come from the local
+// requirement between our modules that no release satisfies fails here);
+// then all of them in one fresh module, where every Go snippet of the
+// README compiles: its programs, one per client, and its fragments. Third-party modules come from the local
 // module cache's download directory (offline once the repository's modules
 // are cached), else from the registry proxy in GOPROXY; their checksums
 // are the repository's go.sum lines. It leaves nothing behind.
@@ -61,34 +61,24 @@ func TestEveryModuleInstalls_FromAFreshModuleCache(t *testing.T) {
 		t.Error(err) // the install lines still run
 	}
 
-	user := filepath.Join(tmp, "user")
-	env := freshEnv(t, proxy, filepath.Join(tmp, "modcache"))
 	ctx := t.Context()
 	if deadline, ok := t.Deadline(); ok { // end the go command before the test binary's timeout does
 		var cancel func()
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-10*time.Second))
 		defer cancel()
 	}
-	run := func(args ...string) {
-		t.Helper()
-		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir, cmd.Env = user, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		t.Logf("go %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	g := goCommand{ctx: ctx, env: freshEnv(t, proxy, filepath.Join(tmp, "modcache")), repo: repo}
+	// Each install line alone, in a module of its own: a user of one
+	// client runs only its line (a module that resolves only beside
+	// another's requirement fails here).
+	for i, args := range r.installs {
+		dir := g.newModule(t, filepath.Join(tmp, fmt.Sprintf("line%d", i)))
+		g.run(t, dir, args...)
 	}
-	if err := os.MkdirAll(user, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run("mod", "init", "example.com/firstuse")
-	if err := seedSums(repo, filepath.Join(user, "go.sum")); err != nil {
-		t.Fatal(err)
-	}
+	// Then every line in one module, and every snippet compiled in it.
+	user := g.newModule(t, filepath.Join(tmp, "user"))
 	for _, args := range r.installs {
-		run(args...)
+		g.run(t, user, args...)
 	}
 	if err := writeSnippets(user, r.snippets); err != nil {
 		t.Fatal(err)
@@ -98,7 +88,41 @@ func TestEveryModuleInstalls_FromAFreshModuleCache(t *testing.T) {
 	// most of a warm run. -trimpath: the build cache is the developer's
 	// (warm), and without it the fresh module cache's path would be part
 	// of every package's key.
-	run("list", "-export", "-trimpath", "-f", "{{if .Error}}{{.Error}}{{end}}", "./...")
+	g.run(t, user, "list", "-export", "-trimpath", "-f", "{{if .Error}}{{.Error}}{{end}}", "./...")
+}
+
+// goCommand runs the go command as a new user: in freshEnv, bounded by ctx.
+type goCommand struct {
+	ctx  context.Context
+	env  []string
+	repo string
+}
+
+// run runs go with args in dir and fails the test on an error.
+func (g goCommand) run(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(g.ctx, "go", args...)
+	cmd.Dir, cmd.Env = dir, g.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("in %s: go %s: %v\n%s", filepath.Base(dir), strings.Join(args, " "), err, out)
+	}
+	t.Logf("in %s: go %s: %v", filepath.Base(dir), strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+}
+
+// newModule makes dir a new user's module, with the repository's
+// third-party checksums (seedSums), and returns dir.
+func (g goCommand) newModule(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.run(t, dir, "mod", "init", "example.com/firstuse")
+	if err := seedSums(g.repo, filepath.Join(dir, "go.sum")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // checkRequirements fails the test when a released module requires another
