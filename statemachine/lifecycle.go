@@ -305,8 +305,8 @@ func (h *stepper) stepFenceDone(in Input) {
 // ownership. A failed fence gives the recovery up: the old renewal may still run.
 func (h *stepper) fenceDoneRecovering(in Input) {
 	switch {
-	case h.refuted:
-		h.loseToRefusal() // a read refused the lease while the fence was in flight
+	case h.refuted != ReasonNone:
+		h.loseToRefusal(h.refuted) // a read or a guarded write refused the lease while the fence was in flight
 	case in.Err != nil:
 		h.becomeLost(EventRecoveryFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
 	case in.Now >= h.deadline():

@@ -95,6 +95,7 @@ var graph = []Edge{
 	edge(EventCallerCancelled, Uncertain, "A caller waiting for the fence gave up: it is answered; the fence goes on.", Uncertain),
 	edge(EventOwnerReadRefused, Lost, "A push said the key changed (deleted, expired or written) and the owner-compared read that followed found it missing or holding another token: ownership is lost and the keep-alive is cancelled at once, without waiting for the next renewal; a read that finds our token changes nothing. From Recovering too (the token is unique: no renewal's answer can make the key ours again): at once, or when the interrupted renewal's fence answers if the refusal came during the fence.", Held, Recovering),
 	edge(EventCallerCancelled, Lost, "A releaser waiting for a delete still in flight after the loss gave up: it is answered; the delete goes on.", Lost),
+	edge(EventGuardRefused, Lost, "A guarded write's script found the key missing or holding another token — or, for a fencing-token lock, a larger fencing token in the fence record — and wrote nothing: ownership is lost and the keep-alive is cancelled at once, as after a push-detected loss (the token is unique, and a fence record never goes down, so no renewal's answer can make the lock ours again). From Recovering too: at once, or when the interrupted renewal's fence answers if the refusal came during the fence.", Held, Recovering),
 }
 
 // Graph returns the state graph: every edge Step may follow (a fresh copy, safe to modify).
