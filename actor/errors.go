@@ -52,6 +52,13 @@ const (
 	// the owner-compared read that followed found it deleted, expired or
 	// holding another owner's token (see WithoutPush).
 	LossReadRefused
+	// LossGuardRefused: a guarded write's script found the key deleted or
+	// another owner's, and wrote nothing.
+	LossGuardRefused
+	// LossFenceRefused: a guarded write's script found a larger fencing
+	// token in the fence record (a later holder wrote through the lock's
+	// counter), and wrote nothing.
+	LossFenceRefused
 )
 
 var lossReasonNames = [...]string{
@@ -61,6 +68,8 @@ var lossReasonNames = [...]string{
 	LossDeadline:         "deadline",
 	LossDeadlineInFlight: "deadline-in-flight",
 	LossReadRefused:      "read-refused",
+	LossGuardRefused:     "guard-refused",
+	LossFenceRefused:     "fence-refused",
 }
 
 var lossReasonTexts = [...]string{
@@ -70,6 +79,8 @@ var lossReasonTexts = [...]string{
 	LossDeadline:         "the lease deadline passed with no confirmed renewal",
 	LossDeadlineInFlight: "the lease deadline passed with a command in flight",
 	LossReadRefused:      "a read after the key changed found it deleted or another owner's",
+	LossGuardRefused:     "a guarded write found the key deleted or another owner's",
+	LossFenceRefused:     "a guarded write found a larger fencing token in the fence record",
 }
 
 // String returns the reason's name, for example "deadline".
@@ -171,6 +182,10 @@ func LossReasonOf(r sm.Reason) LossReason {
 		return LossDeadlineInFlight
 	case sm.ReasonReadRefused:
 		return LossReadRefused
+	case sm.ReasonGuardRefused:
+		return LossGuardRefused
+	case sm.ReasonFenceRefused:
+		return LossFenceRefused
 	}
 	return 0
 }

@@ -70,7 +70,8 @@
 //     reply, still held), unknown, not-sent.
 //   - respire.lock.losses (counter), respire.result: a LossReason's name
 //     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
-//     deadline-in-flight, read-refused), renewal-failed or expired.
+//     deadline-in-flight, read-refused, guard-refused, fence-refused),
+//     renewal-failed or expired.
 //   - respire.fences (counter), respire.result: ok or failed, per fence of
 //     a lock command whose outcome was unknown.
 //   - respire.fallbacks (counter), respire.capability (set-ifeq, delex,

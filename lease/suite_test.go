@@ -439,3 +439,12 @@ func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "WithoutPush_SendsNoTracking")
 }
+func TestGuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused")
+}
+func TestGuardedWriteValidatesBeforeSending_NothingIsSentForBadInput(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteValidatesBeforeSending_NothingIsSentForBadInput")
+}
+func TestGuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster")
+}
