@@ -448,3 +448,15 @@ func TestGuardedWriteValidatesBeforeSending_NothingIsSentForBadInput(t *testing.
 func TestGuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster")
 }
+func TestGuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun")
+}
+func TestGuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey")
+}
+func TestGuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs")
+}
+func TestGuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported")
+}
