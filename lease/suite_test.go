@@ -460,3 +460,9 @@ func TestGuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs(t *testing.T
 func TestGuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported")
 }
+func TestGuardedHolderHelper(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedHolderHelper")
+}
+func TestNoGuardedWriteAfterTakeover_APausedProcessIsRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "NoGuardedWriteAfterTakeover_APausedProcessIsRefused")
+}
