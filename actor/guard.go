@@ -149,11 +149,7 @@ func (l *Lock) Guard(ctx context.Context, g Guarded) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if turn != nil {
-			turn <- struct{}{}
-		}
-	}()
+	defer turn.give() // unless settleGuard handed it to a background fence
 	op, writeID, sentBy, err := l.guardOp(g)
 	if err != nil {
 		return err
@@ -166,7 +162,6 @@ func (l *Lock) Guard(ctx context.Context, g Guarded) error {
 		return l.guardRefused(true, err)
 	case err != nil && conn.ClassOf(err) == conn.Uncertain:
 		settled := l.settleGuard(ctx, route.Session(), conn.GuardRecordKey(l.wireKey), writeID, sentBy, err, turn)
-		turn = nil // settleGuard gave it back, or hands it to the background fence
 		if settled != nil || g.Replicas == 0 {
 			return settled
 		}
@@ -203,8 +198,29 @@ func (l *Lock) guardCheck(ctx context.Context, g Guarded) (conn.GuardReplicator,
 	return replicator, nil
 }
 
+// guardTurn is one guarded write's hold of its lock's turn.
+type guardTurn struct {
+	ch   chan struct{}
+	kept bool // a background fence gives it back instead
+	done bool
+}
+
+// give gives the turn back, once, unless kept.
+func (t *guardTurn) give() {
+	if !t.done && !t.kept {
+		t.done = true
+		t.ch <- struct{}{}
+	}
+}
+
+// keep hands the turn to someone else, who gives it back with release.
+func (t *guardTurn) keep() (release func()) {
+	t.kept = true
+	return func() { t.ch <- struct{}{} }
+}
+
 // takeTurn waits for the lock's turn of guarded writes, or ctx's end.
-func (l *Lock) takeTurn(ctx context.Context) (chan struct{}, error) {
+func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
 	l.mu.Lock()
 	s := l.sideLocked()
 	if s.turn == nil {
@@ -216,7 +232,7 @@ func (l *Lock) takeTurn(ctx context.Context) (chan struct{}, error) {
 	if err := l.d.spawn.Wait(ctx, turn); err != nil {
 		return nil, err
 	}
-	return turn, nil
+	return &guardTurn{ch: turn}, nil
 }
 
 // guardOp builds g's Op for the lock as it stands: held (Held or

@@ -19,29 +19,28 @@ import (
 // other write of this lock can have replaced the id (turn). Otherwise, or
 // when the fence or the read fails, or ctx ends first: cause (unknown).
 //
-// It gives turn back when it returns; but when ctx has ended already (the
-// usual reason for the unknown outcome), it returns cause at once and a
-// background task fences the session before giving turn back, so that
-// the next guarded write of the lock is settled soundly.
+// When ctx has ended already (the usual reason for the unknown outcome),
+// it returns cause at once and a background task fences the session and
+// only then gives the lock's turn back, so that the next guarded write of
+// the lock is settled soundly.
 func (l *Lock) settleGuard(ctx context.Context, carrier conn.Session, record, writeID string, sentBy time.Duration,
-	cause error, turn chan struct{}) error {
+	cause error, turn *guardTurn) error {
 	if carrier == nil {
 		l.markUnsettled()
-		turn <- struct{}{}
 		return cause
 	}
 	if ctx.Err() != nil {
+		release := turn.keep()
 		l.d.goBackground(func() {
+			defer release()
 			fctx, done := l.d.fenceBound(context.Background())
+			defer done()
 			if l.d.transport.Fence(fctx, carrier) != nil {
 				l.markUnsettled()
 			}
-			done()
-			turn <- struct{}{}
 		})
 		return cause
 	}
-	defer func() { turn <- struct{}{} }()
 	res, fenced, read := l.d.fenceThenRead(ctx, carrier, conn.OwnerOp(record))
 	if !fenced {
 		l.markUnsettled()

@@ -45,7 +45,12 @@
 // may crash for good (Options.CrashPercent). With push on, the watchers
 // track sorted-set members too (WatchScoreMany: CLIENT CACHING YES +
 // ZSCORE), so waiting permits and readers and keep-alive holders of them
-// are woken by the sets' changes, as over conn.Pool.
+// are woken by the sets' changes, as over conn.Pool. With Options.Guarded
+// (one Swarm seed in two) the holders of mutex keys, fenced or not, also
+// make guarded writes (guard.go: Lock.Guard of an INCR of "{key}:data",
+// conn's guard script, its write-id record and fence record in the key's
+// slot, copied by failovers and slot moves, under the cluster's multi-key
+// rules during a migration).
 //
 // # Transport
 //
@@ -131,7 +136,10 @@
 // waiting writer gets in within its budget while readers churn, and no
 // reader is admitted while a writer waits with its marker set; a permit
 // is refused only while limit permits are live on the server (an ended
-// lease frees its permit at its lease end). Invariants 1, 4 and 8 judge
+// lease frees its permit at its lease end); (14) a guarded write's script
+// writes only while its token holds the key on the server that runs it —
+// no guarded write lands after another owner (or an outsider) took the
+// key, or after its lease ended. Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the
 // runtime is invariant 0. A failing run
 // reports its seed and the command that replays it (Result.Replay).
@@ -141,8 +149,10 @@
 // of package actor (respire_mutation_renewal: the renewer ignores its
 // renewal's answer), which the simulator catches within 1,000 schedules
 // (make dst-mutation; at seed 5) and the real-socket chaos campaign too
-// (make chaos-mutation). A binary built with a mutation tag names it in
-// its replay commands.
+// (make chaos-mutation); conn's guard mutation (respire_mutation_guard: the
+// guard scripts skip their ownership check) is caught by invariant 14 (at
+// seed 103; make dst-mutation). A binary built with a mutation tag names it
+// in its replay commands.
 //
 // Nothing in this package is safe for concurrent use: a run belongs to one
 // goroutine. Independent runs may go in parallel (cmd/simcampaign does).
