@@ -28,6 +28,18 @@ func Command(name string, args ...string) Write {
 // Args returns the command, name first (a copy).
 func (w Write) Args() []string { return append([]string(nil), w.args...) }
 
+// CheckWrite checks w against the allowlist and its command's shape, as
+// Guard does before sending, and returns the *WriteError (Index 0) Guard
+// would return, or nil. Whether its keys are the lock's own, or share its
+// slot, depends on the lock: Guard checks that too. It sends nothing.
+func CheckWrite(w Write) error {
+	if _, err := conn.CheckWrite(w.args); err != nil {
+		err.(*WriteError).Index = 0
+		return err
+	}
+	return nil
+}
+
 // AllowedWriteCommands returns the commands a guarded write may run,
 // sorted: SET, DEL, UNLINK, EXPIRE, PEXPIRE, PERSIST, INCR, DECR, INCRBY,
 // DECRBY, APPEND, HSET, HDEL, HINCRBY, LPUSH, RPUSH, SADD, SREM, ZADD,
