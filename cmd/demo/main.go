@@ -2,6 +2,7 @@
 // servers started in process (package sim), so nothing needs installing:
 // locks acquired, renewed, contended, lost, released and fenced, and a
 // holder paused past its lease whose late write a fencing token refuses,
+// and whose guarded write the server refuses while its naive one lands,
 // followed by the wire commands each server version received and the
 // metrics each run recorded. `make demo` runs it.
 //

@@ -48,6 +48,10 @@ type impl struct {
 	// ctx is done; semHold takes one with the keep-alive (nil: none).
 	semWait func(ctx context.Context, name string, limit int) (release func() error, err error)
 	semHold func(name string, limit int) (heldLock, error)
+	// guarded prepares writes under the hash tag tag: write(i) makes one
+	// (guarded.go), done ends what guarded took; nil when the
+	// implementation is not in the guarded-write table.
+	guarded func(tag string) (write func(i int) error, done func() error, err error)
 	close   func()
 }
 
@@ -148,7 +152,7 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		return nil, err
 	}
 	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
-		close: client.Close}, nil
+		guarded: rawGuarded(client, c), close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of

@@ -18,13 +18,14 @@ type implInfo struct {
 	variant, wait, watch bool
 	sem, semWait         bool // has a lease semaphore; can wait for a permit
 	semHold              bool // can hold a permit with a keep-alive
+	guarded              bool // can make guarded writes (or the plain writes they are measured against)
 }
 
 // infoOf is im as the report and the scenarios' applies see it.
 func infoOf(im *impl) implInfo {
 	return implInfo{name: im.name, wire: im.wire, waits: im.waits, peer: im.peer, keepAlive: im.hold != nil,
 		variant: im.variant, wait: im.wait != nil, watch: im.watch != nil, sem: im.sem != nil,
-		semWait: im.semWait != nil, semHold: im.semHold != nil}
+		semWait: im.semWait != nil, semHold: im.semHold != nil, guarded: im.guarded != nil}
 }
 
 // cell addresses one metric's values over the repetitions.
@@ -114,7 +115,7 @@ func (r *report) markdown() string {
 			fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", sc.title, sc.about)
 			r.table(&b, mode, sc)
 			if sc.target != nil {
-				b.WriteString("\n" + sc.target.verdict(r.values[cell{mode, sc.id, sc.target.impl, sc.target.metric}]) + "\n")
+				b.WriteString("\n" + sc.target.verdict(r.targetValues(mode, sc)) + "\n")
 			}
 		}
 		r.notes(&b, mode)
@@ -124,6 +125,24 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\n**FAILED:** %s.\n", strings.Join(f, "; "))
 	}
 	return b.String()
+}
+
+// targetValues are the values sc's target judges: its implementation's
+// metric per repetition, or, with a reference implementation, that value
+// divided by the reference's in the same repetition.
+func (r *report) targetValues(mode string, sc *scenario) []float64 {
+	vals := r.values[cell{mode, sc.id, sc.target.impl, sc.target.metric}]
+	if sc.target.ref == "" {
+		return vals
+	}
+	refs := r.values[cell{mode, sc.id, sc.target.ref, sc.target.metric}]
+	var out []float64
+	for i := range min(len(vals), len(refs)) {
+		if refs[i] > 0 {
+			out = append(out, vals[i]/refs[i])
+		}
+	}
+	return out
 }
 
 // rawGoRedis is the implementation the go-redis side is compared with:

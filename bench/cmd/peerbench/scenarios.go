@@ -47,9 +47,11 @@ type scenario struct {
 }
 
 // target is a figure an implementation must reach: metric's median at most
-// max (in the metric's unit).
+// max (in the metric's unit), or, with ref, the median of its metric
+// divided by ref's in each repetition at most max.
 type target struct {
 	impl, metric, what, unit string
+	ref                      string
 	max                      float64
 }
 
@@ -132,6 +134,7 @@ func scenarios(cfg config) []*scenario {
 	}
 	all = append(all, waitingScenarios(cfg)...)
 	all = append(all, semaphoreScenarios(cfg)...)
+	all = append(all, guardedScenarios(cfg)...)
 	var out []*scenario
 	for _, sc := range all {
 		if len(cfg.scenarios) == 0 || cfg.scenarios[sc.family] || cfg.scenarios[sc.id] {
