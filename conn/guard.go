@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -72,21 +73,25 @@ func guardWrites(writes [][]string, keys, args, reserved []string) ([]string, []
 		return keys, args, &WriteError{Index: -1, Err: ErrNoWrites}
 	}
 	total := 0
+	for _, w := range writes {
+		total += len(w) + 1
+	}
+	if total > MaxGuardArgs+len(writes) {
+		return keys, args, &WriteError{Index: -1, Err: ErrTooManyArgs}
+	}
+	args = slices.Grow(args, total)
 	for i, w := range writes {
-		at, err := CheckWrite(w)
+		last, err := CheckWrite(w)
 		if err != nil {
 			err.(*WriteError).Index = i
 			return keys, args, err
 		}
-		if total += len(w); total > MaxGuardArgs {
-			return keys, args, &WriteError{Index: -1, Err: ErrTooManyArgs}
-		}
-		for _, k := range at {
-			if isReserved(w[k], reserved) {
+		for _, k := range w[1 : last+1] {
+			if isReserved(k, reserved) {
 				return keys, args, &WriteError{Index: i, Command: w[0], Err: ErrReservedKey}
 			}
-			if !contains(keys[3:], w[k]) {
-				keys = append(keys, w[k])
+			if !slices.Contains(keys[3:], k) {
+				keys = append(keys, k)
 			}
 		}
 		args = append(args, strconv.Itoa(len(w)), strings.ToUpper(w[0]))
@@ -108,15 +113,6 @@ func checkScriptKeys(keys, reserved []string) error {
 func isReserved(key string, reserved []string) bool {
 	for _, r := range reserved {
 		if r != "" && key == r {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

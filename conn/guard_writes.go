@@ -74,9 +74,10 @@ func (e *WriteError) Error() string {
 func (e *WriteError) Unwrap() error { return e.Err }
 
 // writeShape checks one allowlisted command's arguments (args[0] is the
-// name) and returns the indexes of its keys in args, or a detail of what
-// is wrong.
-type writeShape func(args []string) (keys []int, bad string)
+// name) and returns the index in args of its last key (its keys are
+// args[1:lastKey+1]: every command of the allowlist names its keys first),
+// or a detail of what is wrong.
+type writeShape func(args []string) (lastKey int, bad string)
 
 // allowedWrites is the allowlist, by upper-case name (docs/compatibility.md
 // lists it with the ACL each command needs).
@@ -115,102 +116,101 @@ func AllowedWriteCommands() []string {
 }
 
 // CheckWrite checks one write command (args[0] is its name, in any case)
-// against the allowlist and returns the indexes of its keys in args. The
-// error is a *WriteError with Index -1 (set it to the write's position).
-func CheckWrite(args []string) (keys []int, err error) {
+// against the allowlist and returns the index of its last key: its keys
+// are args[1:lastKey+1]. The error is a *WriteError with Index -1 (set it to
+// the write's position).
+func CheckWrite(args []string) (lastKey int, err error) {
 	if len(args) == 0 {
-		return nil, &WriteError{Index: -1, Err: ErrWriteNotAllowed, Detail: "empty command"}
+		return 0, &WriteError{Index: -1, Err: ErrWriteNotAllowed, Detail: "empty command"}
 	}
-	name := strings.ToUpper(args[0])
-	shape, ok := allowedWrites[name]
+	shape, ok := allowedWrites[args[0]]
 	if !ok {
-		return nil, &WriteError{Index: -1, Command: args[0], Err: ErrWriteNotAllowed}
+		shape, ok = allowedWrites[strings.ToUpper(args[0])]
+	}
+	if !ok {
+		return 0, &WriteError{Index: -1, Command: args[0], Err: ErrWriteNotAllowed}
 	}
 	if len(args) > MaxWriteArgs {
-		return nil, &WriteError{Index: -1, Command: args[0], Err: ErrTooManyArgs,
+		return 0, &WriteError{Index: -1, Command: args[0], Err: ErrTooManyArgs,
 			Detail: fmt.Sprintf("%d arguments, at most %d", len(args), MaxWriteArgs)}
 	}
-	keys, bad := shape(args)
+	lastKey, bad := shape(args)
 	if bad != "" {
-		return nil, &WriteError{Index: -1, Command: args[0], Err: ErrWriteArgs, Detail: bad}
+		return 0, &WriteError{Index: -1, Command: args[0], Err: ErrWriteArgs, Detail: bad}
 	}
-	return keys, nil
+	return lastKey, nil
 }
 
 func exactly(n int) writeShape {
-	return func(args []string) ([]int, string) {
+	return func(args []string) (int, string) {
 		if len(args) != n {
-			return nil, fmt.Sprintf("takes %d argument(s), got %d", n-1, len(args)-1)
+			return 0, fmt.Sprintf("takes %d argument(s), got %d", n-1, len(args)-1)
 		}
-		return []int{1}, ""
+		return 1, ""
 	}
 }
 
 func atLeast(n int) writeShape {
-	return func(args []string) ([]int, string) {
+	return func(args []string) (int, string) {
 		if len(args) < n {
-			return nil, fmt.Sprintf("takes at least %d argument(s), got %d", n-1, len(args)-1)
+			return 0, fmt.Sprintf("takes at least %d argument(s), got %d", n-1, len(args)-1)
 		}
-		return []int{1}, ""
+		return 1, ""
 	}
 }
 
-func everyKey(args []string) ([]int, string) {
+func everyKey(args []string) (int, string) {
 	if len(args) < 2 {
-		return nil, "takes at least 1 key"
+		return 0, "takes at least 1 key"
 	}
-	keys := make([]int, len(args)-1)
-	for i := range keys {
-		keys[i] = i + 1
-	}
-	return keys, ""
+	return len(args) - 1, ""
 }
 
-func keyAndInteger(args []string) ([]int, string) {
+func keyAndInteger(args []string) (int, string) {
 	if len(args) != 3 {
-		return nil, fmt.Sprintf("takes a key and an integer, got %d argument(s)", len(args)-1)
+		return 0, fmt.Sprintf("takes a key and an integer, got %d argument(s)", len(args)-1)
 	}
 	if !isInteger(args[2]) {
-		return nil, "the increment is not an integer"
+		return 0, "the increment is not an integer"
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
-func hincrbyShape(args []string) ([]int, string) {
+func hincrbyShape(args []string) (int, string) {
 	if len(args) != 4 {
-		return nil, fmt.Sprintf("takes a key, a field and an integer, got %d argument(s)", len(args)-1)
+		return 0, fmt.Sprintf("takes a key, a field and an integer, got %d argument(s)", len(args)-1)
 	}
 	if !isInteger(args[3]) {
-		return nil, "the increment is not an integer"
+		return 0, "the increment is not an integer"
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
-func hsetShape(args []string) ([]int, string) {
+func hsetShape(args []string) (int, string) {
 	if len(args) < 4 || (len(args)-2)%2 != 0 {
-		return nil, "takes a key and field-value pairs"
+		return 0, "takes a key and field-value pairs"
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
 // expireShape: EXPIRE|PEXPIRE key n [NX|XX|GT|LT].
-func expireShape(args []string) ([]int, string) {
+func expireShape(args []string) (int, string) {
 	if len(args) != 3 && len(args) != 4 {
-		return nil, "takes a key, a time and at most one of NX, XX, GT, LT"
+		return 0, "takes a key, a time and at most one of NX, XX, GT, LT"
 	}
 	if !isInteger(args[2]) {
-		return nil, "the time is not an integer"
+		return 0, "the time is not an integer"
 	}
 	if len(args) == 4 && !oneOf(args[3], "NX", "XX", "GT", "LT") {
-		return nil, "unknown option"
+		return 0, "unknown option"
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
 // setShape: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
-func setShape(args []string) ([]int, string) {
+func setShape(args []string) (int, string) {
 	if len(args) < 3 {
-		return nil, "takes a key and a value"
+		return 0, "takes a key and a value"
 	}
 	var cond, get, expiry bool
 	for i := 3; i < len(args); i++ {
@@ -223,29 +223,29 @@ func setShape(args []string) ([]int, string) {
 			expiry = true
 		case oneOf(a, "EX", "PX", "EXAT", "PXAT") && !expiry:
 			if i+1 >= len(args) || !isPositive(args[i+1]) {
-				return nil, a + " needs a positive integer"
+				return 0, a + " needs a positive integer"
 			}
 			expiry = true
 			i++
 		default:
-			return nil, "unknown or repeated option"
+			return 0, "unknown or repeated option"
 		}
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
 // zaddShape: ZADD key [NX|XX] [GT|LT] [CH] score member [score member …].
-func zaddShape(args []string) ([]int, string) {
+func zaddShape(args []string) (int, string) {
 	rest := args[zaddOptions(args):]
 	if len(rest) == 0 || len(rest)%2 != 0 {
-		return nil, "takes score-member pairs after its options"
+		return 0, "takes score-member pairs after its options"
 	}
 	for j := 0; j < len(rest); j += 2 {
 		if !isScore(rest[j]) {
-			return nil, "a score is not a number"
+			return 0, "a score is not a number"
 		}
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
 // zaddOptions returns the index of ZADD's first score: past the options it
@@ -271,7 +271,7 @@ func zaddOptions(args []string) int {
 
 // xaddShape: XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT
 // count]] *|id field value [field value …].
-func xaddShape(args []string) ([]int, string) {
+func xaddShape(args []string) (int, string) {
 	i := 2
 	if i < len(args) && strings.EqualFold(args[i], "NOMKSTREAM") {
 		i++
@@ -284,21 +284,21 @@ func xaddShape(args []string) ([]int, string) {
 			i++
 		}
 		if i >= len(args) {
-			return nil, "the trim needs a threshold"
+			return 0, "the trim needs a threshold"
 		}
 		i++
 		if i < len(args) && strings.EqualFold(args[i], "LIMIT") {
 			if !approx || i+1 >= len(args) || !isInteger(args[i+1]) {
-				return nil, "LIMIT needs ~ and an integer"
+				return 0, "LIMIT needs ~ and an integer"
 			}
 			i += 2
 		}
 	}
 	rest := args[i:]
 	if len(rest) < 3 || (len(rest)-1)%2 != 0 {
-		return nil, "takes an id and field-value pairs"
+		return 0, "takes an id and field-value pairs"
 	}
-	return []int{1}, ""
+	return 1, ""
 }
 
 func oneOf(s string, options ...string) bool {
