@@ -52,7 +52,10 @@ type impl struct {
 	// (guarded.go), done ends what guarded took; nil when the
 	// implementation is not in the guarded-write table.
 	guarded func(tag string) (write func(i int) error, done func() error, err error)
-	close   func()
+	// guardedScript is raw rueidis' second row of the guarded-write table:
+	// the guard script by hand; nil for every other implementation.
+	guardedScript func(tag string) (write func(i int) error, done func() error, err error)
+	close         func()
 }
 
 // watchedLock is a lock taken with a keep-alive whose loss is observable.
@@ -152,7 +155,7 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		return nil, err
 	}
 	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
-		guarded: rawGuarded(client, c), close: client.Close}, nil
+		guarded: rawGuarded(client, c), guardedScript: rawGuardScript(client, c), close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of

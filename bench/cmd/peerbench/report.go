@@ -114,8 +114,10 @@ func (r *report) markdown() string {
 			}
 			fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", sc.title, sc.about)
 			r.table(&b, mode, sc)
-			if sc.target != nil {
-				b.WriteString("\n" + sc.target.verdict(r.targetValues(mode, sc)) + "\n")
+			for _, t := range append([]*target{sc.target}, sc.more...) {
+				if t != nil {
+					b.WriteString("\n" + t.verdict(r.targetValues(mode, sc, t)) + "\n")
+				}
 			}
 		}
 		r.notes(&b, mode)
@@ -127,15 +129,20 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-// targetValues are the values sc's target judges: its implementation's
-// metric per repetition, or, with a reference implementation, that value
-// divided by the reference's in the same repetition.
-func (r *report) targetValues(mode string, sc *scenario) []float64 {
-	vals := r.values[cell{mode, sc.id, sc.target.impl, sc.target.metric}]
-	if sc.target.ref == "" {
+// targetValues are the values t, a target of sc, judges: its
+// implementation's metric per repetition, or, with a reference
+// implementation, that value divided by the reference's (its refMetric, by
+// default the same metric) in the same repetition.
+func (r *report) targetValues(mode string, sc *scenario, t *target) []float64 {
+	vals := r.values[cell{mode, sc.id, t.impl, t.metric}]
+	if t.ref == "" {
 		return vals
 	}
-	refs := r.values[cell{mode, sc.id, sc.target.ref, sc.target.metric}]
+	refMetric := t.refMetric
+	if refMetric == "" {
+		refMetric = t.metric
+	}
+	refs := r.values[cell{mode, sc.id, t.ref, refMetric}]
 	var out []float64
 	for i := range min(len(vals), len(refs)) {
 		if refs[i] > 0 {

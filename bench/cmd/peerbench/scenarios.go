@@ -39,9 +39,10 @@ type scenario struct {
 	// the respire-go variants); skip is what the others' rows say.
 	only          func(im implInfo) bool
 	skip          string
-	base          string  // the ratio columns' reference; default raw-rueidis
-	firstModeOnly bool    // run under the first -ctx mode only
-	target        *target // printed under the table when set
+	base          string    // the ratio columns' reference; default raw-rueidis
+	firstModeOnly bool      // run under the first -ctx mode only
+	target        *target   // printed under the table when set
+	more          []*target // further targets, printed after target
 	metrics       []metric
 	run           func(e *env, im *impl, rep int) (map[string]float64, error)
 }
@@ -51,7 +52,7 @@ type scenario struct {
 // divided by ref's in each repetition at most max.
 type target struct {
 	impl, metric, what, unit string
-	ref                      string
+	ref, refMetric           string // refMetric: ref's metric to divide by (default metric)
 	max                      float64
 }
 
