@@ -24,9 +24,10 @@ test:
 	$(MAKE) chaos-mutation
 	$(MAKE) dst-mutation
 
-## demo: the main job on the embedded simulated servers (nothing to install).
+## demo: why the locks are safe, in one screen, on an embedded simulated server (nothing to install);
+## ARGS=-wire plays a lock's life on each simulated server version with the commands each received.
 demo:
-	$(GO) run ./cmd/demo
+	$(GO) run ./cmd/demo $(ARGS)
 
 ## sim: a long deterministic-simulation campaign over all cores.
 sim:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -93,10 +94,10 @@ type NotWrittenError struct {
 	Cause error
 }
 
-// Error describes the settled outcome.
+// Error describes the settled outcome (Cause, the lost reply, is left out:
+// it says the write may have run, which settling disproved).
 func (e *NotWrittenError) Error() string {
-	return fmt.Sprintf("%v: its reply was lost (%v), and after its connection was fenced the write-id record showed it never ran",
-		ErrNotWritten, e.Cause)
+	return ErrNotWritten.Error() + ": it got no answer, and once its connection was fenced the write-id record showed it never ran"
 }
 
 // Is matches ErrNotWritten.
@@ -129,6 +130,17 @@ func (e *WriteNotReplicatedError) Is(target error) bool { return target == ErrWr
 
 // Unwrap returns why WAIT gave no count, or nil.
 func (e *WriteNotReplicatedError) Unwrap() error { return e.Err }
+
+// notHeldError is sm.ErrNotHeld with why the lease ended.
+type notHeldError struct{ ended error }
+
+// Error reads "lease: the lock is not held: <why it ended>", one prefix.
+func (e *notHeldError) Error() string {
+	return sm.ErrNotHeld.Error() + ": " + strings.TrimPrefix(e.ended.Error(), "lease: ")
+}
+
+// Unwrap returns ErrNotHeld and why the lease ended.
+func (e *notHeldError) Unwrap() []error { return []error{sm.ErrNotHeld, e.ended} }
 
 // Guard runs g on the server only while the lock is the key's owner, in
 // one script, and reports: nil (the writes ran; with Replicas, and were
@@ -259,7 +271,7 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 	l.mu.Unlock()
 	if !holding {
 		if ended != nil {
-			return conn.Op{}, "", 0, fmt.Errorf("%w: %w", sm.ErrNotHeld, ended)
+			return conn.Op{}, "", 0, &notHeldError{ended: ended}
 		}
 		return conn.Op{}, "", 0, sm.ErrNotHeld
 	}

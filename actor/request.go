@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	sm "github.com/respire-go/respire/statemachine"
@@ -57,6 +58,11 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	switch {
 	case l.abandon(in.Caller):
 		err = fencePending(err, ownErr)
+	case ownErr != nil && errors.Is(ownErr, err):
+		// The command this caller ran had an unknown outcome because the
+		// caller stopped waiting (its fence may have answered already): its
+		// error says both, once.
+		err = ownErr
 	case ownErr != nil:
 		// The command this caller ran had an unknown outcome (its fence
 		// may have answered already): say so, not only why we stopped.
@@ -68,10 +74,7 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 // fencePending is the error of a caller whose ctx ended while a fence of
 // its lock was pending.
 func fencePending(cause, commandErr error) error {
-	if commandErr == nil {
-		return fmt.Errorf("%w: %w", ErrFencePending, cause)
-	}
-	return fmt.Errorf("%w: %w: %w", ErrFencePending, cause, commandErr)
+	return &fencePendingError{cause: cause, command: commandErr}
 }
 
 // abandon tells the handle that caller id stopped waiting, and reports

@@ -11,15 +11,16 @@ import (
 
 // FencedAcquireScript is the fencing-token acquisition (KEYS[1] = lease,
 // KEYS[2] = counter, ARGV[1] = owner token, ARGV[2] = lease ms). In one
-// atomic step it refuses identical keys, answers nil (counter untouched)
-// while the lease exists, refuses a counter that is not a canonical
-// non-negative decimal or that has a TTL, INCRs the counter (an int64
-// overflow errors out), reads it back as a string with GET (no Lua number
-// precision loss above 2^53), takes the lease with SET NX PX and returns the
-// counter string. Every error path leaves both keys unchanged.
+// atomic step it refuses identical keys, reads both keys with GET (so that a
+// key of another type is refused at once with WRONGTYPE), answers nil
+// (counter untouched) while the lease exists, refuses a counter that is not
+// a canonical non-negative decimal or that has a TTL, INCRs the counter (an
+// int64 overflow errors out), reads it back as a string with GET (no Lua
+// number precision loss above 2^53), takes the lease with SET NX PX and
+// returns the counter string. Every error path leaves both keys unchanged.
 const FencedAcquireScript = "if KEYS[1] == KEYS[2] then return redis.error_reply('ERR lock and fencing counter keys must differ') end\n" +
-	"if redis.call('exists', KEYS[1]) == 1 then return false end\n" +
 	"local counter = redis.call('get', KEYS[2])\n" +
+	"if redis.call('get', KEYS[1]) then return false end\n" +
 	"if counter then\n" +
 	"  if counter ~= '0' and not string.match(counter, '^[1-9][0-9]*$') then\n" +
 	"    return redis.error_reply('ERR fencing counter must be a nonnegative canonical integer')\n" +
@@ -34,7 +35,7 @@ const FencedAcquireScript = "if KEYS[1] == KEYS[2] then return redis.error_reply
 	"return token"
 
 // FencedAcquireScriptSHA is the SHA1 of FencedAcquireScript (for EVALSHA).
-const FencedAcquireScriptSHA = "b6b1d6cbe1cd95f90000f65db3f97a740ab08151"
+const FencedAcquireScriptSHA = "f58adf3cce0199986d727ae6f889e0957fc00c9a"
 
 // The steps of a fenced acquisition.
 const (

@@ -21,7 +21,7 @@ import (
 // (inside a *WriteError that names the write).
 var (
 	// ErrWriteNotAllowed: the command is not on the allowlist.
-	ErrWriteNotAllowed = errors.New("not an allowed guarded write command")
+	ErrWriteNotAllowed = errors.New("not on the guarded writes' allowlist")
 	// ErrWriteArgs: the command's arguments do not have its shape (count,
 	// an integer or a score where one is needed, an unknown option).
 	ErrWriteArgs = errors.New("wrong arguments for the command")
@@ -30,7 +30,7 @@ var (
 	// script itself may write.
 	ErrReservedKey = errors.New("the write names a key of the lock itself")
 	// ErrNoWrites: a guarded write with no command (and no script).
-	ErrNoWrites = errors.New("no write to run")
+	ErrNoWrites = errors.New("nothing to write")
 	// ErrTooManyArgs: more arguments than one guarded write may carry
 	// (MaxWriteArgs per command, MaxGuardArgs in all).
 	ErrTooManyArgs = errors.New("too many arguments")
@@ -60,14 +60,14 @@ type WriteError struct {
 
 // Error describes the refusal.
 func (e *WriteError) Error() string {
-	where := "guarded write"
-	if e.Index >= 0 {
-		where = fmt.Sprintf("guarded write %d (%s)", e.Index, e.Command)
+	text := e.Err.Error()
+	if e.Detail != "" {
+		text += ": " + e.Detail
 	}
-	if e.Detail == "" {
-		return fmt.Sprintf("%s: %v", where, e.Err)
+	if e.Index < 0 {
+		return text
 	}
-	return fmt.Sprintf("%s: %v: %s", where, e.Err, e.Detail)
+	return fmt.Sprintf("write %d (%s): %s", e.Index, e.Command, text)
 }
 
 // Unwrap returns the reason.

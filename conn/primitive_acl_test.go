@@ -13,7 +13,7 @@ import (
 // primitiveACL is the least-privilege command list of the semaphore and
 // read/write-lock operations (docs/compatibility.md): the scripts' commands,
 // plus the release the writer's mutex commands need on each server.
-var primitiveACL = []string{"evalsha", "eval", "time", "get", "set", "exists", "del", "pttl", "pexpire",
+var primitiveACL = []string{"evalsha", "eval", "time", "get", "set", "del", "pttl", "pexpire",
 	"zadd", "zrem", "zremrangebyscore", "zcard", "zcount", "zscore"}
 
 var primitiveACLExtra = map[sim.Profile][]string{sim.Redis84: {"delex"}, sim.Valkey90: {"delifeq"}}

@@ -29,11 +29,11 @@ func TestPrimitiveKeysShareASlot_NamingAndRefusals(t *testing.T) {
 		sem := mustSemaphore(t, tt.prefix, tt.name, 8)
 		l := mustRWLock(t, tt.prefix, tt.name)
 		stem := strings.TrimSuffix(tt.holders, ":sem")
-		if sem.HoldersKey != tt.holders || sem.LimitKey != stem+":sem:limit" || l.WriterKey != stem+":w" || l.ReadersKey != stem+":r" {
+		if sem.HoldersKey != tt.holders || l.WriterKey != stem+":w" || l.ReadersKey != stem+":r" {
 			t.Errorf("(%q, %q) = %+v, %+v; want stem %q", tt.prefix, tt.name, sem, l, stem)
 		}
 		slot := slotOf(client, sem.HoldersKey)
-		for _, k := range []string{sem.LimitKey, l.WriterKey, l.ReadersKey} {
+		for _, k := range []string{l.WriterKey, l.ReadersKey} {
 			if slotOf(client, k) != slot {
 				t.Errorf("(%q, %q): %s is in slot %d, %s in %d; want one slot", tt.prefix, tt.name, sem.HoldersKey, slot, k, slotOf(client, k))
 			}
@@ -99,13 +99,13 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnASimCluster(t *testing.T) {
 			}
 		}
 		sem, _ := exerciseOneSlot(t, p, "app:", name)
-		if got := c.Node(i).Exec("EXISTS", sem.HoldersKey, sem.LimitKey); got != ":2\r\n" {
-			t.Errorf("node %d (%s): EXISTS of the semaphore's keys = %q; want both there", i, profile, got)
+		if got := c.Node(i).Exec("EXISTS", sem.HoldersKey); got != ":1\r\n" {
+			t.Errorf("node %d (%s): EXISTS of the semaphore's key = %q; want it there", i, profile, got)
 		}
 	}
 	node := client.Nodes()[c.Addrs()[0]] // rueidis' cluster client refuses two slots itself
-	err := node.Do(ctxT(t), node.B().Arbitrary("EVAL", SemaphoreAcquireScript, "2",
-		"jobs:sem", "jobs:sem:limit", "a", "60000", "2").Build()).Error()
+	err := node.Do(ctxT(t), node.B().Arbitrary("EVAL", ReadAcquireScript, "2",
+		"jobs:w", "jobs:r", "a", "60000").Build()).Error()
 	if err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
 		t.Fatalf("the acquisition with untagged keys = %v; want CROSSSLOT", err)
 	}
@@ -126,7 +126,7 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnARealCluster(t *testing.T) {
 	nodes := map[string]bool{}
 	for n := range 12 {
 		sem, l := exerciseOneSlot(t, p, prefix, fmt.Sprintf("job-%d", n))
-		keys := []string{sem.HoldersKey, sem.LimitKey, l.WriterKey, l.ReadersKey}
+		keys := []string{sem.HoldersKey, l.WriterKey, l.ReadersKey}
 		if err := client.Do(ctxT(t), client.B().Exists().Key(keys...).Build()).Error(); err != nil {
 			t.Fatalf("EXISTS %q = %v; want one slot", keys, err)
 		}

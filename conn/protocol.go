@@ -171,9 +171,11 @@ func IsReadOnlyReply(text string) bool { return strings.HasPrefix(text, "READONL
 // run and says a later attempt may succeed: the cluster cannot serve the
 // slot now (CLUSTERDOWN), a migration is under way (TRYAGAIN), the node is
 // not a primary (READONLY) or has lost its primary (MASTERDOWN), is loading
-// its data (LOADING), runs a script (BUSY), or has too few replicas to
-// accept writes (NOREPLICAS).
-var didNotRunCodes = []string{"CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN", "LOADING", "BUSY", "NOREPLICAS"}
+// its data (LOADING), runs a script (BUSY), has too few replicas to accept
+// writes (NOREPLICAS), or is out of memory under maxmemory (OOM: a command
+// that may grow memory is refused before it runs; inside a script, only at
+// the script's first write, so the script changed nothing either).
+var didNotRunCodes = []string{"CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN", "LOADING", "BUSY", "NOREPLICAS", "OOM"}
 
 // IsDidNotRunReply reports whether text is an error reply of one of those
 // codes (the first word, exact case, as servers send it).

@@ -438,7 +438,7 @@ func ExampleLock_ResetExpiry() {
 	// Output:
 	// renewed: true <nil> 1m0s
 	// renewed: false <nil>
-	// cause: lease: ownership lost: the server answered that the key is not ours
+	// cause: lease: ownership lost: the key expired, or another owner took or deleted it
 }
 
 // A loss is a *LossError (matching ErrOwnershipLost) whose Reason says how

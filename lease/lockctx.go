@@ -40,9 +40,10 @@ const FenceTimeout = actor.FenceTimeout
 // resumes from a pause (SIGSTOP, a stop-the-world GC, a descheduled
 // thread) already reports a lease that ran out meanwhile, before any timer
 // has run. Done is closed by a timer, moments after the end. Contexts made
-// by ContextFrom are exact in the same way; a child made with
-// context.WithCancel, WithTimeout or WithValue from this context keeps its
-// own Err, which turns non-nil only when Done closes.
+// by ContextFrom, and a KeepAlive's Context and Err, are exact in the same
+// way; a child made with context.WithCancel, WithTimeout or WithValue from
+// this context keeps its own Err, which turns non-nil only when Done
+// closes.
 //
 // What no lease can do: a pause between the check and the side effect it
 // guards (the process stops after Err returned nil, and writes after the

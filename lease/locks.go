@@ -65,7 +65,8 @@
 //     caller's ctx ended first, or the reply came too late), failed.
 //   - respire.lock.acquire.duration (histogram, s), respire.result: the
 //     whole call, polling included.
-//   - respire.lock.held (up-down counter): +1 when acquired, -1 when the
+//   - respire.lock.held (up-down counter): +1 when acquired (once per
+//     lock, an uncertain SET confirmed by settling included), -1 when the
 //     handle sees its lease end (release, loss, expiry noticed by a
 //     keep-alive, Lock.Context's watch or the next call on the lock).
 //   - respire.lock.renewals (counter), respire.result: renewed, recovered,

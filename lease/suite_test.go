@@ -82,6 +82,12 @@ func TestDeadlineLossSaysWhy_ARealReplicaOfMidRun(t *testing.T) {
 func TestDeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "DeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly")
 }
+func TestDoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease")
+}
+func TestDoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent")
+}
 func TestDriftMargin_TheKeepAliveContextEndsBeforeTheServersLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "DriftMargin_TheKeepAliveContextEndsBeforeTheServersLease")
 }
@@ -90,6 +96,12 @@ func TestEstimatesCountFromBeforeTheSend(t *testing.T) {
 }
 func TestExtensionWireSequencePerServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "ExtensionWireSequencePerServer")
+}
+func TestFailedProbeIsNotSent_OnAPausedServer(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FailedProbeIsNotSent_OnAPausedServer")
+}
+func TestFailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds")
 }
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
@@ -105,6 +117,9 @@ func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedi
 }
 func TestFenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced")
+}
+func TestHeldGauge_ASetConfirmedBySettlingCountsOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "HeldGauge_ASetConfirmedBySettlingCountsOnce")
 }
 func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "JoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn")
@@ -151,11 +166,17 @@ func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
 func TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "KnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection")
 }
+func TestLeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck")
+}
 func TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
 }
 func TestLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_AfterAPausePastTheLease")
+}
+func TestLeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease")
 }
 func TestLeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending")
@@ -465,4 +486,16 @@ func TestGuardedHolderHelper(t *testing.T) {
 }
 func TestNoGuardedWriteAfterTakeover_APausedProcessIsRefused(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "NoGuardedWriteAfterTakeover_APausedProcessIsRefused")
+}
+func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
+}
+func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "SemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit")
+}
+func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
+}
+func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }

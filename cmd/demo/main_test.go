@@ -36,7 +36,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	var buf bytes.Buffer
-	if err := run(ctx, &buf); err != nil {
+	if err := runWire(ctx, &buf); err != nil {
 		t.Fatalf("run: %v\n%s", err, buf.String())
 	}
 	out := buf.String()
@@ -50,7 +50,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	scenes := []string{
 		"acquired   worker-a Acquire",
 		"renewed    worker-a ResetExpiry(1m) → true, server PTTL 60000 ms",
-		"renewed in the background, server PTTL 1000 ms",
+		"renewed in the background, server PTTL 3000 ms",
 		"contended  worker-b TryAcquire → Acquired() = false",
 		"worker-b Acquire returned after the release → state Held",
 		"worker-b ResetExpiry(30s) → false, state Lost",
@@ -130,14 +130,17 @@ func TestRedactHidesTokensAndNamesConnections(t *testing.T) {
 	}
 }
 
-// TestDemoStopsWhenItsContextEnds: an expired budget fails the demo
-// instead of hanging it.
+// TestDemoStopsWhenItsContextEnds: an expired budget fails the demo, the
+// story and the wire transcripts, instead of hanging it.
 func TestDemoStopsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	if err := run(ctx, &bytes.Buffer{}); err == nil {
-		t.Fatal("run succeeded with an expired context")
+	if err := runStory(ctx, &bytes.Buffer{}); err == nil {
+		t.Fatal("runStory succeeded with an expired context")
+	}
+	if err := runWire(ctx, &bytes.Buffer{}); err == nil {
+		t.Fatal("runWire succeeded with an expired context")
 	}
 }
 
@@ -152,7 +155,7 @@ func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	var buf bytes.Buffer
-	if err := run(ctx, &buf); err != nil {
+	if err := runWire(ctx, &buf); err != nil {
 		t.Fatalf("run: %v\n%s", err, buf.String())
 	}
 	story := []string{

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/metric"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
@@ -77,8 +76,8 @@ type stage struct {
 	srv    *sim.Server
 	clock  *sim.ManualClock
 	a, b   *worker
-	meters *sdkmetric.MeterProvider // both workers' metrics, read back by reader
-	reader *sdkmetric.ManualReader
+	meters metric.MeterProvider // both workers' metrics, kept in store
+	store  *meterStore
 	report report
 	used   map[bool]map[int64]bool // per kind (extension?), the connections that sent one
 }
@@ -93,7 +92,7 @@ func openStage(ctx context.Context, p *printer, profile sim.Profile) (*stage, er
 		return nil, err
 	}
 	s := &stage{p: p, srv: srv, clock: clock, report: report{profile: profile}, used: map[bool]map[int64]bool{}}
-	s.meters, s.reader = newMeters()
+	s.meters, s.store = newMeters()
 	if s.a, err = newWorker(srv.Addr(), password, "worker-a", s.meters); err == nil {
 		s.b, err = newWorker(srv.Addr(), password, "worker-b", s.meters)
 	}
@@ -112,7 +111,6 @@ func (s *stage) close() {
 			w.close()
 		}
 	}
-	_ = s.meters.Shutdown(context.Background())
 	s.srv.Close()
 }
 

@@ -32,7 +32,7 @@ func (r *primitive) keys() []string {
 	if r.isRW {
 		return []string{r.rw.WriterKey, r.rw.ReadersKey}
 	}
-	return []string{r.sem.HoldersKey, r.sem.LimitKey}
+	return []string{r.sem.HoldersKey}
 }
 
 // newPrimitives makes the schedule's semaphore and read/write lock, their

@@ -93,17 +93,29 @@ func (w *world) scriptCommand(call *conn.ScriptCall) conn.Command {
 	return cmd
 }
 
-// countingEnded is SemaphoreAcquireScript broken: it counts every member,
+// countingEnded is SemaphoreAcquireScript broken: it counts every holder,
 // ended leases included, and removes none.
-var countingEnded = strings.NewReplacer(
-	"redis.call('zcount', KEYS[1], '(' .. now, '+inf')", "redis.call('zcard', KEYS[1])",
-	"redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n", "",
-).Replace(conn.SemaphoreAcquireScript)
+var countingEnded = mustRewrite(conn.SemaphoreAcquireScript,
+	"redis.call('zcount', KEYS[1], '(' .. now, '+inf')", "redis.call('zcount', KEYS[1], 0, '+inf')",
+	"redis.call('zremrangebyscore', KEYS[1], 0, now)\n", "",
+)
 
 // readerIgnoringWriter is ReadAcquireScript broken: it never looks at the
 // writer key.
-var readerIgnoringWriter = strings.Replace(conn.ReadAcquireScript,
-	"if redis.call('exists', KEYS[1]) == 1 then return 0 end\n", "", 1)
+var readerIgnoringWriter = mustRewrite(conn.ReadAcquireScript, "if writer then return 0 end\n", "")
+
+// mustRewrite replaces each old with its new (pairs) in script, and panics
+// when one of them is not there: a mutation that no longer changes its
+// script would be "caught" by nothing.
+func mustRewrite(script string, oldnew ...string) string {
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		if !strings.Contains(script, oldnew[i]) {
+			panic("dst: mutation rewrite: the script no longer contains " + oldnew[i])
+		}
+		script = strings.ReplaceAll(script, oldnew[i], oldnew[i+1])
+	}
+	return script
+}
 
 // isScript reports whether cmd runs the script of sha (EVALSHA) or src
 // (EVAL).
