@@ -499,3 +499,6 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }
+func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")
+}

@@ -2,12 +2,14 @@ package leasesuite
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -188,5 +190,40 @@ func init() {
 		Case{"GuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey", caseGuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey},
 		Case{"GuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs", caseGuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs},
 		Case{"GuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported", caseGuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported},
+		Case{"GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster", caseGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster},
 	)
+}
+
+// TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster: on
+// the real 3+3 cluster, guarded writes to keys on every primary, each with
+// Replicas 1, are acknowledged by the primary's replica (WAIT after the
+// record's re-write on a dedicated connection to the key's primary), and
+// another client reads the writes from the cluster.
+func caseGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T, tr Transport) {
+	addrs, password := realCluster70(t)
+	realserver.Lock(t, strings.Join(addrs, ","))
+	prefix := fmt.Sprintf("guardrepl:%d:", time.Now().UnixNano())
+	locks := newLocks(t, tr, clientOf(addrs, "", password, true)).WithKeyPrefix(prefix)
+	observer := newClient(t, addrs, "", password)
+	ctx := ctxT(t)
+	for i := range 9 { // nine hash tags land on every primary of three with overwhelming likelihood
+		tag := fmt.Sprintf("{job-%d}", i)
+		lock, err := locks.Acquire(ctx, tag+":lock", 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := prefix + tag + ":state"
+		err = lock.GuardWith(ctx, lease.Guarded{Writes: []lease.Write{lease.Command("HSET", data, "step", "1")},
+			Replicas: 1, ReplicaTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("GuardWith(Replicas 1) on %s = %v; want the replica's acknowledgement", tag, err)
+		}
+		if got, err := observer.Do(ctx, observer.B().Hget().Key(data).Field("step").Build()).ToString(); err != nil || got != "1" {
+			t.Fatalf("HGET %s step = %q, %v; want 1", data, got, err)
+		}
+		if _, err := lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		observer.Do(ctx, observer.B().Del().Key(data).Build())
+	}
 }
