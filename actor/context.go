@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -119,10 +118,11 @@ func endingOf(why sm.Ending) *sm.Ending {
 }
 
 // endingCause is the lock context's cause for why; l.mu is held. A lease
-// that ran out after the rueidis client was closed says both.
+// that ran out after the user's client was closed says both (naming the
+// client: the transport remembers the close).
 func (l *Lock) endingCause(why sm.Ending) error {
 	if why.Cause == sm.CauseExpired && l.flags.has(flagClientClosed) {
-		return expiredError{conn.ErrClientClosed}
+		return expiredError{clientClosedCause(l.d.transport.ClientAlive())}
 	}
 	return endingError(why)
 }

@@ -16,10 +16,12 @@ var (
 	// ErrNotAcquired: Acquire found the lock held by another owner for its
 	// whole wait.
 	ErrNotAcquired = errors.New("lease: not acquired: another owner holds the lock")
-	// ErrFencePending: the call's ctx ended while the connection that carried
-	// an uncertain command of this lock was still being fenced (CLIENT KILL
-	// not answered yet). The lock is no longer held; a command of it may
-	// still run until the fence answers, and Shutdown waits for that.
+	// ErrFencePending: the connection that carried an uncertain command of
+	// this lock is not fenced yet: its CLIENT KILL failed, or did not answer
+	// within FenceTimeout (a call waits that long for it after its ctx
+	// ended, rule FenceBeforeReturn). The lock is no longer held; a command
+	// of it may still run until the fence answers, and Shutdown waits for
+	// that.
 	ErrFencePending = errors.New("lease: the connection of a command with no answer is still being closed (CLIENT KILL not answered yet)")
 	// ErrFencingNotPermitted matches every *PermissionError: fenced renewal
 	// needs CLIENT ID and CLIENT KILL and the server refused one of them.
@@ -239,25 +241,34 @@ func aclName(command string) string {
 	return strings.ToLower(strings.ReplaceAll(command, " ", "|"))
 }
 
-// fencePendingError is the error of a caller whose ctx ended while a fence
-// of its lock was pending: what the caller's own command met (if it sent
-// one), then that its connection is still being closed. It matches
-// ErrFencePending, the ctx's cause and the command's error.
+// fencePendingError is the error of a caller whose lock's fence did not
+// close the connection that carried its uncertain command: either the
+// caller's ctx ended and the fence did not answer within FenceTimeout after
+// that (cause), or the fence failed (fence). It says what the caller's own
+// command met (if it sent one), then that its connection is still being
+// closed. It matches ErrFencePending, the ctx's cause and the command's
+// error; the fence's own error is kept as text only (its class, a kill not
+// sent say, is not the command's, whose outcome stays unknown).
 type fencePendingError struct {
-	cause   error // why the caller stopped waiting (its ctx's cause)
+	cause   error // why the caller stopped waiting (its ctx's cause); nil when the fence failed
+	fence   error // the fence's failure; nil when it did not answer
 	command error // the caller's command's error; nil when it sent none
 }
 
 // Error reads "lease: " + the command's error (or the ctx's cause), then
-// "; its connection is still being closed (CLIENT KILL not answered yet)";
-// the ctx's cause is told once.
+// "; its connection is still being closed (CLIENT KILL not answered yet)",
+// or, when the fence failed, "(CLIENT KILL failed: ...)"; the ctx's cause
+// is told once.
 func (e *fencePendingError) Error() string {
 	text := fmt.Sprint(e.cause)
 	if e.command != nil {
 		text = strings.TrimPrefix(e.command.Error(), "lease: ")
-		if !errors.Is(e.command, e.cause) {
+		if e.cause != nil && !errors.Is(e.command, e.cause) {
 			text += " (stopped waiting: " + fmt.Sprint(e.cause) + ")"
 		}
+	}
+	if e.fence != nil {
+		return "lease: " + text + "; its connection is still being closed (CLIENT KILL failed: " + e.fence.Error() + ")"
 	}
 	return "lease: " + text + "; its connection is still being closed (CLIENT KILL not answered yet)"
 }
@@ -265,10 +276,13 @@ func (e *fencePendingError) Error() string {
 // Is matches ErrFencePending.
 func (e *fencePendingError) Is(target error) bool { return target == ErrFencePending }
 
-// Unwrap returns the ctx's cause and the command's error.
+// Unwrap returns the ctx's cause (if it ended) and the command's error.
 func (e *fencePendingError) Unwrap() []error {
-	if e.command == nil {
-		return []error{e.cause}
+	var errs []error
+	for _, err := range []error{e.cause, e.command} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return []error{e.cause, e.command}
+	return errs
 }

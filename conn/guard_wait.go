@@ -35,8 +35,8 @@ const guardConfirmOp = "guard-confirm"
 var ErrGuardRecordChanged = errors.New("the write-id record no longer holds the guarded write's id")
 
 // GuardReplicator is what a Transport implements to offer WAIT after a
-// guarded write (lease's GuardWith with Replicas); *Pool and package
-// goredis' Transport do, the simulator's transport does not.
+// guarded write (lease's GuardWith with Replicas); *Engine does, on every
+// client adapter.
 type GuardReplicator interface {
 	// ConfirmGuardReplicated runs GuardConfirmOp(recordKey, writeID) and
 	// WAIT replicas waitMillis, pipelined on one dedicated connection to
@@ -68,12 +68,12 @@ func checkWaitArgs(op string, stop context.Context, replicas, waitMillis int64) 
 	return nil
 }
 
-// ConfirmGuardReplicated implements GuardReplicator on the pool's client
-// (client.Dedicate(); in cluster mode the connection binds to the primary
-// of the record's slot), as AcquireFencedReplicated does for the fenced
-// script: EVALSHA and WAIT in one round trip, EVAL and WAIT in a second one
-// after NOSCRIPT.
-func (p *Pool) ConfirmGuardReplicated(ctx, stop context.Context, recordKey, writeID string, replicas,
+// ConfirmGuardReplicated implements GuardReplicator as AcquireReplicated
+// does for the fenced script: GuardConfirmOp and WAIT on a connection of
+// its own, dialled to the primary of the record's slot for this call and
+// closed after it; EVALSHA and WAIT in one pipeline, EVAL and WAIT in a
+// second one after the definite NOSCRIPT reply.
+func (e *Engine) ConfirmGuardReplicated(ctx, stop context.Context, recordKey, writeID string, replicas,
 	waitMillis int64) (int64, error) {
 	if err := checkWaitArgs(guardConfirmOp, stop, replicas, waitMillis); err != nil {
 		return 0, err
@@ -81,42 +81,79 @@ func (p *Pool) ConfirmGuardReplicated(ctx, stop context.Context, recordKey, writ
 	if err := ctx.Err(); err != nil {
 		return 0, &Error{Class: NotSubmitted, Op: guardConfirmOp, Err: err}
 	}
-	dedicated, giveBack := p.client.Dedicate()
-	healthy := false
-	unwatch := watchStop(stop, dedicated.Close)
-	defer func() {
-		switch {
-		case !unwatch():
-		case healthy:
-			giveBack()
-		default:
-			dedicated.Close()
-		}
-	}()
+	if err := e.clientClosed(); err != nil {
+		return 0, &Error{Class: NotSubmitted, Op: guardConfirmOp, Err: err}
+	}
+	node, err := e.route(ctx, guardConfirmOp, recordKey)
+	if err != nil {
+		return 0, err
+	}
+	dctx, cancel := e.own(ctx, openBound)
+	c, err := e.client.Dial(dctx, node)
+	cancel()
+	if err != nil {
+		return 0, &Error{Class: NotSubmitted, Op: guardConfirmOp, Addr: node, Err: err}
+	}
+	l := e.newLink(node, c, false)
+	defer l.retire()
+	unwatch := e.spawn.AfterFunc(stop, func() { l.retire() })
+	defer unwatch()
 	call, _ := GuardConfirmOp(recordKey, writeID).ScriptCall()
 	for {
-		b := dedicated.B()
-		cmd := call.Command()
-		results := dedicated.DoMulti(ctx, b.Arbitrary(cmd.Args[:cmd.Key]...).Keys(cmd.Args[cmd.Key]).
-			Args(cmd.Args[cmd.Key+1:]...).Build(), b.Wait().Numreplicas(replicas).Timeout(waitMillis).Build())
-		healthy = results[0].NonRedisError() == nil && results[1].NonRedisError() == nil
-		if err := results[0].NonRedisError(); err != nil {
-			return 0, &Error{Class: ClassifyTransport(err), Op: guardConfirmOp, Err: stopCause(stop, err)}
+		cmds := [2]Command{call.Command(), WaitCommand(replicas, waitMillis)}
+		var replies [2]Reply
+		err := l.exchange(ctx, guardConfirmOp, cmds[:], replies[:], nil, nil)
+		if replies[0].Kind == 0 {
+			return 0, guardWaitFailure(stop, err)
 		}
-		reply, redisErr := toReply(results[0])
-		out := call.Interpret(reply)
+		out := call.Interpret(replies[0])
 		switch {
+		case !out.Done && err != nil:
+			return 0, &Error{Class: NotSubmitted, Op: guardConfirmOp, Err: stopCause(stop, err)} // NOSCRIPT: nothing ran
 		case !out.Done:
 			continue // NOSCRIPT: the script did not run (WAIT counted nothing of ours); EVAL it
-		case out.Err != nil || out.Redirect != nil:
-			se := out.Err
-			if se == nil {
-				se = newServerError("MOVED " + out.Redirect.Addr)
-			}
-			return 0, definite(guardConfirmOp, "", nil, se, redisErr)
+		case out.Err != nil:
+			return 0, definiteError(guardConfirmOp, "", nil, out.Err, replies[0].Err)
+		case out.Redirect != nil:
+			return 0, &Error{Class: Definite, Op: guardConfirmOp, Code: "MOVED", Redirect: out.Redirect, Err: replies[0].Err}
 		case !out.Owned:
 			return 0, &Error{Class: Definite, Op: guardConfirmOp, Err: ErrGuardRecordChanged}
 		}
-		return waitOutcome(results[1])
+		return e.waitReply(stop, replies[1], err)
 	}
 }
+
+// guardWaitFailure is the error of a replication check whose script got
+// no reply: err (an *Error from the link) under guardConfirmOp, with
+// ErrWaitStopped when stop had closed the connection under it.
+func guardWaitFailure(stop context.Context, err error) error {
+	if err == nil {
+		return &Error{Class: Uncertain, Op: guardConfirmOp, Err: errNoReply}
+	}
+	var le *Error
+	if !errors.As(err, &le) {
+		return &Error{Class: Uncertain, Op: guardConfirmOp, Err: err}
+	}
+	c := *le
+	c.Op = guardConfirmOp
+	if stop.Err() != nil {
+		c.Err = fmt.Errorf("%w: %w", ErrWaitStopped, le.Err)
+	}
+	return &c
+}
+
+// stopCause is the cause of a failure: err's own cause, with
+// ErrWaitStopped when stop ended.
+func stopCause(stop context.Context, err error) error {
+	cause := err
+	var le *Error
+	if errors.As(err, &le) {
+		cause = le.Err
+	}
+	if stop.Err() != nil {
+		cause = fmt.Errorf("%w: %w", ErrWaitStopped, cause)
+	}
+	return cause
+}
+
+var _ GuardReplicator = (*Engine)(nil)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/internal/leakcheck"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -67,10 +68,11 @@ func newClient(t testing.TB, addr, password string) rueidis.Client {
 	return client
 }
 
-// newLocks returns Locks on a client of its own, closed when the test ends.
+// newLocks returns Locks on a client of its own (the root module's,
+// internal/wire), closed when the test ends.
 func newLocks(t testing.TB, addr, password string, opts ...lease.Option) *lease.Locks {
 	t.Helper()
-	locks, err := lease.New(newClient(t, addr, password), opts...)
+	locks, err := lease.New(wire.New(wire.Options{Addrs: []string{addr}, Password: password}), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/election"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -29,11 +28,8 @@ func Example() {
 	}
 	defer srv.Close()
 	candidate := func() (*election.Election, func()) {
-		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-		if err != nil {
-			panic(err)
-		}
-		locks, err := lease.New(client)
+		// In a program: locks, err := rueidislease.New(client) (or goredis.New).
+		locks, err := lease.New(leasetest.NewClient(srv.Addr(), ""))
 		if err != nil {
 			panic(err)
 		}
@@ -41,7 +37,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		return e, func() { locks.Close(); client.Close() }
+		return e, locks.Close
 	}
 	a, closeA := candidate()
 	defer closeA()
@@ -91,11 +87,7 @@ func Example() {
 func ExampleElection_ContextFrom() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient("127.0.0.1:6379", "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		log.Fatal(err)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
+	"strings"
 
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -18,7 +19,8 @@ import (
 // learns that another job took over — is refused with nothing written,
 // and its lock ends there. (The example runs on an in-process simulated
 // Redis whose clock is manual, so that it can expire the lease without
-// waiting.)
+// waiting; a program takes its client from its Redis client's adapter:
+// rueidislease.New, goredis.New or valkeygo.New.)
 func ExampleLock_Guard() {
 	ctx := context.Background()
 	clock := sim.NewManualClock(time.Unix(0, 0))
@@ -27,12 +29,7 @@ func ExampleLock_Guard() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	locks, err := lease.New(client)
+	locks, err := lease.New(leasetest.NewClient(srv.Addr(), "")) // in a program: rueidislease.New(client)
 	if err != nil {
 		panic(err)
 	}
@@ -64,14 +61,20 @@ func ExampleLock_Guard() {
 	err = first.Guard(ctx, lease.Command("HSET", state, "status", "rendered", "owner", "job-1"))
 	fmt.Println("job-1 writes again:", errors.Is(err, lease.ErrOwnershipLost), first.State())
 
-	fields, err := client.Do(ctx, client.B().Hgetall().Key(state).Build()).AsStrMap()
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("state:", fields["status"], fields["owner"], "attempts", fields["attempts"])
+	fmt.Println("state:", hget(srv, state, "status"), hget(srv, state, "owner"), "attempts", hget(srv, state, "attempts"))
 	// Output:
 	// job-1 writes: <nil>
 	// job-2 writes: <nil>
 	// job-1 writes again: true Lost
 	// state: sent job-2 attempts 1
+}
+
+// hget reads one field of a hash on the example's server (in a program:
+// your client's HGET).
+func hget(srv *sim.Server, key, field string) string {
+	reply := strings.Split(srv.Exec("HGET", key, field), "\r\n") // "$4", "sent", ""
+	if len(reply) < 2 {
+		return ""
+	}
+	return reply[1]
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/coordination"
 	"github.com/respire-go/respire/lease"
 )
@@ -102,10 +103,32 @@ func (s *stage) guardedWrites(ctx context.Context, lockA, lockB *coordination.Lo
 	errA := lockA.Guard(ctx, lease.Command("HSET", invoiceState, "total", "100"))
 	s.say("", "worker-a lock.Guard(ctx, HSET %s total 100) → %s; state %s", invoiceState, guardResult(errA), lockA.State())
 	s.say("", "  the hash keeps total=%s; the same write sent naively by worker-a:", s.hget(invoiceState, "total"))
-	naive := s.a.client.Do(ctx, s.a.client.B().Hset().Key(invoiceState).FieldValue().FieldValue("total", "100").Build()).Error()
+	naive := s.a.send(ctx, "HSET", invoiceState, "total", "100")
 	s.say("", "worker-a HSET %s total 100 → %v: total=%s, worker-b's write overwritten", invoiceState, naive, s.hget(invoiceState, "total"))
 	if errB != nil || !errors.Is(errA, lease.ErrOwnershipLost) || naive != nil {
 		return fmt.Errorf("guarded writes: worker-b %v, worker-a %v, naive %v", errB, errA, naive)
+	}
+	return nil
+}
+
+// send sends one command as any write is sent, on a connection of the
+// worker's own client: nothing checks who holds the lock.
+func (w *worker) send(ctx context.Context, args ...string) error {
+	nodes, err := w.client.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := w.client.Dial(ctx, nodes[0])
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	replies := make([]conn.Reply, 1)
+	if err := c.Do(ctx, []conn.Command{{Args: args, Key: 1}}, replies); err != nil {
+		return err
+	}
+	if replies[0].Kind == conn.ReplyError {
+		return errors.New(replies[0].Text)
 	}
 	return nil
 }

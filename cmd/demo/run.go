@@ -19,11 +19,11 @@ import (
 func runWire(ctx context.Context, w io.Writer) error {
 	p := &printer{w: w}
 	p.line("respire-go demo: lease locks on simulated servers (package sim, in process).")
-	p.line("Two workers, each with its own rueidis client, share the lock %q.", lockKey)
+	p.line("Two workers, each with its own client, share the lock %q.", lockKey)
 	p.line("Each server's expiry clock is manual: the demo moves it to make leases expire.")
 	p.line("Under each scene (│): the commands the server received during it, connection")
 	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
-	p.line("library pins for every lock command, \"worker-a\" the rueidis client's own.")
+	p.line("library pins for every lock command, \"worker-a\" its others (fences, watched reads).")
 	p.line("After each server's scenes: the OpenTelemetry metrics the workers recorded.")
 	reports := make([]report, len(sim.Profiles))
 	stories := make([]bytes.Buffer, len(sim.Profiles))

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -29,27 +29,18 @@ var profileTitles = map[sim.Profile]string{
 	sim.Valkey90: "Valkey 9.0",
 }
 
-// worker is one process of the story: its own rueidis client (named, so the
-// wire log can tell whose connection sent what) and its own Locks.
+// worker is one process of the story: its own client (named, so the wire
+// log can tell whose connection sent what) and its own Locks.
 type worker struct {
 	name   string
-	client rueidis.Client
+	client *wire.Client
 	locks  *lease.Locks
 }
 
 func newWorker(addr, password, name string, meters metric.MeterProvider) (*worker, error) {
-	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:  []string{addr},
-		Password:     password,
-		ClientName:   name,
-		DisableCache: true, // the simulator sends no invalidations
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: connect: %w", name, err)
-	}
+	client := wire.New(wire.Options{Addrs: []string{addr}, Password: password, ClientName: name})
 	locks, err := lease.New(client, lease.WithMeterProvider(meters))
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
 	return &worker{name: name, client: client, locks: locks}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -20,10 +21,11 @@ const storyProfile = sim.Redis70
 // storyStage is the story's server and the clients and Locks the scenes opened
 // on it (each worker of a scene has its own, as a process would).
 type storyStage struct {
-	srv      *sim.Server
-	password string
-	clients  []rueidis.Client
-	locks    []*lease.Locks
+	srv         *sim.Server
+	password    string
+	clients     []rueidis.Client // the naive scene's raw clients
+	lockClients []*wire.Client   // the Locks' clients
+	locks       []*lease.Locks
 }
 
 // openStoryStage starts the story's server; the caller must call close.
@@ -48,10 +50,8 @@ func (s *storyStage) client() (rueidis.Client, error) {
 
 // newLocks returns a Locks on a client of its own, closed by close.
 func (s *storyStage) newLocks() (*lease.Locks, error) {
-	client, err := s.client()
-	if err != nil {
-		return nil, err
-	}
+	client := wire.New(wire.Options{Addrs: []string{s.srv.Addr()}, Password: s.password})
+	s.lockClients = append(s.lockClients, client)
 	locks, err := lease.New(client)
 	if err != nil {
 		return nil, err
@@ -66,6 +66,9 @@ func (s *storyStage) close() {
 		locks.Close()
 	}
 	for _, client := range s.clients {
+		client.Close()
+	}
+	for _, client := range s.lockClients {
 		client.Close()
 	}
 	s.srv.Close()

@@ -64,7 +64,7 @@ func cmdGuard(args []string, g *connFlags, e *env) error {
 		return err
 	}
 	defer b.close()
-	locks, err := lease.New(b.client)
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return usagef("guard: %v", err)
 	}

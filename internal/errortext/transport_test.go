@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
@@ -64,7 +63,7 @@ func refusedAcquire(t *testing.T, srv *leasetest.Server, locks *lease.Locks) mes
 	srv.Sim().Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Times: 1,
 		Error: "NOPERM User app has no permissions to access the 't:denied' key"})
 	return message{name: "Acquire refused by the server (NOPERM)", err: errOf(locks.Acquire(t.Context(), "t:denied", time.Minute)),
-		is: []error{lease.ErrServerReply}, as: []any{new(*rueidis.RedisError)}}
+		is: []error{lease.ErrServerReply}, as: []any{new(*conn.ServerError)}}
 }
 
 // deniedFencing: a keep-alive lock's user may not run CLIENT ID.
@@ -91,12 +90,11 @@ func failedRenewal(t *testing.T, srv *leasetest.Server, locks *lease.Locks) mess
 		is: []error{lease.ErrOwnershipLost, lease.ErrServerReply}, as: []any{new(*lease.RenewalFailureError)}}
 }
 
-// closedClient: the rueidis client closed under a keep-alive lock.
+// closedClient: the user's client closed under a keep-alive lock (here
+// respire-go's own, internal/wire, named "leasetest" as leasetest's
+// clients are; an adapter's error names its client: "rueidis", "go-redis").
 func closedClient(t *testing.T, srv *leasetest.Server) message {
-	client, err := rueidis.NewClient(srv.ClientOption())
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := wire.New(wire.Options{Addrs: []string{srv.Addr()}, Password: srv.Password(), Name: "leasetest"})
 	locks, err := lease.New(client)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +105,7 @@ func closedClient(t *testing.T, srv *leasetest.Server) message {
 		t.Fatal(err)
 	}
 	client.Close()
-	return message{name: "Lock.Context(), the rueidis client closed before the Locks", err: ended(t, lock.Context()),
+	return message{name: "Lock.Context(), the client closed before the Locks", err: ended(t, lock.Context()),
 		is: []error{lease.ErrClientClosed}}
 }
 

@@ -53,11 +53,14 @@ func (w *world) handOut(p *process, rec *opRun, replied int64) int64 {
 // afterScriptExec numbers every fenced script run that handed out a token
 // (the server's order of hand-out, across failovers and slot moves).
 func (w *world) afterScriptExec(r *request, reply conn.Reply) {
-	if r.op == nil || !isFencedCommand(r.cmd) || reply.Kind != conn.ReplyBulk {
+	if !isFencedCommand(r.cmd) || reply.Kind != conn.ReplyBulk {
 		return
 	}
 	w.scriptRuns++
-	r.op.scriptRun = w.scriptRuns
+	r.scriptRun = w.scriptRuns
+	if r.op != nil {
+		r.op.scriptRun = w.scriptRuns
+	}
 	w.stats.FencingTokens++
 }
 
@@ -75,7 +78,7 @@ func (n *node) migratingMultiKey(w *world, cmd conn.Command, owner *node, m *mig
 	case total < 2:
 		return conn.Reply{}, false
 	case owner == n && m.to != n && present == 0:
-		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[cmd.Key])) + " " + m.to.addr}, true
+		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[3])) + " " + m.to.addr}, true
 	case owner == n && m.to != n && present < total, m.to == n && asking && present < total:
 		return tryAgain(), true
 	}
@@ -92,14 +95,14 @@ func (n *node) scriptKeysPresent(w *world, cmd conn.Command) (present, total int
 	}
 	keys, _ := strconv.Atoi(cmd.Args[2])
 	seen := map[string]bool{}
-	for _, k := range cmd.Args[cmd.Key : cmd.Key+keys] {
+	for _, k := range cmd.Args[3 : 3+keys] {
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
 		total++
-		if k == cmd.Args[cmd.Key] && n.state(w, k).found ||
-			k != cmd.Args[cmd.Key] && parseReply([]byte(n.engine.AdminExec("EXISTS", k))).Int == 1 {
+		if k == cmd.Args[3] && n.state(w, k).found ||
+			k != cmd.Args[3] && parseReply([]byte(n.engine.AdminExec("EXISTS", k))).Int == 1 {
 			present++
 		}
 	}
@@ -109,16 +112,17 @@ func (n *node) scriptKeysPresent(w *world, cmd conn.Command) (present, total int
 // isMultiKeyScript reports a script of two keys or more, routed by its
 // first (a fenced acquisition, a guarded write).
 func isMultiKeyScript(cmd conn.Command) bool {
-	if (cmd.Args[0] != "EVALSHA" && cmd.Args[0] != "EVAL") || cmd.Key != 3 || len(cmd.Args) < 5 {
+	if (cmd.Args[0] != "EVALSHA" && cmd.Args[0] != "EVAL") || len(cmd.Args) < 5 {
 		return false
 	}
 	keys, err := strconv.Atoi(cmd.Args[2])
 	return err == nil && keys >= 2 && 3+keys <= len(cmd.Args)
 }
 
-// isFencedCommand reports a fenced acquisition's script.
+// isFencedCommand reports whether cmd runs the fenced acquisition script
+// (EVALSHA or EVAL; its keys are the lease key and the counter).
 func isFencedCommand(cmd conn.Command) bool {
-	return isMultiKeyScript(cmd) && cmd.Args[2] == "2"
+	return len(cmd.Args) > 5 && family(cmd) == "script:"+conn.FencedAcquireScriptSHA
 }
 
 // tryAgain is the cluster's answer to a multi-key command whose keys are
