@@ -111,9 +111,9 @@ type Result struct {
 	Session      Session // session of the last attempt; nil when nothing was sent
 
 	// Semaphore and read/write-lock Ops only (primitive_keys.go):
-	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers
+	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers (fair Ops: see FairResource)
 	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
-	Holders         int64 // HoldersOp, ReadersOp: the live holders
+	Holders         int64 // HoldersOp, ReadersOp: the live holders; fair Ops: the waiters, or a waiter's position
 }
 
 // Do runs op on the session of the key's primary, following MOVED (re-send

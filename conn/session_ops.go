@@ -149,7 +149,8 @@ func (r ExtendRequest) Renewal() Op {
 // Batchable reports whether an Op may ride in a batch of renewals (see
 // ExtendRequest.Op).
 func (o Op) Batchable() bool {
-	return o.kind == 0 || o.kind == opExtend || (o.kind == opPrimitive && o.prim.kind == primOwned && o.prim.sha == HolderRenewScriptSHA)
+	return o.kind == 0 || o.kind == opExtend || (o.kind == opPrimitive &&
+		(o.prim.kind == primOwned && o.prim.sha == HolderRenewScriptSHA || o.prim.kind == primFairRenew))
 }
 
 // ExtendResult is the answer to one ExtendRequest.
