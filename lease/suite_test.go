@@ -451,3 +451,6 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }
+func TestFairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued")
+}
