@@ -60,7 +60,6 @@ func (h *pushHub) removeFair(w *fairWaiter) {
 	}
 }
 
-
 // fairGone tells the hub that w left its queue (it acquired): the local
 // waiters behind it move up by one.
 func (h *pushHub) fairGone(w *fairWaiter) {

@@ -454,3 +454,15 @@ func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 func TestFairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Rueidis, "FairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued")
 }
+func TestFairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease")
+}
+func TestFairNonFairNeverTakesAReservation_AndOvertakingIsCounted(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FairNonFairNeverTakesAReservation_AndOvertakingIsCounted")
+}
+func TestFairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds")
+}
+func TestFairWaiterLeavesWhenItsWaitEnds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Rueidis, "FairWaiterLeavesWhenItsWaitEnds")
+}
