@@ -11,7 +11,8 @@ package conn
 // member = the waiter's token, score = 2·n (+1 for a writer of a
 // read/write lock), n drawn from the queue's counter, which is the member
 // "" with score −(last n); the member "!" holds −(times a non-fair
-// acquisition took a mutex ahead of the queue). Waiters' scores are
+// acquisition took a mutex ahead of the queue), and a semaphore's queue
+// keeps the limit its waiters asked for as "#" with score −limit. Waiters' scores are
 // positive, the counters' never are, so "(0" to "+inf" is the waiters in
 // ticket order. The leases (KEYS[#KEYS], a sorted set) hold each waiter's
 // waiter lease: member = token, score = its end in server ms; the member
@@ -35,12 +36,15 @@ const fairPrelude = serverNow +
 	"redis.call('zcard', Q)\n" +
 	"redis.call('zcard', L)\n" +
 	"local function dequeue(m) redis.call('zrem', Q, m) redis.call('zrem', L, m) end\n" +
+	"local function waiters() return redis.call('zcount', Q, '(0', '+inf') end\n" +
 	"local function prune()\n" +
 	"  for _, m in ipairs(redis.call('zrangebyscore', L, '(0', now, 'LIMIT', 0, 64)) do dequeue(m) end\n" +
 	"end\n" +
-	"local function heads(n) return redis.call('zrangebyscore', Q, '(0', '+inf', 'LIMIT', 0, n) end\n" +
+	"local function heads(n)\n" +
+	"  local o = math.max(math.min(" + fairHeadOffset + ", waiters() - 1), 0)\n" +
+	"  return redis.call('zrangebyscore', Q, '(0', '+inf', 'LIMIT', o, n)\n" +
+	"end\n" +
 	"local function left(m) return math.max(tonumber(redis.call('zscore', L, m) or now) - now, 1) end\n" +
-	"local function waiters() return redis.call('zcount', Q, '(0', '+inf') end\n" +
 	"local function position(m)\n" +
 	"  local s = redis.call('zscore', Q, m)\n" +
 	"  if not s then return 0 end\n" +
@@ -161,11 +165,15 @@ const FairMutexReleaseScript = "local v = redis.call('get', KEYS[1])\n" +
 	"return released"
 
 // fairSemaphorePart is the semaphore's part: KEYS[1] is its holders set.
-// limit is the stored limit, or the caller's when none is stored; advance
+// storedLimit is the limit stored with the holders, or else the one the
+// waiters queued with (the queue's member "#", score −limit); advance
 // grants the free permits (limit − live holders and reservations) to the
 // heads, in ticket order.
 const fairSemaphorePart = "local S = KEYS[1]\n" +
-	"local function storedLimit() local s = redis.call('zscore', S, '') if s then return -tonumber(s) end end\n" +
+	"local function storedLimit()\n" +
+	"  local s = redis.call('zscore', S, '') or redis.call('zscore', Q, '#')\n" +
+	"  if s then return -tonumber(s) end\n" +
+	"end\n" +
 	"local function keep(ms) if redis.call('pttl', S) < ms then redis.call('pexpire', S, ms) end end\n" +
 	"local function advance(limit)\n" +
 	"  if not limit then return end\n" +
@@ -217,6 +225,7 @@ const FairSemaphoreTryScript = "if ARGV[1] == '' then return redis.error_reply('
 	"  advance(limit) tidy(0) return 0\n" +
 	"end\n" +
 	"enqueue(tok, wl, 0)\n" +
+	"redis.call('zadd', Q, -limit, '#')\n" +
 	"advance(limit)\n" +
 	"if redis.call('zscore', S, 'fair:' .. tok) then return take() end\n" +
 	"tidy(wl)\n" +
@@ -224,8 +233,8 @@ const FairSemaphoreTryScript = "if ARGV[1] == '' then return redis.error_reply('
 
 // FairSemaphoreRenewScript renews a queued waiter's waiter lease (KEYS as
 // FairSemaphoreTryScript; ARGV[1] = token, ARGV[2] = waiter lease ms) and
-// grants the free permits under the stored limit (none while none is
-// stored). Replies as FairMutexRenewScript's.
+// grants the free permits under the stored limit (the holders', or the
+// queue's). Replies as FairMutexRenewScript's.
 const FairSemaphoreRenewScript = fairPrelude + fairSemaphorePart +
 	"local tok, wl = ARGV[1], tonumber(ARGV[2])\n" +
 	"redis.call('zremrangebyscore', S, 0, now)\n" +
