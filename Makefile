@@ -51,11 +51,13 @@ chaos-mutation:
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 
 ## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
-## renewal mutation (the renewer ignores its renewal's answer) and conn's semaphore-limit mutation
-## (a permit acquisition asks for one permit more than its limit) within 1,000 schedules each.
+## renewal mutation (the renewer ignores its renewal's answer), conn's semaphore-limit mutation
+## (a permit acquisition asks for one permit more than its limit) and conn's fair-head mutation
+## (the fair queue grants to the waiter behind the head) within 1,000 schedules each.
 dst-mutation:
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
+	$(GO) test -count=1 -tags respire_mutation_fairhead ./sim -run TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

@@ -29,12 +29,15 @@ type fairWaiter struct {
 	onPos    func(int)
 	wake     chan struct{} // cap 1: try now
 
-	mu       sync.Mutex // guards what follows
-	token    string     // the queued token; "" while none is
-	pos      int        // its last known position (1: the head), 0 unknown
-	timer    Timer      // the next renewal of the waiter lease
-	renewing bool       // a renewal is on its way
-	stopped  bool
+	mu        sync.Mutex    // guards what follows
+	token     string        // the queued token; "" while none is
+	pos       int           // its last known position (1: the head), 0 unknown
+	timer     Timer         // the next renewal of the waiter lease
+	renewing  bool          // a renewal is on its way
+	renewDone chan struct{} // closed when that renewal's answer came
+	trying    bool          // a try of the token is on its way: no renewal goes out meanwhile
+	tainted   bool          // a renewal's outcome was unknown: the token is given up
+	stopped   bool
 }
 
 // fairWaiting goes on with a fair acquisition after a try that did not
@@ -58,7 +61,15 @@ func (t *tries) fairWaiting(ctx context.Context, sleep time.Duration) (*Lock, er
 		if err := w.park(ctx, park); err != nil {
 			return nil, err
 		}
+		tainted, err := w.beginTry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if tainted {
+			t.fairToken, t.position = "", 0 // a renewal of it may still run: the next try queues a fresh token
+		}
 		lock, err := t.one(ctx)
+		w.setTrying(false)
 		if lock != nil {
 			if d.push != nil {
 				d.push.fairGone(w)
@@ -142,6 +153,37 @@ func (w *fairWaiter) setPosition(p int) {
 	}
 }
 
+// beginTry waits for a renewal of the waiter lease on its way to be
+// answered, then marks a try on its way (setTrying(false) ends it): no
+// write of the waiter's token goes out while another may still run. It
+// reports whether a renewal's outcome was unknown since the last try: the
+// token must then be given up (its renewal may still run; nothing of it
+// can be fenced), so the waiter queues again with a fresh one, and the
+// old place ends with its waiter lease.
+func (w *fairWaiter) beginTry(ctx context.Context) (tainted bool, err error) {
+	for {
+		w.mu.Lock()
+		if !w.renewing {
+			w.trying, tainted, w.tainted = true, w.tainted, false
+			w.mu.Unlock()
+			return tainted, nil
+		}
+		done := w.renewDone
+		w.mu.Unlock()
+		if err := w.d.spawn.Wait(ctx, done); err != nil {
+			return false, err
+		}
+	}
+}
+
+// setTrying records whether a try of the waiter's token is on its way
+// (until it is settled): a renewal then waits for the next round.
+func (w *fairWaiter) setTrying(on bool) {
+	w.mu.Lock()
+	w.trying = on
+	w.mu.Unlock()
+}
+
 // position returns the last known position (0: unknown).
 func (w *fairWaiter) position() int {
 	w.mu.Lock()
@@ -182,14 +224,14 @@ func (w *fairWaiter) stop() {
 func (w *fairWaiter) renew() {
 	w.mu.Lock()
 	token := w.token
-	if w.stopped || w.renewing || token == "" {
+	if w.stopped || w.renewing || w.trying || token == "" {
 		if !w.stopped && !w.renewing {
 			w.timer = w.d.clock.AfterFunc(w.every, w.renew)
 		}
 		w.mu.Unlock()
 		return
 	}
-	w.renewing = true
+	w.renewing, w.renewDone = true, make(chan struct{})
 	w.mu.Unlock()
 	w.d.goBackground(func() {
 		ctx, cancel := w.d.bound(context.Background(), PushCheckTimeout)
@@ -220,7 +262,11 @@ func (w *fairWaiter) renewed(token string, res conn.Result, err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if conn.ClassOf(err) == conn.Uncertain {
+		w.tainted = true
+	}
 	w.renewing = false
+	close(w.renewDone)
 	if !w.stopped {
 		w.timer = w.d.clock.AfterFunc(w.every, w.renew)
 	}

@@ -142,8 +142,11 @@ func (r FairResource) TryOp(token string, ttlMillis, waiterMillis int64, once bo
 	case fairSemaphore:
 		c.name, c.script, c.limit = "fair-semaphore-acquire", FairSemaphoreTryScript, r.limit
 		args = append(args, strconv.Itoa(r.limit+mutationLimitSlack))
+	case fairRead:
+		c.name, c.script = "fair-read-acquire", FairRWTryScript
+		args = append(args, writeFlag(r.kind))
 	default:
-		c.name, c.script = "fair-rw-acquire", FairRWTryScript
+		c.name, c.script = "fair-write-acquire", FairRWTryScript
 		args = append(args, writeFlag(r.kind))
 		if r.kind == fairWrite && c.invalid == nil {
 			c.invalid = CheckWriteToken(token)

@@ -40,6 +40,10 @@ type Stats struct {
 	FullRefusals       int // permit acquisitions refused: the semaphore was full
 	Crashes            int // processes crashed for good
 	MemberWatchReads   int // sorted-set reads on watchers (WatchScoreMany: push for permits and readers)
+	// Fair waiting (Options.FairPercent, faircheck.go):
+	FairWaits  int // acquisitions that queued fairly
+	FairQueued int // fair scripts answered "queued"
+	FairGrants int // fair waiters the lock was granted to (each judged by invariant 14)
 }
 
 // Add adds o's counts to s.
@@ -80,4 +84,7 @@ func (s *Stats) Add(o Stats) {
 	s.FullRefusals += o.FullRefusals
 	s.Crashes += o.Crashes
 	s.MemberWatchReads += o.MemberWatchReads
+	s.FairWaits += o.FairWaits
+	s.FairQueued += o.FairQueued
+	s.FairGrants += o.FairGrants
 }
