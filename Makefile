@@ -44,11 +44,13 @@ allocs:
 ## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
 ## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
-## first violation) and a semaphore that admits one permit more than its limit.
+## first violation), a semaphore that admits one permit more than its limit and a fair queue that
+## grants to the waiter behind the head (caught by fair-order on the replayed queue).
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_fairhead ./cmd/chaos -runs 300 -expect-violation
 
 ## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
 ## renewal mutation (the renewer ignores its renewal's answer), conn's semaphore-limit mutation

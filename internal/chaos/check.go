@@ -30,6 +30,7 @@ func check(obs observation) (violations []Violation, notes []string, abandonedEx
 		violations = append(violations, capped(checkResent(obs))...)
 		violations = append(violations, capped(checkFencedRan(obs))...)
 		violations = append(violations, capped(checkOutlived(obs))...)
+		violations = append(violations, capped(checkFair(obs))...)
 	}
 	orphans, expired := checkOrphans(obs)
 	violations = append(violations, capped(orphans)...)

@@ -179,6 +179,7 @@ type worker struct {
 	id       int
 	proc     *process
 	rng      *rand.Rand
+	fairRng  *rand.Rand // a mutex worker's draws of fair waiting (fair.go); nil when the schedule has none
 	deadline time.Time
 	stats    Stats
 	holdings []*holding
@@ -211,6 +212,7 @@ func (w *worker) acquire(d decision, iter int) (*lease.Lock, *holding) {
 	if d.wait > 0 {
 		opts = append(opts, lease.WithWait(d.wait), lease.WithRetryEvery(10*time.Millisecond))
 	}
+	opts = w.fairOptions(opts)
 	key := w.s.plan.keys[d.key]
 	label := fmt.Sprintf("p%d/w%d#%d", w.proc.id, w.id, iter)
 	start := time.Now()
