@@ -6,28 +6,25 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/simtest"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/sim"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
 const simPassword = "pw"
 
-// testDriver returns a driver (push on) over rueidis on a fresh sim node of
-// profile, shut down when the test ends.
+// testDriver returns a driver (push on) over the wire engine on the root
+// module's own client (internal/wire) on a fresh sim node of profile, shut
+// down when the test ends.
 func testDriver(t *testing.T, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
 	srv := simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: simPassword,
-		DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := wire.New(wire.Options{Addrs: []string{srv.Addr()}, Password: simPassword})
 	t.Cleanup(client.Close)
-	cfg := Config{Transport: conn.NewPool(client), NewToken: testToken, Drift: sm.DefaultDrift(), Push: true}
+	cfg := Config{Transport: conn.NewEngine(conn.EngineConfig{Client: client}), NewToken: testToken,
+		Drift: sm.DefaultDrift(), Push: true}
 	for _, f := range configure {
 		f(&cfg)
 	}

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestDidNotRunReplies_AnOOMReplyMatchesErrDidNotRun(t *testing.T) {
 		var e *Error
 		if !errors.As(err, &e) || e.Class != Definite || e.Code != "OOM" || !errors.Is(err, ErrDidNotRun) ||
 			!strings.Contains(err.Error(), "maxmemory") {
-			t.Fatalf("%s out of memory = %v; want a definite OOM matching ErrDidNotRun", op.name(), err)
+			t.Fatalf("%s out of memory = %v; want a definite OOM matching ErrDidNotRun", op.Name(), err)
 		}
 	}
 	srv.MustExec(t, "CONFIG", "SET", "maxmemory", "0")

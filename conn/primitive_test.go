@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	. "github.com/respire-go/respire/conn"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
 	for _, tt := range tests {
 		call, _ := tt.op.ScriptCall()
 		if got := call.Interpret(tt.reply); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: Interpret(%+v) = %+v; want %+v", tt.op.name(), tt.reply, got, tt.want)
+			t.Errorf("%s: Interpret(%+v) = %+v; want %+v", tt.op.Name(), tt.reply, got, tt.want)
 		}
 	}
 	for _, bad := range []struct {
@@ -112,7 +113,7 @@ func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
 	} {
 		call, _ := bad.op.ScriptCall()
 		if got := call.Interpret(bad.reply); !got.Done || got.Err == nil || got.Err.Code != "PROTOCOL" || got.Owned {
-			t.Errorf("%s: Interpret(%+v) = %+v; want a PROTOCOL error", bad.op.name(), bad.reply, got)
+			t.Errorf("%s: Interpret(%+v) = %+v; want a PROTOCOL error", bad.op.Name(), bad.reply, got)
 		}
 	}
 	call, _ := sem.AcquireOp("t", 1).ScriptCall()

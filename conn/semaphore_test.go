@@ -1,17 +1,16 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Goal: however many callers race for a semaphore of limit 3, at most 3
@@ -146,7 +145,7 @@ func TestSemaphoreScoresOnServerTime_ScoreIsServerTimePlusLease(t *testing.T) {
 // serverMillis reads the server's clock with TIME.
 func serverMillis(t *testing.T, s primServer) int64 {
 	t.Helper()
-	parts, err := s.pool.client.Do(ctxT(t), s.pool.client.B().Time().Build()).AsStrSlice()
+	parts, err := s.admin.Do(ctxT(t), s.admin.B().Time().Build()).AsStrSlice()
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("TIME = %q, %v", parts, err)
 	}
@@ -170,7 +169,7 @@ func TestSemaphoreLimitIsStored_MismatchRefusedWhileHeld(t *testing.T) {
 			}
 			_, err := s.pool.Do(ctxT(t), three.AcquireOp("b", 60000), nil)
 			var mismatch *LimitMismatchError
-			var redisErr *rueidis.RedisError
+			var redisErr *ServerError
 			if !errors.Is(err, ErrLimitMismatch) || !errors.As(err, &mismatch) || ClassOf(err) != Definite ||
 				!errors.Is(err, ErrServerReply) || errors.Is(err, ErrDidNotRun) || !errors.As(err, &redisErr) {
 				t.Fatalf("acquire with limit 3 = %v; want a definite LimitMismatchError wrapping the server reply", err)

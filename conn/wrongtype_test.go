@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"strings"
 	"testing"
 )
@@ -94,13 +95,13 @@ func TestWrongTypeIsRefusedAtOnce_EveryScriptEveryKey(t *testing.T) {
 					res, err := s.pool.Do(ctxT(t), c.op, nil)
 					var e *Error
 					if !errors.As(err, &e) || e.Class != Definite {
-						t.Fatalf("%s on a key of the wrong type = %+v, %v; want a definite error", c.op.name(), res, err)
+						t.Fatalf("%s on a key of the wrong type = %+v, %v; want a definite error", c.op.Name(), res, err)
 					}
 					if c.code != "" && (e.Code != c.code || !strings.Contains(err.Error(), "wrong kind of value")) {
-						t.Fatalf("%s on a key of the wrong type: %v (code %q); want %s", c.op.name(), err, e.Code, c.code)
+						t.Fatalf("%s on a key of the wrong type: %v (code %q); want %s", c.op.Name(), err, e.Code, c.code)
 					}
 					if errors.Is(err, ErrDidNotRun) {
-						t.Fatalf("%s: %v matches ErrDidNotRun; a wrong type is no reason to try again", c.op.name(), err)
+						t.Fatalf("%s: %v matches ErrDidNotRun; a wrong type is no reason to try again", c.op.Name(), err)
 					}
 				})
 			}

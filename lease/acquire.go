@@ -227,11 +227,11 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 		return 0, opError(op, key, err)
 	}
 	if o.wait < 0 || o.wait > MaxTTL {
-		return 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
+		return 0, opError(op, key, fmt.Errorf("%w: WithWait(%v): the wait must be from 0 to MaxTTL", ErrInvalidOption, o.wait))
 	}
 	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
-		return 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
-			ErrInvalidOption, o.retryEvery, MaxTTL))
+		return 0, opError(op, key, fmt.Errorf("%w: WithRetryEvery(%v): the interval must be above 0 and at most MaxTTL",
+			ErrInvalidOption, o.retryEvery))
 	}
 	if o.ownerSuffix != "" {
 		if err := checkOwnerLabel(o.ownerSuffix[len(ownerSeparator):]); err != nil {
@@ -250,7 +250,7 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 		return 0, fmt.Errorf("%w (got %v)", err, ttl)
 	}
 	if margin := drift.Of(d); d <= margin {
-		return 0, fmt.Errorf("%w: %v is not longer than its drift margin %v (see WithDriftMargin)", ErrInvalidTTL, ttl, margin)
+		return 0, fmt.Errorf("%w: %v is not longer than the drift margin %v (see WithDriftMargin)", ErrInvalidTTL, ttl, margin)
 	}
 	return d, nil
 }
@@ -298,7 +298,7 @@ func (r replicasOption) validate(fenced bool) error {
 	case !fenced:
 		return fmt.Errorf("%w: WithReplicas applies only to fencing-token locks (package coordination)", ErrInvalidOption)
 	case r.n < 1 || r.timeout <= 0 || r.timeout > MaxTTL:
-		return fmt.Errorf("%w: WithReplicas(%d, %v) needs n >= 1 and a positive timeout", ErrInvalidOption, r.n, r.timeout)
+		return fmt.Errorf("%w: WithReplicas(%d, %v): it needs n >= 1 and a timeout above 0, at most MaxTTL", ErrInvalidOption, r.n, r.timeout)
 	}
 	return nil
 }

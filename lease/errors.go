@@ -11,8 +11,8 @@ import (
 // Errors of bad input, returned before anything is sent. Match them with
 // errors.Is.
 var (
-	// ErrNilClient: New was given a nil rueidis client.
-	ErrNilClient = errors.New("lease: nil rueidis client")
+	// ErrNilClient: New was given a nil client.
+	ErrNilClient = errors.New("lease: nil client")
 	// ErrEmptyKey: the lock key is empty.
 	ErrEmptyKey = errors.New("lease: empty lock key")
 	// ErrEmptyToken: the owner token is the zero or empty token.

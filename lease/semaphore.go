@@ -143,9 +143,11 @@ func nameError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, conn.ErrEmptyName):
-		return fmt.Errorf("%w: %w", ErrEmptyKey, err)
+		return fmt.Errorf("%w (an empty semaphore or lock name)", ErrEmptyKey)
 	case errors.Is(err, conn.ErrBadLimit):
-		return fmt.Errorf("%w: %w", ErrInvalidLimit, err)
+		return fmt.Errorf("%w: it must be at least 1", ErrInvalidLimit)
+	case errors.Is(err, conn.ErrEmptyHashTag):
+		return fmt.Errorf("%w: it gives an empty hash tag, so its keys could hash to different cluster slots", ErrInvalidName)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidName, err)
 }

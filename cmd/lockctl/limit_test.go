@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -103,7 +104,7 @@ func TestLockctlStatusSemaphore_CountsLivePermits(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, tg *target) {
 		key, free := uniqueKey(t, "semstatus"), uniqueKey(t, "semfree")
-		locks, err := lease.New(tg.client)
+		locks, err := lease.New(wire.New(wire.Options{Addrs: []string{tg.addr}, Password: tg.password}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func cmdRun(args []string, g *connFlags, e *env) error {
 	if r.req.unfenced {
 		opts = append(opts, lease.WithUnfencedRenewal())
 	}
-	locks, err := lease.New(b.client, opts...)
+	locks, err := lease.New(b.lockClient(), opts...)
 	if err != nil {
 		return usagef("run: %v", err)
 	}

@@ -83,7 +83,7 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 	defer cancel()
 	free := false
 	for _, key := range keys {
-		line, held, err := keyLine(ctx, b.client, key, *showToken, *quiet)
+		line, held, err := keyLine(ctx, b, key, *showToken, *quiet)
 		if err != nil {
 			return failf(serverStatus(err), "status %s: %v", showKey(key), err)
 		}
@@ -102,7 +102,7 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 		}
 	}
 	for _, name := range semaphores {
-		line, live, err := semaphoreLine(ctx, b.client, name)
+		line, live, err := semaphoreLine(ctx, b, name)
 		if err != nil {
 			return failf(serverStatus(err), "status %s: %v", showKey(name), err)
 		}
@@ -124,13 +124,13 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 // a KEY is one lock or one semaphore. The semaphore is looked at only when
 // its holders key exists (a GET answered WRONGTYPE), so a lock user needs
 // no more permissions where no semaphore is.
-func keyLine(ctx context.Context, client rueidis.Client, key string, showToken, quiet bool) (line string, held bool, err error) {
-	st, err := readKey(ctx, client, key)
+func keyLine(ctx context.Context, b *backend, key string, showToken, quiet bool) (line string, held bool, err error) {
+	st, err := readKey(ctx, b.client, key)
 	if err != nil {
 		return "", false, err
 	}
 	if !st.present {
-		if line, live, err := semaphoreOf(ctx, client, key); err != nil || live {
+		if line, live, err := semaphoreOf(ctx, b, key); err != nil || live {
 			return quietly(line, quiet), live, err
 		}
 	}
@@ -145,16 +145,16 @@ func keyLine(ctx context.Context, client rueidis.Client, key string, showToken, 
 
 // semaphoreOf describes the semaphore name when it has a live permit
 // (live), sending nothing beyond a GET when it has no holders key.
-func semaphoreOf(ctx context.Context, client rueidis.Client, name string) (line string, live bool, err error) {
+func semaphoreOf(ctx context.Context, b *backend, name string) (line string, live bool, err error) {
 	sem, err := conn.NewSemaphore("", name, 1)
 	if err != nil {
 		return "", false, nil // no semaphore can have this name
 	}
-	err = client.Do(ctx, client.B().Get().Key(sem.HoldersKey).Build()).Error()
+	err = b.client.Do(ctx, b.client.B().Get().Key(sem.HoldersKey).Build()).Error()
 	if !isWrongType(err) {
 		return "", false, nil // no sorted set there (GET's own failures show in the lock's read)
 	}
-	return semaphoreLine(ctx, client, name)
+	return semaphoreLine(ctx, b, name)
 }
 
 // quietly is line, or "" with -q.
@@ -168,8 +168,8 @@ func quietly(line string, quiet bool) string {
 // semaphoreLine describes the semaphore name as 'lockctl run --limit' uses
 // it: its live permits, by the server's clock (lease.Semaphore.Holders),
 // and the limit stored with them; live reports whether one is.
-func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (line string, live bool, err error) {
-	locks, err := lease.New(client)
+func semaphoreLine(ctx context.Context, b *backend, name string) (line string, live bool, err error) {
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return "", false, err
 	}
@@ -181,7 +181,7 @@ func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (lin
 	if n == 0 {
 		return showKey(name) + ": semaphore, no live permit", false, nil
 	}
-	limit, err := storedLimit(ctx, client, name)
+	limit, err := storedLimit(ctx, b.client, name)
 	if err != nil {
 		return "", false, err
 	}
@@ -310,7 +310,7 @@ func cmdRelease(args []string, g *connFlags, e *env) error {
 		return err
 	}
 	defer b.close()
-	locks, err := lease.New(b.client)
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return usagef("release: %v", err)
 	}

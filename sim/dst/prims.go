@@ -156,7 +156,7 @@ func (n *node) failoverInPlace(w *world, profile sim.Profile) {
 	}
 	n.profile = profile
 	n.generation++
-	clear(n.watchers)
+	clear(n.byID)
 	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s in place (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {
