@@ -85,11 +85,11 @@ const (
 	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
 	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
 	RuleReaderWriter   Rule = "no-reader-with-writer"
-	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
-	RulePermitFrees    Rule = "permit-frees"       // a permit waiter gave up though fewer than limit leases could be held
-	RuleFairOrder      Rule = "fair-order"         // a fair waiter was granted the lock while one with an earlier ticket waited
+	RuleWriterStarved  Rule = "writer-not-starved"  // a reader admitted, or the lock left free, while the writer waited
+	RulePermitFrees    Rule = "permit-frees"        // a permit waiter gave up though fewer than limit leases could be held
+	RuleFairOrder      Rule = "fair-order"          // a fair waiter was granted the lock while one with an earlier ticket waited
 	RuleFairWakeUp     Rule = "fair-no-lost-wakeup" // a free key stayed free though a queued waiter renewed its place
-	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
+	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.

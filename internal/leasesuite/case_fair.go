@@ -16,8 +16,8 @@ import (
 // fairQueue starts n fair waiters on key of locks, one after the other,
 // each started once the one before it reported its position (so the
 // tickets are drawn in start order; ahead were queued before them), and returns the channel each sends
-// its index on once it holds the lock; it holds it for hold, then
-// releases. The waiters end with ctx; the test's cleanup waits for them.
+// its index on once it holds the lock; it holds it for hold (hold < 0:
+// until the test ends), then releases. The waiters end with ctx; the test's cleanup waits for them.
 func fairQueue(t *testing.T, ctx context.Context, locks *lease.Locks, key string, ahead, n int, hold time.Duration,
 	opts ...lease.AcquireOption) <-chan int {
 	t.Helper()
@@ -46,7 +46,11 @@ func fairQueue(t *testing.T, ctx context.Context, locks *lease.Locks, key string
 				return
 			}
 			order <- i
-			time.Sleep(hold)
+			if hold < 0 {
+				<-ctx.Done() // held until the test ends: no timing decides what a later step sees
+			} else {
+				time.Sleep(hold)
+			}
 			if _, err := lock.Release(context.Background()); err != nil {
 				t.Errorf("waiter %d's release: %v", i, err)
 			}
@@ -211,7 +215,7 @@ func caseFairNonFairNeverTakesAReservation_AndOvertakingIsCounted(t *testing.T, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		order := fairQueue(t, ctx, locks, "mix", 0, 1, 0)
+		order := fairQueue(t, ctx, locks, "mix", 0, 1, -1)
 		if _, err := holder.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
