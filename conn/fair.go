@@ -239,7 +239,8 @@ var scriptSHAs = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{FairMutexTryScript, FairMutexRenewScript, FairMutexReleaseScript,
 		FairSemaphoreTryScript, FairSemaphoreRenewScript, FairSemaphoreReleaseScript,
-		FairRWTryScript, FairRWRenewScript, FairRWReleaseScript, FairWaitersScript, FairOvertakenScript} {
+		FairRWTryScript, FairRWRenewScript, FairRWReleaseScript, FairWaitersScript, FairOvertakenScript,
+		SemaphoreLimitScript, HoldersNextEndScript, KeyKindScript} {
 		sum := sha1.Sum([]byte(s))
 		m[s] = hex.EncodeToString(sum[:])
 	}

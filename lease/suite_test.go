@@ -495,3 +495,9 @@ func TestFairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds(t *testing.T) {
 func TestFairWaiterLeavesWhenItsWaitEnds(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "FairWaiterLeavesWhenItsWaitEnds")
 }
+func TestListShowsWhoHoldsWhat_NeverAToken(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_NeverAToken")
+}
+func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
+}
