@@ -60,24 +60,28 @@ allocs:
 ## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
 ## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
-## first violation), a semaphore that admits one permit more than its limit, and guarded-write
-## scripts that skip their ownership check (caught by no-guarded-write-after-takeover).
+## first violation), a semaphore that admits one permit more than its limit, guarded-write
+## scripts that skip their ownership check (caught by no-guarded-write-after-takeover) and a fair
+## queue that grants to the waiter behind the head (caught by fair-order on the replayed queue).
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 	$(GO) run -tags respire_mutation_guard ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_fairhead ./cmd/chaos -runs 300 -expect-violation
 
 ## dst-mutation: the deterministic simulator, which runs the shipped driver over the shipped wire
 ## engine, must catch the engine's mutation (an error of a connection it closed itself taken as "not
 ## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer), conn's
 ## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) and conn's
-## guard mutation (the guarded-write scripts skip their ownership check) within 1,000 schedules each.
+## guard mutation (the guarded-write scripts skip their ownership check) and the fair-head
+## mutation (the fair queue grants to the waiter behind the head) within 1,000 schedules each.
 dst-mutation:
 	$(GO) test -count=1 -tags respire_mutation_errclosing ./sim -run TestSimulatorRunsTheShippedEngine_CatchesTheEnginesErrClosingMutation
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
 	$(GO) test -count=1 -tags respire_mutation_guard ./sim -run TestNoGuardedWriteAfterTakeover_TheSimulatorCatchesTheGuardMutation
+	$(GO) test -count=1 -tags respire_mutation_fairhead ./sim -run TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

@@ -29,6 +29,12 @@ type tries struct {
 	markerMs int64
 	marker   string
 	answer   tryAnswer
+	// A fair acquisition's tries (fair.go): the token kept while it is
+	// queued (its place), its last known position, and its waiter while
+	// it waits between tries (fair_wait.go).
+	fairToken string
+	position  int
+	waiter    *fairWaiter
 }
 
 // waits reports whether the caller asked to wait.

@@ -64,11 +64,17 @@
 //     contended (another owner held it for the whole wait), abandoned (the
 //     caller's ctx ended first, or the reply came too late), failed.
 //   - respire.lock.acquire.duration (histogram, s), respire.result: the
-//     whole call, polling included.
+//     whole call, polling (or waiting in a fair queue) included: the
+//     acquisition-wait histogram.
 //   - respire.lock.held (up-down counter): +1 when acquired (once per
 //     lock, an uncertain SET confirmed by settling included), -1 when the
 //     handle sees its lease end (release, loss, expiry noticed by a
 //     keep-alive, Lock.Context's watch or the next call on the lock).
+//   - respire.lock.waiters (up-down counter), respire.wait: fair
+//     (WithFairWait) or unfair: acquisitions of this process waiting
+//     (WithWait, WithWaitUntilDone), +1 when one starts, -1 when it returns.
+//   - respire.lock.hold.duration (histogram, s), respire.result: released
+//     or lost: from acquired to the handle seeing its lease end.
 //   - respire.lock.renewals (counter), respire.result: renewed, recovered,
 //     refused (not ours any more), error (a server error reply, or a reset
 //     not sent), unknown (outcome unknown), not-sent (a keep-alive renewal

@@ -510,3 +510,24 @@ func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")
 }
+func TestFairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued")
+}
+func TestFairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease")
+}
+func TestFairNonFairNeverTakesAReservation_AndOvertakingIsCounted(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairNonFairNeverTakesAReservation_AndOvertakingIsCounted")
+}
+func TestFairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds")
+}
+func TestFairWaiterLeavesWhenItsWaitEnds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairWaiterLeavesWhenItsWaitEnds")
+}
+func TestListShowsWhoHoldsWhat_NeverAToken(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_NeverAToken")
+}
+func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
+}

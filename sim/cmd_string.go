@@ -12,6 +12,7 @@ func stringCommands() map[string]*command {
 		"del":      {arity: -2, run: (*Engine).delCommand, keys: allKeys},
 		"unlink":   {arity: -2, run: (*Engine).delCommand, keys: allKeys},
 		"exists":   {arity: -2, run: (*Engine).existsCommand, keys: allKeys, readonly: true},
+		"type":     {arity: 2, run: (*Engine).typeCommand, keys: firstKey, readonly: true},
 		"mget":     {arity: -2, run: (*Engine).mgetCommand, keys: allKeys, readonly: true},
 		"pexpire":  {arity: -3, run: (*Engine).pexpireCommand, keys: firstKey},
 		"pttl":     {arity: 2, run: (*Engine).pttlCommand, keys: firstKey, readonly: true},
@@ -82,6 +83,20 @@ func (e *Engine) existsCommand(c *client, args []string) reply {
 		}
 	}
 	return integer(n)
+}
+
+// typeCommand is TYPE key: string, list, zset or none.
+func (e *Engine) typeCommand(c *client, args []string) reply {
+	v := e.lookup(c, args[1])
+	switch {
+	case v == nil:
+		return status("none")
+	case v.isList:
+		return status("list")
+	case v.zset != nil:
+		return status("zset")
+	}
+	return status("string")
 }
 
 func (e *Engine) pexpireCommand(c *client, args []string) reply {

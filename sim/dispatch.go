@@ -40,6 +40,8 @@ func init() {
 	for name, cmd := range hashCommands() {
 		commands[name] = cmd
 	}
+	commands["zrangebyscore"] = &command{arity: -4, run: (*Engine).zrangebyscoreCommand, keys: firstKey, readonly: true}
+	commands["scan"] = &command{arity: -2, run: (*Engine).scanCommand, readonly: true}
 	commands["acl"] = &command{arity: -2, run: (*Engine).aclCommand, sub: true, noScript: true}
 	commands["cluster"] = &command{arity: -2, run: (*Engine).clusterCommand, sub: true, noScript: true}
 	commands["asking"] = &command{arity: 1, run: (*Engine).askingCommand}

@@ -56,6 +56,8 @@ Commands:
   status    show whether keys are held, and for how long
   release   release a lock by its owner token
   watch     print acquisitions, releases and expiries of keys as they happen
+  ls        list locks: owner label, lease left, holders, fair waiters (never a token)
+  top       the most-waited locks, refreshed
   acl       print the least-privilege ACL rule for a server version
   help      show help for a command
 
@@ -294,4 +296,28 @@ var usages = map[string]string{
 	"release": releaseUsage,
 	"watch":   watchUsage,
 	"acl":     aclUsage,
+	"ls":      lsUsage,
+	"top":     topUsage,
 }
+
+const lsUsage = `Usage: lockctl ls [--json] [--limit 1000] [PATTERN]
+
+List the locks whose key (or semaphore / read-write lock name) matches PATTERN, a
+Redis glob (default "*"), on every primary (SCAN; with --cluster every cluster
+primary): kind, key, owner label, lease left, holders (a semaphore's permits/limit,
+a read-write lock's readers) and fair waiters. Never prints a token. About five
+round trips per lock found: a tool for operators, not for a hot path.
+
+  --json         one JSON array: kind, key, owner, held, lease_ms, holders, limit,
+                 waiters, overtaken, ...
+  --limit N      list at most N locks (more: exit 69 after printing N)
+`
+
+const topUsage = `Usage: lockctl top [--interval 2s] [--count 20] [--iterations 0] [--json] [PATTERN]
+
+Show the most-waited locks matching PATTERN (default "*"), most fair waiters
+first, refreshed every --interval until interrupted (or --iterations times),
+like mc admin top locks. Columns as lockctl ls.
+
+  --json         one JSON object per refresh and line: {"time": ..., "locks": [...]}
+`

@@ -88,9 +88,11 @@ const (
 	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
 	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
 	RuleReaderWriter   Rule = "no-reader-with-writer"
-	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
-	RulePermitFrees    Rule = "permit-frees"       // a permit waiter gave up though fewer than limit leases could be held
-	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
+	RuleWriterStarved  Rule = "writer-not-starved"  // a reader admitted, or the lock left free, while the writer waited
+	RulePermitFrees    Rule = "permit-frees"        // a permit waiter gave up though fewer than limit leases could be held
+	RuleFairOrder      Rule = "fair-order"          // a fair waiter was granted the lock while one with an earlier ticket waited
+	RuleFairWakeUp     Rule = "fair-no-lost-wakeup" // a free key stayed free though a queued waiter renewed its place
+	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.
@@ -131,6 +133,7 @@ type Stats struct {
 	GuardNotWritten  int // ... whose reply was lost, settled as never run
 	GuardUnknown     int // ... whose reply was lost and that settling could not tell
 	StaleGuards      int // guard scripts the sim node ran for a token after another owner's acquisition (refused unless broken)
+	FairCalls        int // Acquire calls with lease.WithFairWait (fair.go)
 	// ClosestGap is the smallest gap seen between the end of one owner's
 	// belief, when its lease ended it (not a release call), and the start of
 	// the next owner's on the same key (negative for an overlap): how close
@@ -166,6 +169,7 @@ func (s *Stats) Add(o Stats) {
 	s.GuardNotWritten += o.GuardNotWritten
 	s.GuardUnknown += o.GuardUnknown
 	s.StaleGuards += o.StaleGuards
+	s.FairCalls += o.FairCalls
 	if o.gapSeen && (!s.gapSeen || o.ClosestGap < s.ClosestGap) {
 		s.ClosestGap, s.gapSeen = o.ClosestGap, true
 	}
@@ -182,13 +186,13 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\n"+
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry, %d of the calls fair\n"+
 		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain, "+
 		"%d permits of holders that died, %d permit waits in vain\n"+
 		"guarded writes: %d ran, %d refused, %d settled as not run, %d unknown; %d stale guard scripts run by the server\n"+
 		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap),
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), s.FairCalls,
 		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp,
 		s.GuardedWrites, s.GuardRefusals, s.GuardNotWritten, s.GuardUnknown, s.StaleGuards, strings.Join(faults, ", "))
 }

@@ -32,6 +32,7 @@ func check(obs observation) (violations []Violation, notes []string, abandonedEx
 		violations = append(violations, capped(checkOutlived(obs))...)
 		guarded, _ := checkGuardAfterTakeover(obs)
 		violations = append(violations, capped(guarded)...)
+		violations = append(violations, capped(checkFair(obs))...)
 	}
 	orphans, expired := checkOrphans(obs)
 	violations = append(violations, capped(orphans)...)

@@ -161,7 +161,10 @@
 // lease frees its permit at its lease end); (14) a guarded write's script
 // writes only while its token holds the key on the server that runs it —
 // no guarded write lands after another owner (or an outsider) took the
-// key, or after its lease ended. Invariants 1, 4 and 8 judge
+// key, or after its lease ended; (15) a fair waiter is granted the lock
+// only when no waiter with an earlier ticket waits with a live waiter
+// lease; (16) no wake-up is lost: a free key whose queued waiter renews its
+// place is granted within a hand-off (faircheck.go). Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the
 // runtime is invariant 0, and so is the engine calling Do on a
 // non-pipelined connection while another Do is in progress. A failing run
@@ -178,7 +181,9 @@
 // driver's (respire_mutation_renewal, package actor: the renewer ignores
 // its renewal's answer), the semaphore's (respire_mutation_semlimit) and
 // the guard scripts' (respire_mutation_guard: they skip their ownership
-// check; caught by invariant 14); the simulator catches each within 1,000
+// check; caught by invariant 14) and the fair queue's
+// (respire_mutation_fairhead: it grants behind the head; caught by
+// invariant 15); the simulator catches each within 1,000
 // schedules (make dst-mutation)
 // and the real-socket chaos campaign too (make chaos-mutation). A binary
 // built with a mutation tag names it in its replay commands.

@@ -30,6 +30,7 @@ type handle struct {
 	keptSince  time.Duration // true time the latest keep-alive started (invariant 9)
 	outcome    string        // the acquisition's outcome, once answered ("" while pending)
 	prim       *primitive    // the semaphore or read/write lock it takes, nil for a mutex key
+	fairQueue  string        // a fair acquisition's queue key (faircheck.go), "" for none
 }
 
 // callKind names a user call.
@@ -135,6 +136,7 @@ func (w *world) acquire(p *process, keyIndex int) {
 		h.spec.Fenced = &actor.Fenced{CounterKey: counterKey(h.key)}
 	}
 	watch := w.rng.IntN(2) == 0 // the user asks for the lock's context
+	w.maybeFair(h)
 	w.call(h, callAcquire, func(ctx context.Context) string {
 		lock, err := p.driver.Acquire(ctx, h.spec)
 		return w.acquired(h, lock, err, watch)

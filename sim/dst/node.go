@@ -72,6 +72,7 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 	w.check.afterExec(w, c, r, before)
 	w.check.afterGuardExec(w, r, before, reply)
 	w.check.afterMemberExec(w, c, r, reply)
+	w.check.afterFairExec(w, n, r, reply)
 	w.afterScriptExec(r, reply)
 	return reply, true
 }

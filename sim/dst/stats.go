@@ -48,6 +48,10 @@ type Stats struct {
 	GuardNotWritten  int // guarded writes whose reply was lost, settled as never run
 	GuardUnknown     int // guarded writes whose reply was lost and that settling could not tell
 	StaleGuards      int // guard scripts a server ran while the key was not the writer's (refused unless broken)
+	// Fair waiting (Options.FairPercent, faircheck.go):
+	FairWaits  int // acquisitions that queued fairly
+	FairQueued int // fair scripts answered "queued"
+	FairGrants int // fair waiters the lock was granted to (each judged by invariant 15)
 }
 
 // Add adds o's counts to s.
@@ -95,4 +99,7 @@ func (s *Stats) Add(o Stats) {
 	s.GuardNotWritten += o.GuardNotWritten
 	s.GuardUnknown += o.GuardUnknown
 	s.StaleGuards += o.StaleGuards
+	s.FairWaits += o.FairWaits
+	s.FairQueued += o.FairQueued
+	s.FairGrants += o.FairGrants
 }
