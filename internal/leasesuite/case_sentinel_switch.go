@@ -2,6 +2,8 @@ package leasesuite
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,6 +49,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		held = append(held, lock)
 		time.Sleep(switchStagger)
 	}
+	waitReplicated(t, old, password, wireKeys(held))
 	stop, done := startContending(t, o, newSentinelClient(t, sentinels, master, password), wireKeys(held))
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
@@ -99,6 +102,32 @@ func checkEstimates(t *testing.T, held []*lease.Lock, primary, password string) 
 		}
 	}
 	return late
+}
+
+// waitReplicated waits (20 s at most) until the replica of primary holds
+// every key: a replica Sentinel reconfigured a moment ago resyncs in full
+// after a delay of seconds, and a failover before that loses whatever it
+// has not received — the acquisitions themselves, which only WithReplicas
+// (WAIT) protects, not what this case is about.
+func waitReplicated(t *testing.T, primary, password string, keys []string) {
+	t.Helper()
+	dir := os.Getenv("RESPIRE_REAL_SENTINEL70_DIR")
+	replica := ""
+	for _, node := range []string{"primary", "replica"} {
+		port, _ := os.ReadFile(filepath.Join(dir, node, "port"))
+		if addr := "127.0.0.1:" + strings.TrimSpace(string(port)); addr != primary {
+			replica = addr
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, key := range keys {
+		for adminExec(replica, password, "EXISTS", key) != ":1\r\n" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the replica %s does not have %s after 20 s: %s", replica, key, replicationLine(primary, password))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 func init() {
