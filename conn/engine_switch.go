@@ -84,10 +84,13 @@ func (e *Engine) demoteAllBut(primary string) {
 // pollPrimary asks the client for the primary (see PrimaryPoll) and arms
 // the next poll, until Close.
 func (e *Engine) pollPrimary() {
-	if e.isClosed() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
 		return
 	}
-	e.running.Add()
+	e.running.Add() // under e.mu: Close, which sets closed under it, waits for this poll
+	e.mu.Unlock()
 	defer e.running.Done()
 	ctx, cancel := Bound(e.clock, e.stop, primaryBound)
 	_, _ = e.primary(ctx) // notes a switch

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
@@ -31,10 +33,12 @@ const (
 // counts from that renewal: from half a second after the client learned
 // of the switch, no live lock's ExpiresAtEstimate is later than its key's
 // expiry on the new primary (PTTL, read there), no outsider wins a key
-// whose lock is live, and at least 9 of the 10 locks are kept.
+// whose lock is live, no session to the new primary is retired as
+// demoted, and at least 9 of the 10 locks are kept.
 func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testing.T, tr Transport) {
 	sentinels, master, password := realSentinel(t)
-	locks := tr.Sentinel(t, sentinels, master, password).WithKeyPrefix(fmt.Sprintf("switch:%d:", time.Now().UnixNano()))
+	tel := newTelemetry(t)
+	locks := tr.Sentinel(t, sentinels, master, password, tel.options()...).WithKeyPrefix(fmt.Sprintf("switch:%d:", time.Now().UnixNano()))
 	engine, _ := locks.Driver().Transport().(*conn.Engine)
 	watcher := newSentinelClient(t, sentinels, master, password)
 	old := primaryOf(t, watcher)
@@ -67,6 +71,12 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	kept, lost := settle(t, o, held, stop, done)
 	t.Logf("Sentinel failover %s -> %s on %s: %d of %d locks kept, %d lost, %d estimates past the new primary's expiry",
 		old, fresh, tr.Name, kept, switchLocks, lost, late)
+	host, port, _ := strings.Cut(fresh, ":")
+	portNumber, _ := strconv.Atoi(port)
+	if n := tel.sum(t, "respire.sessions.retired", str(attrResult, "demoted"), str(attrServerAddr, host),
+		attribute.Int(attrServerPort, portNumber)); n != 0 {
+		t.Errorf("%d sessions to the new primary %s were retired as demoted; want none", n, fresh)
+	}
 	if kept < switchLocks-1 {
 		t.Errorf("%d of %d locks kept through the failover; want at least %d", kept, switchLocks, switchLocks-1)
 	}
