@@ -55,11 +55,13 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	}
 	waitReplicated(t, old, password, wireKeys(held))
 	stop, done := startContending(t, o, newSentinelClient(t, sentinels, master, password), wireKeys(held))
+	failover := time.Now()
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	eventually(t, "the client named the new primary", func() bool { return !engine.IsPrimary(old) })
 	learned := time.Now()
+	t.Logf("the %s client named the new primary %v after SENTINEL FAILOVER", tr.Name, learned.Sub(failover).Round(time.Millisecond))
 	eventually(t, "the outsiders' client named the new primary", func() bool { return primaryOf(t, watcher) != old })
 	fresh := primaryOf(t, watcher)
 	time.Sleep(500 * time.Millisecond) // the renewals the switch sends: one round trip
