@@ -61,7 +61,10 @@ func (e *Engine) notePrimary(node string) {
 		return
 	}
 	e.demoteAllBut(node)
-	if fn != nil && !e.isClosed() {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if fn != nil && !closed {
 		e.background(func() { fn(old, node) })
 	}
 }
