@@ -116,11 +116,3 @@ func (e *Engine) stopPrimaryPolls() {
 		p.timer.Stop()
 	}
 }
-
-// knownPrimary returns the primary the engine learned last ("" before the
-// first).
-func (e *Engine) knownPrimary() string {
-	e.prim.mu.Lock()
-	defer e.prim.mu.Unlock()
-	return e.prim.known
-}
