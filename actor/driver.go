@@ -121,6 +121,9 @@ func New(cfg Config) *Driver {
 	if cfg.Push {
 		d.push = newPushHub(d)
 	}
+	if !d.cluster {
+		cfg.Transport.SetPrimarySwitchHandler(d.primarySwitched)
+	}
 	return d
 }
 

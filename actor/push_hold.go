@@ -364,8 +364,17 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 }
 
 // pushCheckRetry is the pause before a holder's read that failed (the
-// node or its watcher unreachable) is tried again.
-const pushCheckRetry = 250 * time.Millisecond
+// node or its watcher unreachable) is tried again, and the longest a
+// waiter whose read failed sleeps before it tries again (rule
+// RestartWithoutPersistence): short, so that a server restarted empty is
+// read within about this much of answering again — a dial to a node that
+// is down fails at once, and one read carries every key of a node.
+const pushCheckRetry = 20 * time.Millisecond
+
+// pushReadBound bounds the read a woken waiter makes before it tries (see
+// heldAfterChange): a watcher that does not answer delays the try by that
+// much at most.
+const pushReadBound = 250 * time.Millisecond
 
 // retryCheckLocked reads key again for its holders after pushCheckRetry,
 // unless they are gone or Locks.Close began by then; h.mu is held.

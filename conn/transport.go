@@ -57,6 +57,11 @@ type Transport interface {
 	// node (keys nil: everything tracked there is forgotten). It is called
 	// on the transport's own goroutine and must not block.
 	SetInvalidationHandler(fn func(node string, keys []string))
+	// SetPrimarySwitchHandler sets the function told, on the transport's
+	// own task, when a Sentinel client names another primary (old, the
+	// one before; now, the new one); every session to another node is
+	// demoted and retired by then. It must not block.
+	SetPrimarySwitchHandler(fn func(old, now string))
 	// CheckFencedKeys refuses, before anything is sent, a lease key and a
 	// fencing counter key that would not live in one slot (ErrCrossSlot).
 	CheckFencedKeys(leaseKey, counterKey string) error

@@ -375,6 +375,12 @@ func TestResetExpiryFalseLosesTheLockAndLaterResetsSendNothing(t *testing.T) {
 func TestResetTimedOutAfterTheSendIsFencedAndLost(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ResetTimedOutAfterTheSendIsFencedAndLost")
 }
+func TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary")
+}
+func TestRestartWithoutPersistence_TheHolderLearnsInOneRoundTrip(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "RestartWithoutPersistence_TheHolderLearnsInOneRoundTrip")
+}
 func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SentinelFailover_SessionsFollowTheNewPrimary")
 }
