@@ -12,13 +12,15 @@ GOREDIS_MINORS ?= v9.23.0
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
 
 ## test: install/start private redis-servers, run every test with -race, stop the servers; the
-## rueidis adapter's tests (rueidislease/ is its own module: the whole lease suite on rueidis); then
+## rueidis and valkey-go adapters' tests (rueidislease/ and valkeygo/ are modules of their own: the
+## whole lease suite on rueidis, then on valkey-go); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./...
+	bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./...
 	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
 	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
 	cd bench && $(GO) test -count=1 ./cmd/...
@@ -78,13 +80,14 @@ bench:
 bench-micro:
 	bash scripts/with-servers.sh env -C bench $(GO) test -run '^$$' -bench . -benchmem ./...
 
-## lint: gofmt check, go vet, staticcheck.
+## lint: gofmt check, go vet, staticcheck — of the root module and of each adapter module.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	cd bench && $(GO) vet ./...
-	cd rueidislease && $(GO) vet ./...
+	cd rueidislease && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd valkeygo && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 	cd goredis && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:

@@ -36,8 +36,8 @@ type Client struct {
 	mode   conn.Mode
 
 	closedBy  atomic.Pointer[error] // what the user's closed client answered (see Closed)
-	probing   atomic.Bool           // a probe of Closed is in flight
-	lastProbe atomic.Int64          // nanoseconds since probeEpoch of the last probe
+	probing   atomic.Bool
+	lastProbe atomic.Int64 // nanoseconds since probeEpoch of the last probe
 }
 
 // NewClient wraps client (it sends nothing). It refuses a standalone client
