@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"os"
 	"os/exec"
@@ -183,11 +184,11 @@ func caseClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Error: "LOADING Redis is loading the dataset in memory",
 		Match: func(args []string) bool { return hasIFEQ(args) && args[1] == "b" }})
 	clock.Advance(sm.RenewalDelay(b.Duration(), b.RemainingEstimate()))
-	eventually(t, "b's retry armed", func() bool { return locks.Driver().ArmedTimers() == 4 }) // each lock's deadline and renewal timers
+	eventually(t, "b's retry armed", func() bool { return leaseinternal.Driver(locks).ArmedTimers() == 4 }) // each lock's deadline and renewal timers
 	closeClient()
 	// ClientAlive probes at most once per millisecond: a's renewal may come
 	// within that of b's probe, so wait until the closed client is noticed.
-	eventually(t, "the closed client noticed", func() bool { return locks.Driver().Transport().ClientAlive() != nil })
+	eventually(t, "the closed client noticed", func() bool { return leaseinternal.Driver(locks).Transport().ClientAlive() != nil })
 	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
 	eventually(t, "a's keep-alive ended", func() bool { return ownedKeepAliveErr(a) != nil })
 	if err := ownedKeepAliveErr(a); !errors.Is(err, lease.ErrClientClosed) {
