@@ -11,18 +11,22 @@ GOREDIS_MINORS ?= v9.23.0
 
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
 
-## test: install/start private redis-servers, run every test with -race, stop the servers; the
-## rueidis and valkey-go adapters' tests (rueidislease/ and valkeygo/ are modules of their own: the
-## whole lease suite on rueidis, then on valkey-go); then
+## test: the root module and the three adapter modules at once (scripts/parallel.sh; each with
+## servers of its own): install/start private redis-servers, run every test with -race, stop the servers (the
+## deterministic simulator runs on one OS thread, where -race finds nothing: sim/dst and
+## TestSimulate's budget run without it, on the shipped code all the same); the adapters' tests
+## (rueidislease/, valkeygo/: modules of their own, the whole lease suite on their client); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 test:
-	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
-	bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./...
-	bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./...
-	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
-	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
+	bash scripts/parallel.sh \
+	  "root=bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v '/sim/dst\$$')" \
+	  "rueidislease=bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./..." \
+	  "goredis=bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do bash scripts/goredis-minor.sh \$$v -race -count=1 -timeout 15m ./... || exit 1; done'" \
+	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..."
+	$(GO) test -count=1 -timeout 15m ./sim/dst
+	$(GO) test -count=1 -timeout 15m -run '^TestSimulate$$' ./sim
 	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) allocs
 	$(MAKE) chaos-mutation

@@ -53,7 +53,7 @@ func wireLocksOn(t testing.TB, client *wire.Client, opts ...lease.Option) *lease
 	t.Helper()
 	locks, err := leaseinternal.NewTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
 	if err != nil {
-		t.Fatalf("lease.NewTransport: %v", err)
+		t.Fatalf("leaseinternal.NewTransport: %v", err)
 	}
 	t.Cleanup(locks.Close)
 	return locks
