@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/respire-go/respire/internal/respseeds"
@@ -47,5 +48,19 @@ func TestEveryRealServerReplyDecodes(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestLongBulkDecodes: a bulk string longer than the reader's buffer (read
+// as its bytes arrive) decodes whole, and one cut short is an unexpected EOF.
+func TestLongBulkDecodes(t *testing.T) {
+	long := strings.Repeat("v", 100_000)
+	r := bufio.NewReaderSize(strings.NewReader("$100000\r\n"+long+"\r\n"), 4096)
+	if f, err := readFrame(r); err != nil || f.reply.Text != long {
+		t.Fatalf("readFrame of a 100000-byte bulk: %d bytes, %v", len(f.reply.Text), err)
+	}
+	r = bufio.NewReaderSize(strings.NewReader("$100000\r\n"+long[:5000]), 4096)
+	if _, err := readFrame(r); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("readFrame of a bulk cut short: %v; want io.ErrUnexpectedEOF", err)
 	}
 }
