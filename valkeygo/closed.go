@@ -30,7 +30,12 @@ import (
 // a later call. A call made within probeGap of the client's close may
 // still be sent; every later one is refused. A close that races the
 // client's redial of that first connection leaves it open in valkey-go,
-// and the client then reads as open.
+// and the client then reads as open. When that first connection is not
+// up (never used, or broken and not redialled yet), the probe makes
+// valkey-go dial it with the cancelled ctx, which fails at once without
+// sending anything; a command of the user's that asks for that connection
+// in the same instant shares the failed dial (valkey-go retries it when
+// the command is retryable), and the user's next command dials afresh.
 func (c *Client) Closed() error {
 	if p := c.closedBy.Load(); p != nil {
 		return *p
