@@ -25,9 +25,9 @@ import (
 //
 // A probe runs when the last one is older than probeGap, on a goroutine
 // of its own (a probe that finds the user's first connection to the node
-// being redialled waits for that dial), and Closed waits for it at most
-// probeWait: a closed client answers at once, a later answer is read by
-// a later call. A call made within probeGap of the client's close may
+// being redialled waits for that dial), and every Closed made while it runs
+// waits for it at most probeWait: a closed client answers at once, a later
+// answer is read by a later call. A call made within probeGap of the client's close may
 // still be sent; every later one is refused. A close that races the
 // client's redial of that first connection leaves it open in valkey-go,
 // and the client then reads as open. When that first connection is not
@@ -40,21 +40,27 @@ func (c *Client) Closed() error {
 	if p := c.closedBy.Load(); p != nil {
 		return *p
 	}
-	now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
-	if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) ||
-		!c.probing.CompareAndSwap(false, true) {
-		return nil
+	done := c.inflight.Load()
+	if done == nil {
+		now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
+		if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) {
+			return nil
+		}
+		ch := make(chan struct{})
+		if !c.inflight.CompareAndSwap(nil, &ch) {
+			return nil
+		}
+		go func() {
+			defer close(ch)
+			defer c.inflight.Store(nil)
+			c.probe()
+		}()
+		done = &ch
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer c.probing.Store(false)
-		c.probe()
-	}()
 	t := time.NewTimer(probeWait)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-*done:
 		if p := c.closedBy.Load(); p != nil {
 			return *p
 		}
