@@ -73,7 +73,11 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 	if lock == nil && t.marker != "" {
 		d.abandonMarker(spec.WireKey, t.marker) // the writer gives up: readers need not wait for its marker's end
 	}
-	if lock == nil || spec.Fenced == nil || !spec.Fenced.Reply.Unconfirmed() {
+	if lock == nil || spec.Fenced == nil {
+		return lock, err
+	}
+	if !spec.Fenced.Reply.Unconfirmed() {
+		lock.setFencing(spec.Fenced.CounterKey, spec.Fenced.Reply.FencingToken) // its guarded writes check the fence
 		return lock, err
 	}
 	spec.Fenced.Reply.NotReplicated = true

@@ -29,6 +29,7 @@ const (
 	primLease                                 // n > 0 ms left, 0 or -2 not live
 	primCount                                 // n ≥ 0 live holders
 	primOwnerLease                            // n ≥ 0 ms left, -1 no expiry, -2 changed (owner_lease.go)
+	primGuard                                 // a guarded write: 1 ran, 0 not the owner (guard.go)
 )
 
 // primitiveCall is one primitive operation, immutable once built and
@@ -54,8 +55,8 @@ type ScriptCall struct {
 }
 
 // ScriptCall returns the pure state machine of a semaphore or read/write
-// lock Op (built by the methods of Semaphore and RWLock), and ok=false for
-// every other Op. Each call returns a fresh machine at its EVALSHA step.
+// lock Op (built by the methods of Semaphore and RWLock), of an
+// OwnerLeaseOp or of a GuardOp, and ok=false for every other Op. Each call returns a fresh machine at its EVALSHA step.
 func (o Op) ScriptCall() (call *ScriptCall, ok bool) {
 	if o.kind != opPrimitive {
 		return nil, false
@@ -92,8 +93,9 @@ type ScriptOutcome struct {
 	Done bool
 	// Owned, when Done and no error: an acquisition holds (new or already
 	// held), a renewal renewed, a release released a live holder, a lease
-	// read found a live holder. false: refused or not a live holder; nothing
-	// changed that the token owned.
+	// read found a live holder, a guarded write's writes ran. false:
+	// refused or not a live holder; nothing changed that the token owned
+	// (a guarded write: nothing written).
 	Owned bool
 	// Waiting: a write acquisition was not granted, but the token's waiting
 	// marker is set and refuses new readers until it expires.
@@ -124,7 +126,7 @@ func (c *ScriptCall) Interpret(r Reply) ScriptOutcome {
 	}
 	n := r.Int
 	switch c.call.kind {
-	case primAcquire, primOwned:
+	case primAcquire, primOwned, primGuard:
 		if n == 0 || n == 1 {
 			return ScriptOutcome{Done: true, Owned: n == 1}
 		}

@@ -26,6 +26,15 @@
 // an error that says whether the lock was lost while it ran
 // (ErrLostDuringWork) or the release's outcome is unknown.
 //
+// Guarded writes: Lock.Guard runs writes to Redis keys (commands of an
+// allowlist, or a GuardScript) on the server only while the lock holds its
+// key, in one script that compares the key's value first: a holder whose
+// lease ended — paused, its write held up — is refused, nothing written,
+// and its lock ends at once (LossGuardRefused). A reply lost on the wire is
+// settled (its connection fenced, the write id the script recorded read
+// back). See Lock.Guard, and docs/fencing.md for what it protects and what
+// it cannot (data outside Redis: pass a fencing token).
+//
 // Who holds a lock: WithOwner labels a managed lock with its holder (a
 // host, a pid, a job id), stored in the key after the token, and
 // Locks.Holder reads a key's label and the lease it has left, never its
@@ -71,7 +80,8 @@
 //     reply, still held), unknown, not-sent.
 //   - respire.lock.losses (counter), respire.result: a LossReason's name
 //     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
-//     deadline-in-flight, read-refused), renewal-failed or expired.
+//     deadline-in-flight, read-refused, guard-refused, fence-refused),
+//     renewal-failed or expired.
 //   - respire.fences (counter), respire.result: ok or failed, per fence of
 //     a lock command whose outcome was unknown.
 //   - respire.fallbacks (counter), respire.capability (set-ifeq, delex,

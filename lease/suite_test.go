@@ -468,6 +468,33 @@ func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "WithoutPush_SendsNoTracking")
 }
+func TestGuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused")
+}
+func TestGuardedWriteValidatesBeforeSending_NothingIsSentForBadInput(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteValidatesBeforeSending_NothingIsSentForBadInput")
+}
+func TestGuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster")
+}
+func TestGuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun")
+}
+func TestGuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey")
+}
+func TestGuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs")
+}
+func TestGuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported")
+}
+func TestGuardedHolderHelper(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedHolderHelper")
+}
+func TestNoGuardedWriteAfterTakeover_APausedProcessIsRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "NoGuardedWriteAfterTakeover_APausedProcessIsRefused")
+}
 func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
 }
@@ -479,4 +506,7 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 }
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
+}
+func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")
 }

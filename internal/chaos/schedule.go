@@ -140,7 +140,8 @@ func (s *schedule) run() observation {
 	wg.Go(func() { s.outsider.run(deadline) })
 	workers := make([]*worker, s.plan.workers)
 	for i := range workers {
-		w := &worker{s: s, id: i, proc: s.procs[i%len(s.procs)], deadline: deadline, rng: workerRand(s.plan.seed, i)}
+		w := &worker{s: s, id: i, proc: s.procs[i%len(s.procs)], deadline: deadline, rng: workerRand(s.plan.seed, i),
+			guardRng: guardRand(s.plan.seed, i)}
 		workers[i] = w
 		wg.Go(w.run)
 	}

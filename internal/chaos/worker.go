@@ -179,6 +179,7 @@ type worker struct {
 	id       int
 	proc     *process
 	rng      *rand.Rand
+	guardRng *rand.Rand // the guarded writes' decisions (guarded.go); nil for a primitives worker
 	deadline time.Time
 	stats    Stats
 	holdings []*holding
@@ -285,6 +286,7 @@ func (w *worker) hold(lock *lease.Lock, h *holding, d decision) {
 			timer.Stop()
 		}
 		h.sample(lock)
+		w.maybeGuard(lock, h)
 	}
 }
 

@@ -44,9 +44,10 @@ const (
 	callRelease
 	callClose
 	callVerify
+	callGuard
 )
 
-var callNames = [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release", "close", "verify"}
+var callNames = [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release", "close", "verify", "guard"}
 
 // userCall is a pending user call: a task of its process running one
 // call of the driver's API, cancellable (its ctx) until it returns.
@@ -181,6 +182,10 @@ func (w *world) userAction(h *handle) {
 		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
 			w.release(h)
 		}
+		return
+	}
+	if w.opt.Guarded && h.prim == nil && w.rng.IntN(3) == 0 {
+		w.guardWrite(h) // one call in three of a guarded schedule's mutex holders
 		return
 	}
 	switch n := w.rng.IntN(100); {

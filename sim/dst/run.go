@@ -99,6 +99,9 @@ func Run(opt Options) Result {
 		w.stats.Refuted += ps.Refuted
 	}
 	w.countPrimitiveSchedule()
+	if w.opt.Guarded {
+		w.stats.GuardedSchedules = 1
+	}
 	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}

@@ -124,7 +124,7 @@ func respireOn(locks *lease.Locks, closeClient func(), c calls, ttl time.Duratio
 	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
 		serverKeys: func(key string) []string { return []string{key} }, sem: respireSem(locks, c, ttl),
 		semWait: respireSemWait(locks, c, ttl), semHold: respireSemHold(locks, c, ttl),
-		close: func() { locks.Close(); closeClient() }}
+		guarded: respireGuarded(locks, c, ttl), close: func() { locks.Close(); closeClient() }}
 }
 
 // respireHeld is a respire-go lock with its keep-alive.
