@@ -25,7 +25,7 @@ func managedSim(t *testing.T, profile sim.Profile, opts ...Option) (*sim.Server,
 // useClock puts locks on clock, with polling sleeps of exactly RetryEvery
 // (no jitter), so that virtual-time tests know when the next try comes.
 func useClock(locks *Locks, clock actor.Clock) {
-	locks.Driver().UseClock(clock, func() float64 { return 0.5 })
+	locks.driver().UseClock(clock, func() float64 { return 0.5 })
 }
 
 // isCommand matches log entries whose first args equal prefix (case-insensitive name).

@@ -23,7 +23,7 @@ type storyStage struct {
 	srv         *sim.Server
 	password    string
 	clients     []*naiveClient // the naive scene's raw connections
-	lockClients []*wire.Client   // the Locks' clients
+	lockClients []*wire.Client // the Locks' clients
 	locks       []*lease.Locks
 }
 
