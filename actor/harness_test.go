@@ -20,18 +20,25 @@ const simPassword = "pw"
 // profile, shut down when the test ends.
 func testDriver(t *testing.T, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
-	srv := simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
+	return testDriverOn(t, sim.Config{Profile: profile}, configure...)
+}
+
+// testDriverOn is testDriver on a sim node of cfg (its password is set here).
+func testDriverOn(t *testing.T, cfg sim.Config, configure ...func(*Config)) (*sim.Server, *Driver) {
+	t.Helper()
+	cfg.Password = simPassword
+	srv := simtest.Start(t, cfg)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: simPassword,
 		DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	cfg := Config{Transport: conn.NewPool(client), NewToken: testToken, Drift: sm.DefaultDrift(), Push: true}
+	dcfg := Config{Transport: conn.NewPool(client), NewToken: testToken, Drift: sm.DefaultDrift(), Push: true}
 	for _, f := range configure {
-		f(&cfg)
+		f(&dcfg)
 	}
-	d := New(cfg)
+	d := New(dcfg)
 	t.Cleanup(func() { <-d.Shutdown() })
 	return srv, d
 }
