@@ -27,8 +27,10 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		script := `touch "$2/run.$1"; ls "$2" | grep -c '^run\.' >> "$2/counts"; echo "$RESPIRE_LOCK_LIMIT" >> "$2/limits"; ` +
 			`sleep 0.3; rm "$2/run.$1"`
 		held := filepath.Join(dir, "held")
+		// The first permit is held until the mismatched limit was refused
+		// (the test then creates held.done), however long that takes.
 		holder := start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
-			"--", "sh", "-c", `echo started > "$1"; sleep 1`, "sh", held)...)
+			"--", "sh", "-c", `echo started > "$1"; while [ ! -e "$1.done" ]; do sleep 0.02; done`, "sh", held)...)
 		eventually(t, 10*time.Second, "the first permit's CMD to start", fileHas(held, "started"))
 		ran := filepath.Join(dir, "mismatch")
 		code, _, stderr := runCLI(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "3",
@@ -39,6 +41,9 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		if _, err := os.Stat(ran); err == nil {
 			t.Fatal("CMD ran under a mismatched limit")
 		}
+		if err := os.WriteFile(held+".done", nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		runs := filepath.Join(dir, "runs")
 		if err := os.Mkdir(runs, 0o755); err != nil {
 			t.Fatal(err)
@@ -46,7 +51,7 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		var procs []*proc
 		for i := range 5 {
 			procs = append(procs, start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
-				"--wait", "30s", "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
+				"--wait", patience.String(), "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
 		}
 		for _, p := range append(procs, holder) {
 			if code := p.wait(t, 40*time.Second); code != 0 {
