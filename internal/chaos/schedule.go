@@ -63,6 +63,7 @@ type observation struct {
 	readErr   error // reading the final state failed
 	prim      primPlan
 	slow      time.Duration   // the scale of the checks' liveness windows (raceSlowdown; 0 means 1)
+	lag       time.Duration   // the worst scheduling delay seen while the schedule ran (lagProbe)
 	writers   []primWait      // the writer's acquisitions
 	permits   []primWait      // the waiting permit acquisitions
 	members   map[string]bool // the permits' and read holds' tokens still members of their set at the end, by server time
@@ -136,6 +137,8 @@ func (s *schedule) run() observation {
 		defer close(injected)
 		inj.run(stop)
 	}()
+	lag := make(chan time.Duration, 1)
+	go func() { lag <- lagProbe(stop) }()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.outsider.run(deadline) })
 	workers := make([]*worker, s.plan.workers)
@@ -157,7 +160,7 @@ func (s *schedule) run() observation {
 	wg.Wait()
 	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
 		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim,
-		slow: raceSlowdown}
+		slow: raceSlowdown, lag: <-lag}
 	obs.stats.Add(s.outsider.stats)
 	obs.stats.Faults = inj.applied
 	for _, w := range workers {
@@ -212,12 +215,37 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 }
 
 // scaled is a liveness window d of the checks, scaled for a slow build
-// (raceSlowdown).
+// (raceSlowdown) and widened by lagWakeups times the worst scheduling delay
+// seen while the schedule ran: what must show on the server within the
+// window takes a few wake-ups of the client (a retry's timer, the send, the
+// reply's read), each of which a loaded machine may delay that long.
 func (o observation) scaled(d time.Duration) time.Duration {
 	if o.slow > 1 {
-		return d * o.slow
+		d *= o.slow
 	}
-	return d
+	return d + lagWakeups*o.lag
+}
+
+// lagWakeups is how many delayed wake-ups a liveness window allows for.
+const lagWakeups = 4
+
+// lagProbe sleeps a millisecond at a time until stop is closed and returns
+// the longest a sleep overran: how late this process's goroutines were
+// woken while the schedule ran (about a millisecond on an idle machine;
+// hundreds at load 30).
+func lagProbe(stop <-chan struct{}) time.Duration {
+	const nap = time.Millisecond
+	var worst time.Duration
+	for {
+		select {
+		case <-stop:
+			return worst
+		default:
+		}
+		before := time.Now()
+		time.Sleep(nap)
+		worst = max(worst, time.Since(before)-nap)
+	}
 }
 
 // readFinal reads every lock key's value and PTTL.
