@@ -18,13 +18,13 @@ const simPassword = "pw"
 
 // testDriver returns a driver (push on) over rueidis on a fresh sim node of
 // profile, shut down when the test ends.
-func testDriver(t *testing.T, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
+func testDriver(t testing.TB, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
 	return testDriverOn(t, sim.Config{Profile: profile}, configure...)
 }
 
 // testDriverOn is testDriver on a sim node of cfg (its password is set here).
-func testDriverOn(t *testing.T, cfg sim.Config, configure ...func(*Config)) (*sim.Server, *Driver) {
+func testDriverOn(t testing.TB, cfg sim.Config, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
 	cfg.Password = simPassword
 	srv := simtest.Start(t, cfg)

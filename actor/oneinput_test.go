@@ -177,11 +177,11 @@ func TestStaleTimerFiresAreIgnored_ARearmedTimerTicksOnlyAtItsLatestArming(t *te
 	h.disarm(m, sm.TimerDeadline)
 	clock.now = 20 * time.Millisecond
 	var buf [4]lockTick
-	if ticks := h.due(clock, buf[:0]); len(ticks) != 0 {
+	if ticks, _ := h.due(clock, buf[:0]); len(ticks) != 0 {
 		t.Fatalf("ticks at 20ms %+v; want none (re-armed for 30ms, the other disarmed)", ticks)
 	}
 	clock.now = 30 * time.Millisecond
-	if ticks := h.due(clock, buf[:0]); len(ticks) != 1 || ticks[0].seq != 2 || ticks[0].lock != l {
+	if ticks, _ := h.due(clock, buf[:0]); len(ticks) != 1 || ticks[0].seq != 2 || ticks[0].lock != l {
 		t.Fatalf("ticks at 30ms %+v; want the latest arming (seq 2) of the re-armed timer", ticks)
 	}
 }
