@@ -11,12 +11,14 @@ GOREDIS_MINORS ?= v9.23.0
 
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
 
-## test: install/start private redis-servers, run every test with -race, stop the servers; then
+## test: install/start private redis-servers, run every test with -race, stop the servers; the
+## rueidis adapter's tests (rueidislease/ is its own module: the whole lease suite on rueidis); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
 test:
 	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./...
 	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
 	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
 	cd bench && $(GO) test -count=1 ./cmd/...
@@ -24,15 +26,16 @@ test:
 	$(MAKE) chaos-mutation
 	$(MAKE) dst-mutation
 
-## demo: the main job on the embedded simulated servers (nothing to install).
+## demo: why the locks are safe, in one screen, on an embedded simulated server (nothing to install);
+## ARGS=-wire plays a lock's life on each simulated server version with the commands each received.
 demo:
-	$(GO) run ./cmd/demo
+	$(GO) run ./cmd/demo $(ARGS)
 
 ## sim: a long deterministic-simulation campaign over all cores.
 sim:
 	$(GO) run ./cmd/simcampaign -runs $(SIM_RUNS)
 
-## chaos: a randomised fault campaign through the real client (rueidis, lease, fault proxy) on sim nodes.
+## chaos: a randomised fault campaign through the engine on the root module's own client (lease, fault proxy) on sim nodes.
 chaos:
 	bash scripts/with-servers.sh $(GO) run ./cmd/chaos -runs $(CHAOS_RUNS)
 
@@ -41,8 +44,8 @@ chaos:
 allocs:
 	$(GO) test -count=1 -run 'AllocatesNoMore|CostsNothingWhenUnused' ./lease
 
-## chaos-mutation: the campaign must catch deliberately broken builds: conn's (ErrClosing taken as
-## "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
+## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
+## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
 ## first violation) and a semaphore that admits one permit more than its limit.
 chaos-mutation:
@@ -50,10 +53,13 @@ chaos-mutation:
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
 
-## dst-mutation: the deterministic simulator, which runs the shipped driver, must catch the driver's
-## renewal mutation (the renewer ignores its renewal's answer) and conn's semaphore-limit mutation
-## (a permit acquisition asks for one permit more than its limit) within 1,000 schedules each.
+## dst-mutation: the deterministic simulator, which runs the shipped driver over the shipped wire
+## engine, must catch the engine's mutation (an error of a connection it closed itself taken as "not
+## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer) and conn's
+## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) within
+## 1,000 schedules each.
 dst-mutation:
+	$(GO) test -count=1 -tags respire_mutation_errclosing ./sim -run TestSimulatorRunsTheShippedEngine_CatchesTheEnginesErrClosingMutation
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
 
@@ -78,6 +84,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	cd bench && $(GO) vet ./...
+	cd rueidislease && $(GO) vet ./...
 	cd goredis && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:

@@ -117,10 +117,13 @@ func (l *Lock) recycle() {
 // execute sends a renewal or release for a caller and returns its
 // completion. It blocks for the round trip.
 func (l *Lock) execute(ctx context.Context, j job) event {
-	ctx, cancel := l.d.commandContext(ctx)
+	commandCtx, cancel := l.d.commandContext(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		ev := l.executeOnce(ctx, j)
+		ev := l.executeOnce(commandCtx, j)
+		if ev.outcome == sm.OutcomeNotSubmitted {
+			ev.err = notSentError(ctx, ev.err) // the caller's ctx ended first: its cause, as is
+		}
 		if attempt > 0 || ev.outcome != sm.OutcomeNotSubmitted || !conn.RetriableOnFreshSession(ev.err) {
 			return ev
 		}

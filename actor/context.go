@@ -5,16 +5,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
 // leaseWatch is a context and its cancel: the lock's (created on first
-// Context call, with lock set) or a keep-alive's.
+// Context call) or a keep-alive's. Both check the lease's end in Err and
+// Value (see Lock.Context).
 type leaseWatch struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	lock   *Lock // set for the lock's own context: its Err and Value check the lease's end
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	lock      *Lock // the lock whose lease's end Err and Value check first; nil: none (a keep-alive that never started)
+	keepAlive bool  // a KeepAlive's context (for String)
 }
 
 // Context returns the context that is cancelled when the lease ends, with
@@ -48,19 +49,28 @@ func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
 // Err implements context.Context exactly: a lease whose end has passed on
 // the monotonic clock is ended now, synchronously, before Err answers.
 func (w *leaseWatch) Err() error {
-	w.lock.endIfDue()
+	if w.lock != nil {
+		w.lock.endIfDue()
+	}
 	return w.ctx.Err()
 }
 
 // Value implements context.Context. It checks the lease's end first, so
 // that context.Cause (which reads the cause through Value) is exact too.
 func (w *leaseWatch) Value(key any) any {
-	w.lock.endIfDue()
+	if w.lock != nil {
+		w.lock.endIfDue()
+	}
 	return w.ctx.Value(key)
 }
 
 // String names the context without revealing anything of the lock.
-func (w *leaseWatch) String() string { return "lease.Lock.Context" }
+func (w *leaseWatch) String() string {
+	if w.keepAlive {
+		return "lease.KeepAlive.Context"
+	}
+	return "lease.Lock.Context"
+}
 
 // endIfDue ends the lease now if its estimate ran out: the check of the
 // lock's exact Err. It takes l.mu only when the end is due.
@@ -108,10 +118,11 @@ func endingOf(why sm.Ending) *sm.Ending {
 }
 
 // endingCause is the lock context's cause for why; l.mu is held. A lease
-// that ran out after the rueidis client was closed says both.
+// that ran out after the user's client was closed says both (naming the
+// client: the transport remembers the close).
 func (l *Lock) endingCause(why sm.Ending) error {
 	if why.Cause == sm.CauseExpired && l.flags.has(flagClientClosed) {
-		return expiredError{conn.ErrClientClosed}
+		return expiredError{clientClosedCause(l.d.transport.ClientAlive())}
 	}
 	return endingError(why)
 }
@@ -136,6 +147,17 @@ func (l *Lock) StopAndRelease(ctx context.Context) (sm.Result, error) {
 		l.stopKeepAliveNow()
 	}
 	return res, err
+}
+
+// StopKeepAlive stops the lock's keep-alive, whichever runs (its own or a
+// KeepAlive), waiting for a renewal in flight (and a fence after an
+// uncertain one), bounded by ctx: when ctx ends first it is stopped at once
+// without waiting. It changes nothing else: a lock still held stays held
+// until its release or its lease's end. It blocks as said.
+func (l *Lock) StopKeepAlive(ctx context.Context) {
+	if _, err := l.Request(ctx, sm.Input{Kind: sm.InputKeepAliveStop}); err != nil {
+		l.stopKeepAliveNow()
+	}
 }
 
 // stopKeepAliveNow stops the lock's keep-alive, if one is active, without

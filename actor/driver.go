@@ -226,7 +226,7 @@ func (d *Driver) commandContext(ctx context.Context) (context.Context, context.C
 	switch {
 	case d.commandTimeout <= 0:
 		return ctx, func() {}
-	case d.clock == Clock(realTime):
+	case d.clock == realTime:
 		return context.WithTimeout(ctx, d.commandTimeout)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -237,19 +237,15 @@ func (d *Driver) commandContext(ctx context.Context) (context.Context, context.C
 	}
 }
 
-// bound returns a context that parent's end or d's clock after dur
-// cancels. It is a cancellation, not a deadline: a fence travels on a
-// client's shared pipeline connection, and rueidis closes that connection,
-// under the application's other commands, when a deadline expires on it
-// (a cancellation only ends the wait). The clock is the driver's, so a
-// simulation sees the bound on its virtual time.
+// bound returns a context that parent's end or d's clock after dur ends:
+// on the real clock a deadline (every command the library sends on its own
+// carries one, so that a client that bounds its I/O only by deadlines —
+// go-redis — ends it), on another clock (a simulation's virtual time) a
+// timer of that clock (conn.Bound). Fences, clean-ups and reads travel on
+// connections of the library's own, so a deadline expiring there closes
+// nothing of the application's.
 func (d *Driver) bound(parent context.Context, dur time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	timer := d.clock.AfterFunc(dur, cancel)
-	return ctx, func() {
-		timer.Stop()
-		cancel()
-	}
+	return conn.Bound(d.clock, parent, dur)
 }
 
 // fenceBound bounds one fence (or the read that follows it) by

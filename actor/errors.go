@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -15,11 +16,13 @@ var (
 	// ErrNotAcquired: Acquire found the lock held by another owner for its
 	// whole wait.
 	ErrNotAcquired = errors.New("lease: not acquired: another owner holds the lock")
-	// ErrFencePending: the call's ctx ended while the connection that carried
-	// an uncertain command of this lock was still being fenced (CLIENT KILL
-	// not answered yet). The lock is no longer held; a command of it may
-	// still run until the fence answers, and Shutdown waits for that.
-	ErrFencePending = errors.New("lease: the fence of an uncertain command is still pending")
+	// ErrFencePending: the connection that carried an uncertain command of
+	// this lock is not fenced yet: its CLIENT KILL failed, or did not answer
+	// within FenceTimeout (a call waits that long for it after its ctx
+	// ended, rule FenceBeforeReturn). The lock is no longer held; a command
+	// of it may still run until the fence answers, and Shutdown waits for
+	// that.
+	ErrFencePending = errors.New("lease: the connection of a command with no answer is still being closed (CLIENT KILL not answered yet)")
 	// ErrFencingNotPermitted matches every *PermissionError: fenced renewal
 	// needs CLIENT ID and CLIENT KILL and the server refused one of them.
 	ErrFencingNotPermitted = errors.New("lease: renewal needs CLIENT ID and CLIENT KILL permission")
@@ -63,13 +66,15 @@ var lossReasonNames = [...]string{
 	LossReadRefused:      "read-refused",
 }
 
+// lossReasonTexts say how a lock was lost, in a user's words, after
+// "ownership lost: ".
 var lossReasonTexts = [...]string{
-	LossRefused:          "the server answered that the key is not ours",
-	LossRenewalUnknown:   "a renewal's outcome is unknown",
-	LossReleaseUnknown:   "the release's outcome is unknown",
-	LossDeadline:         "the lease deadline passed with no confirmed renewal",
-	LossDeadlineInFlight: "the lease deadline passed with a command in flight",
-	LossReadRefused:      "a read after the key changed found it deleted or another owner's",
+	LossRefused:          "the key expired, or another owner took or deleted it",
+	LossRenewalUnknown:   "a renewal got no answer, so it may have run",
+	LossReleaseUnknown:   "the release got no answer, so it may have run",
+	LossDeadline:         "the lease ended before a renewal was confirmed",
+	LossDeadlineInFlight: "the lease ended while a renewal or release had no answer yet",
+	LossReadRefused:      "another owner took or deleted the key",
 }
 
 // String returns the reason's name, for example "deadline".
@@ -93,11 +98,27 @@ type LossError struct {
 	Err    error
 }
 
-// Error describes the loss without secrets.
+// Error describes the loss without secrets, each fact once: "lease:
+// ownership lost: " and how; for an unanswered command, the command's own
+// error (which says it got no answer) when it is the wire's; for a
+// deadline, the last retried renewal's error after it.
 func (e *LossError) Error() string {
 	text := "lease: ownership lost"
+	reason := ""
 	if int(e.Reason) < len(lossReasonTexts) && e.Reason != 0 {
-		text += ": " + lossReasonTexts[e.Reason]
+		reason = lossReasonTexts[e.Reason]
+	}
+	var wire *conn.Error
+	switch {
+	case e.Err == nil:
+	case (e.Reason == LossRenewalUnknown || e.Reason == LossReleaseUnknown) &&
+		errors.As(e.Err, &wire) && wire.Class == conn.Uncertain:
+		reason = "" // the wire's error says it: "the renewal sent to … got no answer, so it may have run: …"
+	case e.Reason == LossDeadline || e.Reason == LossDeadlineInFlight:
+		reason += "; the last renewal"
+	}
+	if reason != "" {
+		text += ": " + reason
 	}
 	if e.Err != nil {
 		text += ": " + strings.TrimPrefix(e.Err.Error(), "lease: ")
@@ -124,7 +145,11 @@ type RenewalFailureError struct {
 
 // Error describes the failure without secrets.
 func (e *RenewalFailureError) Error() string {
-	return "lease: ownership lost: renewal failed: " + strings.TrimPrefix(fmt.Sprint(e.Err), "lease: ")
+	var wire *conn.Error
+	if errors.As(e.Err, &wire) && wire.Class == conn.Definite {
+		return "lease: ownership lost: " + e.Err.Error() // "ADDR refused the renewal: REPLY"
+	}
+	return "lease: ownership lost: a renewal failed: " + strings.TrimPrefix(fmt.Sprint(e.Err), "lease: ")
 }
 
 // Unwrap returns the renewal's error.
@@ -187,7 +212,7 @@ type PermissionError struct {
 
 // Error names the missing permission.
 func (e *PermissionError) Error() string {
-	return fmt.Sprintf("lease: renewal needs permission to run %s (ACL %s): %v",
+	return fmt.Sprintf("lease: a keep-alive needs permission to run %s (grant +%s, or use WithUnfencedRenewal): %v",
 		e.Command, aclName(e.Command), e.Err)
 }
 
@@ -199,4 +224,50 @@ func (e *PermissionError) Is(target error) bool { return target == ErrFencingNot
 
 func aclName(command string) string {
 	return strings.ToLower(strings.ReplaceAll(command, " ", "|"))
+}
+
+// fencePendingError is the error of a caller whose lock's fence did not
+// close the connection that carried its uncertain command: either the
+// caller's ctx ended and the fence did not answer within FenceTimeout after
+// that (cause), or the fence failed (fence). It says what the caller's own
+// command met (if it sent one), then that its connection is still being
+// closed. It matches ErrFencePending, the ctx's cause and the command's
+// error; the fence's own error is kept as text only (its class, a kill not
+// sent say, is not the command's, whose outcome stays unknown).
+type fencePendingError struct {
+	cause   error // why the caller stopped waiting (its ctx's cause); nil when the fence failed
+	fence   error // the fence's failure; nil when it did not answer
+	command error // the caller's command's error; nil when it sent none
+}
+
+// Error reads "lease: " + the command's error (or the ctx's cause), then
+// "; its connection is still being closed (CLIENT KILL not answered yet)",
+// or, when the fence failed, "(CLIENT KILL failed: ...)"; the ctx's cause
+// is told once.
+func (e *fencePendingError) Error() string {
+	text := fmt.Sprint(e.cause)
+	if e.command != nil {
+		text = strings.TrimPrefix(e.command.Error(), "lease: ")
+		if e.cause != nil && !errors.Is(e.command, e.cause) {
+			text += " (stopped waiting: " + fmt.Sprint(e.cause) + ")"
+		}
+	}
+	if e.fence != nil {
+		return "lease: " + text + "; its connection is still being closed (CLIENT KILL failed: " + e.fence.Error() + ")"
+	}
+	return "lease: " + text + "; its connection is still being closed (CLIENT KILL not answered yet)"
+}
+
+// Is matches ErrFencePending.
+func (e *fencePendingError) Is(target error) bool { return target == ErrFencePending }
+
+// Unwrap returns the ctx's cause (if it ended) and the command's error.
+func (e *fencePendingError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.cause, e.command} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }

@@ -108,6 +108,12 @@ func (f *Fenced) send(ctx context.Context, d *Driver, wireKey, token string, ms 
 	if err != nil && conn.ClassOf(err) == conn.NotSubmitted && errors.Is(err, conn.ErrWaitStopped) {
 		err = d.closedErr() // Shutdown began before the pipeline left: closed
 	}
+	if err == nil && res.Acquired && errors.Is(res.WaitErr, conn.ErrWaitStopped) {
+		// Shutdown cut the WAIT after the script took the lease: no handle
+		// is returned, and the lease goes to the clean-up of an abandoned
+		// try (which Shutdown waits for), as after a lost reply.
+		err = &conn.Error{Class: conn.Uncertain, Op: "fenced-acquire", Err: res.WaitErr}
+	}
 	f.Reply.FencingToken, f.Reply.Acknowledged, f.Reply.WaitErr = res.FencingToken, res.Acknowledged, res.WaitErr
 	return conn.Result{Owned: res.Acquired, FencingToken: res.FencingToken}, err
 }

@@ -6,18 +6,18 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/simtest"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/sim"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
 const simPassword = "pw"
 
-// testDriver returns a driver (push on) over rueidis on a fresh sim node of
-// profile, shut down when the test ends.
+// testDriver returns a driver (push on) over the wire engine on the root
+// module's own client (internal/wire) on a fresh sim node of profile, shut
+// down when the test ends.
 func testDriver(t testing.TB, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
 	return testDriverOn(t, sim.Config{Profile: profile}, configure...)
@@ -28,13 +28,10 @@ func testDriverOn(t testing.TB, cfg sim.Config, configure ...func(*Config)) (*si
 	t.Helper()
 	cfg.Password = simPassword
 	srv := simtest.Start(t, cfg)
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: simPassword,
-		DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := wire.New(wire.Options{Addrs: []string{srv.Addr()}, Password: simPassword})
 	t.Cleanup(client.Close)
-	dcfg := Config{Transport: conn.NewPool(client), NewToken: testToken, Drift: sm.DefaultDrift(), Push: true}
+	dcfg := Config{Transport: conn.NewEngine(conn.EngineConfig{Client: client}), NewToken: testToken,
+		Drift: sm.DefaultDrift(), Push: true}
 	for _, f := range configure {
 		f(&dcfg)
 	}

@@ -68,7 +68,10 @@ func (k *KeepAlive) watchStart(ctx context.Context) {
 }
 
 // Context returns the context that is cancelled when the keep-alive ends,
-// with the reason as its cause; it keeps the starting ctx's values.
+// with the reason as its cause; it keeps the starting ctx's values. Like
+// the lock's (Lock.Context), its Err and Value are exact: they first end a
+// lease whose estimate ran out on the driver's clock, so the first check
+// after a pause already sees the loss, before any timer has run.
 func (k *KeepAlive) Context() context.Context {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -78,16 +81,20 @@ func (k *KeepAlive) Context() context.Context {
 			values = context.WithoutCancel(k.values)
 		}
 		ctx, cancel := context.WithCancelCause(values)
-		k.watch = &leaseWatch{ctx: ctx, cancel: cancel}
+		k.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: k.lock, keepAlive: true}
 		if k.cause != nil {
 			cancel(k.cause)
 		}
 	}
-	return k.watch.ctx
+	return k.watch
 }
 
-// Err returns nil while the keep-alive runs, then why it ended.
+// Err returns nil while the keep-alive runs, then why it ended. It is
+// exact as Context's Err is.
 func (k *KeepAlive) Err() error {
+	if k.lock != nil {
+		k.lock.endIfDue()
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.cause
@@ -130,7 +137,7 @@ func (l *Lock) StartKeepAlive(ctx context.Context, k *KeepAlive) error {
 	}
 	s, err := l.d.renewalSession(ctx, l.wireKey)
 	if err != nil {
-		return err
+		return notSentError(ctx, err)
 	}
 	k.lock, k.values = l, ctx
 	l.mu.Lock()
@@ -176,7 +183,7 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (sm.Result, e
 		return sm.Result{}, nil
 	}
 	if _, err := l.d.renewalSession(ctx, l.wireKey); err != nil {
-		return sm.Result{}, err
+		return sm.Result{}, notSentError(ctx, err) // nothing was sent: the handle is unchanged
 	}
 	return l.Request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: ttl})
 }

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/respire-go/respire/conn"
@@ -17,10 +18,12 @@ type fenceVerdict struct{ err error }
 
 // mayFence reports whether session s can be fenced: its CLIENT ID is known
 // and the user may run CLIENT KILL (probed once per session with the SKIPME
-// form). It returns nil when permitted, a *PermissionError when the server
-// definitively refused (cached for the session's life), or another error
-// (not cached) when the probe could not be answered. It blocks only the
-// first time per session.
+// form, bounded by the command timeout). It returns nil when permitted, a
+// *PermissionError when the server definitively refused (cached for the
+// session's life), or another error (not cached) when the probe could not
+// be answered: then not submitted (the command waiting for the probe was
+// not sent), or a server error reply. It blocks only the first time per
+// session.
 func (d *Driver) mayFence(ctx context.Context, s conn.Session) error {
 	if v, known := d.fencing.Load(s); known {
 		return v.(fenceVerdict).err
@@ -51,11 +54,52 @@ func (d *Driver) probe(ctx context.Context, s conn.Session) error {
 		}
 		return &conn.Error{Class: conn.Definite, Op: "identity", Addr: s.Node(), Session: s, Err: idErr}
 	}
+	ctx, cancel := d.commandContext(ctx)
+	defer cancel()
 	err := s.ProbeKill(ctx)
-	if err != nil && conn.ClassOf(err) == conn.Definite && isPermissionDenial(err) {
+	switch {
+	case err == nil:
+		return nil
+	case conn.ClassOf(err) == conn.Definite && isPermissionDenial(err):
 		return &PermissionError{Command: "CLIENT KILL", Err: err}
+	case conn.ClassOf(err) == conn.Uncertain:
+		return probeUnanswered(s, err)
 	}
 	return err
+}
+
+// errProbeUnanswered is the cause of a command that was not sent because
+// its session's permission probe got no answer.
+var errProbeUnanswered = errors.New("its session's permission probe (CLIENT KILL … SKIPME yes) got no answer")
+
+// probeUnanswered is the error of a command held back by a probe that
+// failed without an answer (its connection reset or closed, its ctx ended,
+// the server paused): the probe may have run, which kills nothing, but the
+// command waiting for it was never handed to a socket, so the command is
+// not submitted — it changed nothing and may be tried again. The probe's
+// own class (uncertain) goes with its *conn.Error; its cause is kept.
+func probeUnanswered(s conn.Session, err error) error {
+	cause := err
+	var probeErr *conn.Error
+	if errors.As(err, &probeErr) {
+		cause = probeErr.Err
+	}
+	return &conn.Error{Class: conn.NotSubmitted, Op: "probe", Addr: s.Node(), Err: fmt.Errorf("%w: %w", errProbeUnanswered, cause)}
+}
+
+// notSentError is the error of a caller whose command was not sent (err,
+// not submitted): when the caller's ctx has ended, what kept the command
+// back is ctx, and the error says ctx's cause as is (a DeadlineExceeded
+// stays one, not the "context canceled" of a derived context or a transport)
+// while still matching ErrNotSubmitted; else err. A closed Locks or client
+// stays said.
+func notSentError(ctx context.Context, err error) error {
+	var e *conn.Error
+	if ctx.Err() == nil || !errors.As(err, &e) || e.Class != conn.NotSubmitted ||
+		errors.Is(err, conn.ErrPoolClosed) || errors.Is(err, conn.ErrClientClosed) {
+		return err
+	}
+	return &conn.Error{Class: conn.NotSubmitted, Op: e.Op, Addr: e.Addr, Err: context.Cause(ctx)}
 }
 
 // renewalSession routes key to its session and checks that managed renewal

@@ -107,16 +107,23 @@ func (r *renewer) take() []renewal {
 	return batch
 }
 
+// renewalBound bounds a batch of keep-alive renewals (its session's open
+// included) when CommandTimeout does not: a renewal still unanswered then is
+// uncertain, and the lock recovers on a fresh session while its lease lasts.
+const renewalBound = 30 * time.Second
+
 // send renews one batch on the node's session, after checking (once per
 // session) that it may be fenced. A session found dead before anything was
 // written is replaced once.
 func (r *renewer) send(batch []renewal) {
 	ctx, cancel := r.d.commandContext(context.Background())
 	defer cancel()
+	ctx, cancelBound := r.d.bound(ctx, renewalBound) // every command the library sends on its own has a deadline
+	defer cancelBound()
 	for attempt := 0; ; attempt++ {
 		err := r.d.closedErr()
 		if err == nil {
-			err = r.d.transport.ClientAlive() // a closed rueidis client ends the keep-alives
+			err = r.d.transport.ClientAlive() // a closed client ends the keep-alives
 		}
 		var s conn.Session
 		if err == nil {

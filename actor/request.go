@@ -2,7 +2,9 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -12,14 +14,18 @@ import (
 // keep-alive start and stop, close). A command the step starts for this
 // caller runs right here, on the caller's goroutine, governed by ctx, and
 // its completion is stepped here too. When ctx ends while the caller waits
-// for others (a joined release, a queued reset, a fence), the caller stops
-// waiting and the handle goes on; if a fence is still pending then, the
-// error matches ErrFencePending (the lock is no longer held, and Shutdown
-// waits for the fence). It returns within moments of ctx's end: nothing
-// after it waits for the server. in.Caller and in.Now are set here.
+// for others (a joined release, a queued reset), the caller stops waiting
+// and the handle goes on. But while a fence of the lock is pending — a
+// command of it may still run — the caller waits for the fence, whatever
+// ctx says (rule FenceBeforeReturn): the fence runs under its own bound
+// (FenceTimeout), on a connection that does not share the fenced one's
+// stall, so this wait is bounded too. If the fence failed, or has not
+// answered within that bound, the error matches ErrFencePending (the lock
+// is no longer held, and Shutdown waits for the fence). in.Caller and
+// in.Now are set here.
 func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
-	if ctx.Err() != nil {
-		return sm.Result{}, context.Cause(ctx)
+	if ctx.Err() != nil && !l.fencing() {
+		return sm.Result{}, context.Cause(ctx) // sends nothing; with a fence pending, it is waited for below
 	}
 	l.mu.Lock()
 	in.Caller = l.newCaller(ctx)
@@ -48,15 +54,30 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 	l.waiters.list[l.waiterIndex(in.Caller)].ready = ready
 	l.mu.Unlock()
 	err := l.d.spawn.Wait(ctx, ready)
+	var ctxErr error // the caller's ctx ended while its lock was being fenced
+	if err != nil && l.fencing() && l.awaitFence(ready) {
+		ctxErr, err = err, nil
+	}
 	if err == nil {
 		l.mu.Lock()
 		res, _ := l.collect(in.Caller)
 		l.mu.Unlock()
+		if ctxErr != nil && res.Err != nil && !errors.Is(res.Err, ctxErr) {
+			res.Err = fmt.Errorf("%w (stopped waiting: %w)", res.Err, ctxErr)
+		}
+		if res.FenceErr != nil {
+			res.Err = &fencePendingError{fence: res.FenceErr, command: res.Err}
+		}
 		return res, nil
 	}
 	switch {
 	case l.abandon(in.Caller):
 		err = fencePending(err, ownErr)
+	case ownErr != nil && errors.Is(ownErr, err):
+		// The command this caller ran had an unknown outcome because the
+		// caller stopped waiting (its fence may have answered already): its
+		// error says both, once.
+		err = ownErr
 	case ownErr != nil:
 		// The command this caller ran had an unknown outcome (its fence
 		// may have answered already): say so, not only why we stopped.
@@ -66,13 +87,32 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 }
 
 // fencePending is the error of a caller whose ctx ended while a fence of
-// its lock was pending.
+// its lock was pending, and that waited FenceTimeout for it in vain.
 func fencePending(cause, commandErr error) error {
-	if commandErr == nil {
-		return fmt.Errorf("%w: %w", ErrFencePending, cause)
-	}
-	return fmt.Errorf("%w: %w: %w", ErrFencePending, cause, commandErr)
+	return &fencePendingError{cause: cause, command: commandErr}
 }
+
+// fencing reports whether a fence of the lock is pending: a command of it
+// may still run.
+func (l *Lock) fencing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.State() == sm.Uncertain || l.h.State() == sm.Recovering
+}
+
+// awaitFence waits, after the caller's ctx ended, for the answer the
+// lock's fence brings: at most FenceTimeout (on the driver's clock), the
+// fence's own bound. It reports whether the answer came (if not, the
+// caller leaves with ErrFencePending).
+func (l *Lock) awaitFence(ready <-chan struct{}) bool {
+	ctx, cancel := l.d.bound(context.Background(), FenceTimeout+fenceSlack)
+	defer cancel()
+	return l.d.spawn.Wait(ctx, ready) == nil
+}
+
+// fenceSlack is how much longer than a fence's bound a caller waits for
+// the fence's answer to be stepped.
+const fenceSlack = 100 * time.Millisecond
 
 // abandon tells the handle that caller id stopped waiting, and reports
 // whether a fence of the lock is still pending. An answer that came in

@@ -44,7 +44,7 @@ func (t *tries) settles() bool { return t.waits() && t.spec.Fenced == nil }
 func (t *tries) permit(ctx context.Context) error {
 	s, err := t.d.renewalSession(ctx, t.spec.WireKey)
 	if err != nil {
-		return err
+		return notSentError(ctx, err)
 	}
 	t.node, t.checked = s.Node(), true
 	return nil

@@ -60,11 +60,21 @@ func (l *Lock) handle(ev event) {
 		// Nothing can renew any more: end the keep-alive with its own cause
 		// before the renewal's completion would schedule a retry.
 		l.flags.set(flagClientClosed, true)
-		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: conn.ErrClientClosed, Now: l.d.clock.Now()}, 0)
+		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Err: clientClosedCause(ev.err), Now: l.d.clock.Now()}, 0)
 	}
 	if in, ok := l.input(ev); ok {
 		l.step(in, 0)
 	}
+}
+
+// clientClosedCause is the *conn.ClientClosedError in err (it names the
+// client), or conn.ErrClientClosed.
+func clientClosedCause(err error) error {
+	var closed *conn.ClientClosedError
+	if errors.As(err, &closed) {
+		return closed
+	}
+	return conn.ErrClientClosed
 }
 
 // input turns an event into the handle's input; l.mu is held.

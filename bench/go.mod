@@ -7,7 +7,8 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
-	github.com/respire-go/respire v0.0.0
+	github.com/respire-go/respire v0.1.0
+	github.com/respire-go/respire/rueidislease v0.1.0
 )
 
 require (
@@ -25,3 +26,5 @@ require (
 replace github.com/respire-go/respire => ../
 
 replace github.com/respire-go/respire/goredis => ../goredis
+
+replace github.com/respire-go/respire/rueidislease => ../rueidislease

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
 )
 
 // heldLocks is how many locks BenchmarkHeldLocks holds (override with
@@ -38,14 +39,17 @@ func liveBytes() uint64 {
 // is due when half the lease is left, so a lock seen with less than
 // interval - late left was renewed late by at least late.
 func BenchmarkHeldLocks(b *testing.B) {
-	const ttl = 10 * time.Second
-	interval := ttl / 2
-	n := heldLocks()
-	client := newClient(b)
-	locks, err := lease.New(client)
+	locks, err := rueidislease.New(newClient(b))
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchmarkHeldLocks(b, locks)
+}
+
+func benchmarkHeldLocks(b *testing.B, locks *lease.Locks) {
+	const ttl = 10 * time.Second
+	interval := ttl / 2
+	n := heldLocks()
 	defer locks.Close()
 	ctx := context.Background()
 	b.ResetTimer()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
 )
 
 // server returns the private redis-server of the environment, or skips.
@@ -62,12 +63,18 @@ func rawPair(client rueidis.Client) pair {
 	}
 }
 
-// leasePair is lease.TryAcquire + Lock.Release.
+// leasePair is lease.TryAcquire + Lock.Release on the wire engine over
+// rueidis (rueidislease).
 func leasePair(b *testing.B, client rueidis.Client) pair {
-	locks, err := lease.New(client)
+	locks, err := rueidislease.New(client)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return locksPair(b, locks)
+}
+
+// locksPair is TryAcquire + Release on locks.
+func locksPair(b *testing.B, locks *lease.Locks) pair {
 	b.Cleanup(locks.Close)
 	return func(ctx context.Context, key string) error {
 		attempt, err := locks.TryAcquire(ctx, key, 30*time.Second)
@@ -87,9 +94,10 @@ type implementation struct {
 	run  pair
 }
 
+// implementations are the pairs compared, each on a client of its own (so
+// that one's commands never change the mode of another's connections).
 func implementations(b *testing.B) []implementation {
-	client := newClient(b)
-	return []implementation{{"raw-rueidis", rawPair(client)}, {"lease", leasePair(b, client)}}
+	return []implementation{{"raw-rueidis", rawPair(newClient(b))}, {"lease", leasePair(b, newClient(b))}}
 }
 
 // readsProcessed is the server's total_reads_processed (INFO stats): how

@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"testing"
 
 	"github.com/respire-go/respire/sim"
@@ -21,7 +22,7 @@ func TestAcquireRidesTheSessionThatCarriesTheRelease(t *testing.T) {
 	if released.Session != acquired.Session {
 		t.Fatal("the release went on another session than the acquisition")
 	}
-	id, _ := pin(acquired.Session).Identity()
+	id, _ := Pin(acquired.Session).Identity()
 	for _, e := range srv.Log() {
 		if (e.Args[0] == "SET" || e.Args[0] == "DELEX") && e.ClientID != id.ID {
 			t.Fatalf("%s came from client %d; the session is %d", e.Args[0], e.ClientID, id.ID)
@@ -62,7 +63,7 @@ func TestACallersCancellationDoesNotRetireTheSession(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Acquire = %v; want an unknown outcome caused by the cancellation", err)
 	}
-	if pin(first.Session).Retired() {
+	if Pin(first.Session).Retired() {
 		t.Fatal("the caller's cancellation retired the shared session")
 	}
 	close(gate)
@@ -84,45 +85,10 @@ func TestAcquireFollowsMovedToTheNewOwnersSession(t *testing.T) {
 	mustRelease(t, p, key, "tok")
 	c.MoveSlot(sim.Slot(key), 1)
 	res, err := p.Acquire(ctxT(t), key, "tok2", 60000)
-	if err != nil || !res.Owned || pin(res.Session).Node() != c.Addrs()[1] {
+	if err != nil || !res.Owned || Pin(res.Session).Node() != c.Addrs()[1] {
 		t.Fatalf("Acquire after the move = %+v, %v; want acquired on node 1", res, err)
 	}
 	if got := c.Node(1).Exec("GET", key); got != "$4\r\ntok2\r\n" {
 		t.Fatalf("new owner has %q", got)
-	}
-}
-
-// A redirect can name a node rueidis does not know yet (added to the cluster
-// after the client read the topology). Our sessions' redirects never reach
-// rueidis, so the pool makes it learn the node (one GET of the key on the
-// ordinary client, which follows the MOVED itself) and the command then goes
-// to the new node's session instead of failing for good.
-func TestARedirectToANodeTheClientDoesNotKnowYetIsFollowed(t *testing.T) {
-	c := startCluster(t, sim.Redis84, sim.Redis84)
-	c.SetHidden(1, true)
-	client := newClient(t, c.Addrs()[:1], "", simPassword)
-	if _, known := client.Nodes()[c.Addrs()[1]]; known {
-		t.Fatal("the client knows the hidden node")
-	}
-	p := newPool(t, client)
-	key := keyOnNode(t, c, 0)
-	if res, err := p.Acquire(ctxT(t), key, "tok", 60000); err != nil || !res.Owned {
-		t.Fatalf("Acquire = %+v, %v", res, err)
-	}
-	mustRelease(t, p, key, "tok")
-	c.SetHidden(1, false) // the node joined; the client has not refreshed
-	c.MoveSlot(sim.Slot(key), 1)
-	res, err := p.Acquire(ctxT(t), key, "tok2", 60000)
-	if err != nil || !res.Owned || pin(res.Session).Node() != c.Addrs()[1] {
-		t.Fatalf("Acquire after the move = %+v, %v; want acquired on the new node", res, err)
-	}
-	gets := 0
-	for _, e := range c.Node(0).Log() {
-		if e.Args[0] == "GET" {
-			gets++
-		}
-	}
-	if gets != 1 {
-		t.Fatalf("the old owner saw %d GETs; want the one that taught rueidis the new node", gets)
 	}
 }

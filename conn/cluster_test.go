@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestSessionRetiredAndReopenedEmptyAfterMoved(t *testing.T) {
 		clusterSet(t, c, 0, key, "tok")
 		mustRelease(t, p, key, "tok")
 	}
-	old, err := p.sessionFor(ctxT(t), c.Addrs()[0])
+	old, err := p.SessionForT(ctxT(t), c.Addrs()[0])
 	if err != nil || old.Capabilities() != capstore.DelexUnsupported {
 		t.Fatalf("session before move: %v, caps %v", err, old.Capabilities())
 	}
@@ -81,8 +82,8 @@ func TestSessionRetiredAndReopenedEmptyAfterMoved(t *testing.T) {
 	if got := lockCommands(c.Node(1).Log(), 0); !slices.Equal(got, []string{"DELEX", "DELIFEQ"}) {
 		t.Fatalf("new owner saw %v; want fresh discovery [DELEX DELIFEQ]", got)
 	}
-	if !old.Retired() || res.Session == old || pin(res.Session).Node() != c.Addrs()[1] {
-		t.Fatalf("MOVED did not retire the old session or route to node 1 (%s)", pin(res.Session).Node())
+	if !old.Retired() || res.Session == old || Pin(res.Session).Node() != c.Addrs()[1] {
+		t.Fatalf("MOVED did not retire the old session or route to node 1 (%s)", Pin(res.Session).Node())
 	}
 	c.Node(1).ResetLog()
 	clusterSet(t, c, 1, key, "tok")
@@ -108,8 +109,8 @@ func TestAskRedirectSendsAskingBeforeEveryStep(t *testing.T) {
 	if got := lockCommands(c.Node(1).Log(), 0); !slices.Equal(got, want) {
 		t.Fatalf("importing node saw %v; want %v", got, want)
 	}
-	if pin(res.Session).Node() != c.Addrs()[1] || pin(res.Session).Capabilities().Has(capstore.DelexUnsupported) == false {
-		t.Fatalf("ASK target session %s caps %v", pin(res.Session).Node(), pin(res.Session).Capabilities())
+	if Pin(res.Session).Node() != c.Addrs()[1] || Pin(res.Session).Capabilities().Has(capstore.DelexUnsupported) == false {
+		t.Fatalf("ASK target session %s caps %v", Pin(res.Session).Node(), Pin(res.Session).Capabilities())
 	}
 	if got := c.Node(1).Exec("EXISTS", key); got != ":0\r\n" {
 		t.Fatalf("key still on the importing node: %q", got)
@@ -124,8 +125,8 @@ func TestClusterFailoverToAnotherVersionStartsFresh(t *testing.T) {
 	key0, key1 := keyOnNode(t, c, 0), keyOnNode(t, c, 1)
 	clusterSet(t, c, 0, key0, "tok")
 	clusterSet(t, c, 1, key1, "tok")
-	old0 := pin(mustRelease(t, p, key0, "tok").Session)
-	kept1 := pin(mustRelease(t, p, key1, "tok").Session)
+	old0 := Pin(mustRelease(t, p, key0, "tok").Session)
+	kept1 := Pin(mustRelease(t, p, key1, "tok").Session)
 	if err := c.Failover(0, sim.Redis70); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +135,8 @@ func TestClusterFailoverToAnotherVersionStartsFresh(t *testing.T) {
 	c.Node(1).ResetLog()
 	clusterSet(t, c, 0, key0, "tok")
 	clusterSet(t, c, 1, key1, "tok")
-	fresh0 := pin(mustRelease(t, p, key0, "tok").Session)
-	same1 := pin(mustRelease(t, p, key1, "tok").Session)
+	fresh0 := Pin(mustRelease(t, p, key0, "tok").Session)
+	same1 := Pin(mustRelease(t, p, key1, "tok").Session)
 	if fresh0 == old0 || same1 != kept1 {
 		t.Fatalf("sessions: node 0 reused %v, node 1 kept %v", fresh0 == old0, same1 == kept1)
 	}

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"sync"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestConcurrentCallersShareOneSessionPerNode(t *testing.T) {
 	srv := startSim(t, sim.Valkey81)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	const callers = 40
-	sessions := make([]*pinned, callers)
+	sessions := make([]*Pinned, callers)
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -33,7 +34,7 @@ func TestConcurrentCallersShareOneSessionPerNode(t *testing.T) {
 				errs[i] = fmt.Errorf("Release(%s) = %+v, %v", key, res, err)
 				return
 			}
-			sessions[i] = pin(res.Session)
+			sessions[i] = Pin(res.Session)
 		}()
 	}
 	wg.Wait()

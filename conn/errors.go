@@ -28,17 +28,31 @@ const (
 	Uncertain = sm.OutcomeUncertain
 )
 
-// phrase says what the class means, for error texts.
-func phrase(c Class) string {
-	switch c {
-	case Definite:
-		return "the server refused it"
-	case NotSubmitted:
-		return "not sent"
-	case Uncertain:
-		return "outcome unknown"
+// opWords names an Error's Op in a user's words, for error texts; an Op
+// not listed is printed as it is.
+var opWords = map[string]string{
+	"acquire":           "acquisition",
+	"extend":            "renewal",
+	"release":           "release",
+	"owner":             "owner read",
+	"owner-lease":       "owner's lease read",
+	fencedOp:            "fencing-token acquisition",
+	"semaphore-acquire": "semaphore acquisition",
+	"read-acquire":      "read-lock acquisition",
+	"write-acquire":     "write-lock acquisition",
+	"fence":             "fence (CLIENT KILL)",
+	"probe":             "permission probe",
+	"watch":             "key watch",
+	"client":            "CLIENT command",
+	waitOp:              "WAIT",
+}
+
+// opText is the words of op.
+func opText(op string) string {
+	if words, ok := opWords[op]; ok {
+		return words
 	}
-	return c.String()
+	return op
 }
 
 // Sentinels matched with errors.Is against any *Error of that class.
@@ -51,15 +65,15 @@ var (
 	ErrServerReply = errors.New("server error reply")
 	// ErrDidNotRun matches Definite errors whose reply proves the command did
 	// not run and a later attempt may succeed: CLUSTERDOWN, TRYAGAIN,
-	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, and a MOVED or ASK
-	// that was not followed. Permanent refusals (NOPERM, WRONGTYPE, script
-	// errors) do not match.
+	// READONLY, MASTERDOWN, LOADING, BUSY, NOREPLICAS, OOM, and a MOVED or
+	// ASK that was not followed. Permanent refusals (NOPERM, WRONGTYPE,
+	// script errors) do not match.
 	ErrDidNotRun = errors.New("the command did not run; a later attempt may succeed")
 	// ErrSessionRetired is the cause when a command was offered to a session
 	// already retired; it is NotSubmitted.
 	ErrSessionRetired = errors.New("session retired")
 	// ErrPoolClosed is the cause when the Pool was closed; it is NotSubmitted.
-	ErrPoolClosed = errors.New("closed")
+	ErrPoolClosed = errors.New("the Locks is closed")
 	// ErrAborted is the cause when the owner of a command's Route stopped it
 	// before it was handed to a socket (a managed lock whose lease deadline
 	// passed first); it is NotSubmitted.
@@ -84,12 +98,35 @@ type Error struct {
 	Err      error
 }
 
-// Error describes the failure without any token or key bytes.
+// Error describes the failure without any token or key bytes, in a user's
+// words, saying once what it proves: "the renewal sent to ADDR got no
+// answer, so it may have run: CAUSE", "the acquisition was not sent to
+// ADDR: CAUSE" (a connection that could not be made: "could not connect to
+// ADDR, nothing sent: CAUSE"), "ADDR refused the release: REPLY".
 func (e *Error) Error() string {
-	if e.Addr == "" {
-		return fmt.Sprintf("%s: %s: %v", e.Op, phrase(e.Class), e.Err)
+	what, to, server := opText(e.Op), "", "the server"
+	if e.Addr != "" {
+		to, server = " to "+e.Addr, e.Addr
 	}
-	return fmt.Sprintf("%s on %s: %s: %v", e.Op, e.Addr, phrase(e.Class), e.Err)
+	switch e.Class {
+	case Uncertain:
+		return fmt.Sprintf("the %s sent%s got no answer, so it may have run: %v", what, to, e.Err)
+	case NotSubmitted:
+		switch {
+		case errors.Is(e.Err, ErrPoolClosed):
+			return fmt.Sprintf("nothing sent: %v", e.Err)
+		case e.Op == "open" || e.Op == "dial":
+			return fmt.Sprintf("could not connect%s, nothing sent: %v", to, e.Err)
+		}
+		return fmt.Sprintf("the %s was not sent%s: %v", what, to, e.Err)
+	case Definite:
+		var mismatch *LimitMismatchError
+		if errors.As(e.Err, &mismatch) {
+			return mismatch.Error() // a refusal that says it all
+		}
+		return fmt.Sprintf("%s refused the %s: %v", server, what, e.Err)
+	}
+	return fmt.Sprintf("%s%s: %v: %v", e.Op, to, e.Class, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -1,12 +1,11 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -17,7 +16,7 @@ func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
 			srv := startSim(t, profile)
 			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 			ctx := ctxT(t)
-			s, err := p.sessionFor(ctx, nodeOf(t, p))
+			s, err := p.SessionForT(ctx, nodeOf(t, p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +41,7 @@ func TestFenceKillsTheSessionFromAnotherConnection(t *testing.T) {
 				t.Fatal("fenced session not retired")
 			}
 			pingBeforeEveryCommand(t, p)
-			if fresh, err := p.sessionFor(ctx, s.Node()); err != nil || fresh == s {
+			if fresh, err := p.SessionForT(ctx, s.Node()); err != nil || fresh == s {
 				t.Fatalf("SessionFor after fence = %v, %v; want a new session", fresh == s, err)
 			}
 		})
@@ -54,7 +53,7 @@ func TestProbeKillReportsNoPermission(t *testing.T) {
 	srv.SetUser("locker", "lockerpw", "set", "get", "delifeq", "client|id", "client|info")
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestProbeKillReportsNoPermission(t *testing.T) {
 		t.Fatalf("no identity: %v", s.IdentityError())
 	}
 	err = s.ProbeKill(ctx)
-	var redisErr *rueidis.RedisError
+	var redisErr *ServerError
 	if !errors.Is(err, ErrServerReply) || !errors.As(err, &redisErr) {
 		t.Fatalf("ProbeKill = %v; want the NOPERM reply", err)
 	}
@@ -77,7 +76,7 @@ func TestExtendManyPipelinesOnOneSession(t *testing.T) {
 			srv := startSim(t, profile)
 			p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 			ctx := ctxT(t)
-			s, err := p.sessionFor(ctx, nodeOf(t, p))
+			s, err := p.SessionForT(ctx, nodeOf(t, p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +105,7 @@ func TestFencesAreShared_ConcurrentCallersGetOneKill(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}

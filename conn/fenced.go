@@ -1,25 +1,23 @@
 package conn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/rueidis"
 )
 
 // FencedAcquireScript is the fencing-token acquisition (KEYS[1] = lease,
 // KEYS[2] = counter, ARGV[1] = owner token, ARGV[2] = lease ms). In one
-// atomic step it refuses identical keys, answers nil (counter untouched)
-// while the lease exists, refuses a counter that is not a canonical
-// non-negative decimal or that has a TTL, INCRs the counter (an int64
-// overflow errors out), reads it back as a string with GET (no Lua number
-// precision loss above 2^53), takes the lease with SET NX PX and returns the
-// counter string. Every error path leaves both keys unchanged.
+// atomic step it refuses identical keys, reads both keys with GET (so that a
+// key of another type is refused at once with WRONGTYPE), answers nil
+// (counter untouched) while the lease exists, refuses a counter that is not
+// a canonical non-negative decimal or that has a TTL, INCRs the counter (an
+// int64 overflow errors out), reads it back as a string with GET (no Lua
+// number precision loss above 2^53), takes the lease with SET NX PX and
+// returns the counter string. Every error path leaves both keys unchanged.
 const FencedAcquireScript = "if KEYS[1] == KEYS[2] then return redis.error_reply('ERR lock and fencing counter keys must differ') end\n" +
-	"if redis.call('exists', KEYS[1]) == 1 then return false end\n" +
 	"local counter = redis.call('get', KEYS[2])\n" +
+	"if redis.call('get', KEYS[1]) then return false end\n" +
 	"if counter then\n" +
 	"  if counter ~= '0' and not string.match(counter, '^[1-9][0-9]*$') then\n" +
 	"    return redis.error_reply('ERR fencing counter must be a nonnegative canonical integer')\n" +
@@ -34,7 +32,7 @@ const FencedAcquireScript = "if KEYS[1] == KEYS[2] then return redis.error_reply
 	"return token"
 
 // FencedAcquireScriptSHA is the SHA1 of FencedAcquireScript (for EVALSHA).
-const FencedAcquireScriptSHA = "b6b1d6cbe1cd95f90000f65db3f97a740ab08151"
+const FencedAcquireScriptSHA = "f58adf3cce0199986d727ae6f889e0957fc00c9a"
 
 // The steps of a fenced acquisition.
 const (
@@ -155,54 +153,14 @@ type FencedResult struct {
 	FencingToken int64 // when Acquired
 }
 
-// AcquireFenced runs the fenced acquisition on the ordinary client: EVALSHA,
-// then EVAL only after the definite NOSCRIPT reply. It blocks for one or two
-// round trips; rueidis follows cluster redirects. Errors are *Error values:
-// NotSubmitted (ctx already done, cross-slot keys in cluster mode: nothing
-// sent), Uncertain (the script may have run; it is never replayed, so the
-// token may be spent and the lease may exist until it expires), or Definite
-// (a server error reply: both keys unchanged; or a malformed success reply,
-// whose cause wraps ErrMalformedFencingToken: the lease may exist and the
-// caller must release it by token).
-func AcquireFenced(ctx context.Context, client rueidis.Client, leaseKey, counterKey, token string, ttlMillis int64) (FencedResult, error) {
-	if err := checkFenced(ctx, client, leaseKey, counterKey); err != nil {
-		return FencedResult{}, err
-	}
-	f := NewFencedAcquire(leaseKey, counterKey, token, ttlMillis)
-	for {
-		result := client.Do(ctx, buildFenced(client.B(), f.Command()))
-		if err := result.NonRedisError(); err != nil {
-			return FencedResult{}, &Error{Class: ClassifyTransport(err), Op: fencedOp, Err: err}
-		}
-		reply, redisErr := toReply(result)
-		out := f.Interpret(reply)
-		if !out.Done {
-			continue
-		}
-		return finishFenced(out, redisErr)
-	}
-}
-
 const fencedOp = "fenced-acquire"
-
-// checkFenced refuses, before anything is sent, a fenced acquisition whose
-// ctx is already done or whose keys hash to different cluster slots.
-func checkFenced(ctx context.Context, client rueidis.Client, leaseKey, counterKey string) error {
-	if err := ctx.Err(); err != nil {
-		return &Error{Class: NotSubmitted, Op: fencedOp, Err: err}
-	}
-	if client.Mode() == rueidis.ClientModeCluster && slotOf(client, leaseKey) != slotOf(client, counterKey) {
-		return &Error{Class: NotSubmitted, Op: fencedOp, Err: ErrCrossSlot}
-	}
-	return nil
-}
 
 // finishFenced turns the final outcome of a fenced acquisition into its
 // result or *Error (redisErr is the transport's error reply, if any).
 func finishFenced(out FencedOutcome, redisErr error) (FencedResult, error) {
 	switch {
 	case out.Err != nil:
-		return FencedResult{}, definite(fencedOp, "", nil, out.Err, redisErr)
+		return FencedResult{}, definiteError(fencedOp, "", nil, out.Err, redisErr)
 	case out.Malformed != nil:
 		return FencedResult{}, &Error{Class: Definite, Op: fencedOp, Code: "PROTOCOL", Err: out.Malformed}
 	case out.Redirect != nil: // rueidis follows redirects itself; seen only if it gave up (or on a dedicated client)
@@ -211,13 +169,69 @@ func finishFenced(out FencedOutcome, redisErr error) (FencedResult, error) {
 	return FencedResult{Acquired: out.Acquired, FencingToken: out.FencingToken}, nil
 }
 
-// buildFenced marks both keys of the fenced command as keys.
-func buildFenced(b rueidis.Builder, cmd Command) rueidis.Completed {
-	return b.Arbitrary(cmd.Args[:cmd.Key]...).Keys(cmd.Args[cmd.Key], cmd.Args[cmd.Key+1]).
-		Args(cmd.Args[cmd.Key+2:]...).Build()
+// FencedAcquireOp is the fenced acquisition of leaseKey for token with a
+// lease of ttlMillis, counting on counterKey (FencedAcquireScript: EVALSHA,
+// EVAL only after the definite NOSCRIPT reply), to run with Session.Do or
+// Pool.Do like the other lock operations: on the lease key's session, the
+// socket that then carries the lock's renewals and release, so that a
+// clean-up delete of an abandoned acquisition queues behind the script.
+// Result.Owned reports the acquisition and Result.FencingToken its token.
+//
+// Beyond the errors of Do: in cluster mode a pair whose keys hash to
+// different slots is refused before anything is sent (NotSubmitted,
+// ErrCrossSlot); a reply that is neither nil nor a valid token is a
+// Definite *Error with Code "PROTOCOL" wrapping ErrMalformedFencingToken,
+// after which the lease may exist (the script ran) and must be released by
+// its owner token. An Uncertain outcome is never replayed: the script may
+// have spent a fencing token.
+func FencedAcquireOp(leaseKey, counterKey, token string, ttlMillis int64) Op {
+	return Op{kind: opFenced, key: leaseKey, counter: counterKey, token: token, ttlMillis: ttlMillis}
 }
 
-func slotOf(client rueidis.Client, key string) uint16 {
-	probe := client.B().Get().Key(key).Build()
-	return probe.Slot()
+// ErrInvalidWait is the cause (NotSubmitted) when AcquireFencedReplicated is
+// asked for fewer than 1 replica or a WAIT timeout under 1 ms. WAIT 0
+// would not wait at all and a WAIT timeout of 0 blocks forever, so neither
+// is allowed.
+var ErrInvalidWait = errors.New("WAIT needs at least 1 replica and a timeout of at least 1 ms")
+
+// ErrWaitStopped is the cause (Uncertain) of a replicated fenced
+// acquisition whose dedicated connection was closed because its stop
+// context ended while the script and WAIT were on the wire: the script may
+// have run. Before anything was written the error is NotSubmitted with this
+// cause.
+var ErrWaitStopped = errors.New("dedicated connection closed by its owner while WAIT was pending")
+
+// ReplicatedFencedResult is the answer of AcquireFencedReplicated: the
+// script's result and, when the lease was acquired, what WAIT said about the
+// script's write.
+type ReplicatedFencedResult struct {
+	FencedResult
+	// Acknowledged is WAIT's reply when Acquired and WaitErr is nil: the
+	// number of replicas that acknowledged every write of the connection
+	// that ran the script, its counter increment included. It can be lower
+	// than the number asked for (WAIT timed out) and higher (WAIT answers
+	// with every replica that had acknowledged).
+	Acknowledged int64
+	// WaitErr is set when Acquired and WAIT gave no count: a *Error that is
+	// Definite (an error reply, or a reply that is not a non-negative
+	// integer; Code "PROTOCOL") or Uncertain (the connection failed after
+	// the script's reply arrived). Either way the increment's replication
+	// is unknown.
+	WaitErr error
+}
+
+const waitOp = "wait"
+
+// waitCount interprets WAIT's reply: a non-negative integer is the count;
+// an error reply is a Definite *Error (no error text is matched: every one
+// means "no count"); anything else is a Definite protocol error.
+func waitCount(r Reply, redisErr error) (int64, error) {
+	switch {
+	case r.Kind == ReplyInt && r.Int >= 0:
+		return r.Int, nil
+	case r.Kind == ReplyError:
+		return 0, definiteError(waitOp, "", nil, newServerError(r.Text), redisErr)
+	}
+	return 0, &Error{Class: Definite, Op: waitOp, Code: "PROTOCOL",
+		Err: fmt.Errorf("WAIT replied with kind %d, not a non-negative integer", r.Kind)}
 }

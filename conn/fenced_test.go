@@ -1,16 +1,16 @@
-package conn
+package conn_test
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -82,7 +82,7 @@ func TestFencedServerErrorsAndRedirectsAreDefinite(t *testing.T) {
 // fencedServer is one server the fenced script runs on.
 type fencedServer struct {
 	name   string
-	client rueidis.Client
+	client *Pool
 	exec   func(args ...string) string // admin command, RESP2 reply text
 	prefix string
 }
@@ -91,11 +91,12 @@ func fencedServers(t *testing.T) []fencedServer {
 	var out []fencedServer
 	for _, p := range sim.Profiles {
 		srv := startSim(t, p)
-		out = append(out, fencedServer{string(p), newClient(t, []string{srv.Addr()}, "", simPassword), srv.Exec, ""})
+		out = append(out, fencedServer{string(p), newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword)), srv.Exec, ""})
 	}
 	if addr := os.Getenv("RESPIRE_REAL_REDIS70"); addr != "" {
 		lockRealServer(t, addr)
-		client := newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
+		password := os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+		client := newOutsider(t, []string{addr}, "", password)
 		exec := func(args ...string) string {
 			msg, err := client.Do(ctxT(t), client.B().Arbitrary(args...).Build()).ToMessage()
 			if err != nil {
@@ -109,7 +110,7 @@ func fencedServers(t *testing.T) []fencedServer {
 		}
 		prefix := "conn-fenced-" + strings.ReplaceAll(t.Name(), "/", "-") + ":"
 		exec("DEL", prefix+"{j}:lease", prefix+"{j}:fence", prefix+"same")
-		out = append(out, fencedServer{"real-redis-7.0", client, exec, prefix})
+		out = append(out, fencedServer{"real-redis-7.0", newPool(t, newClient(t, []string{addr}, "", password)), exec, prefix})
 	}
 	return out
 }
@@ -118,11 +119,11 @@ func TestFencedScriptGrantsIncreasingTokensAndLeavesContendedCounterAlone(t *tes
 	for _, s := range fencedServers(t) {
 		t.Run(s.name, func(t *testing.T) {
 			lease, fence := s.prefix+"{j}:lease", s.prefix+"{j}:fence"
-			res, err := AcquireFenced(ctxT(t), s.client, lease, fence, "a", 60000)
+			res, err := acquireFenced(ctxT(t), s.client, lease, fence, "a", 60000)
 			if err != nil || !res.Acquired || res.FencingToken != 1 {
 				t.Fatalf("first AcquireFenced = %+v, %v; want token 1", res, err)
 			}
-			res, err = AcquireFenced(ctxT(t), s.client, lease, fence, "b", 60000)
+			res, err = acquireFenced(ctxT(t), s.client, lease, fence, "b", 60000)
 			if err != nil || res.Acquired {
 				t.Fatalf("contended AcquireFenced = %+v, %v; want not acquired", res, err)
 			}
@@ -130,7 +131,7 @@ func TestFencedScriptGrantsIncreasingTokensAndLeavesContendedCounterAlone(t *tes
 				t.Fatalf("counter after contention = %q; want 1", got)
 			}
 			s.exec("DEL", lease)
-			res, err = AcquireFenced(ctxT(t), s.client, lease, fence, "b", 60000)
+			res, err = acquireFenced(ctxT(t), s.client, lease, fence, "b", 60000)
 			if err != nil || res.FencingToken != 2 {
 				t.Fatalf("second owner = %+v, %v; want token 2", res, err)
 			}
@@ -142,9 +143,9 @@ func TestFencedScriptRejectsIdenticalKeysWithoutMutation(t *testing.T) {
 	for _, s := range fencedServers(t) {
 		t.Run(s.name, func(t *testing.T) {
 			key := s.prefix + "same"
-			_, err := AcquireFenced(ctxT(t), s.client, key, key, "a", 60000)
+			_, err := acquireFenced(ctxT(t), s.client, key, key, "a", 60000)
 			if ClassOf(err) != Definite || !strings.Contains(err.Error(), "lock and fencing counter keys must differ") {
-				t.Fatalf("AcquireFenced(same keys) error = %v; want the keys-must-differ server error", err)
+				t.Fatalf("acquireFenced(same keys) error = %v; want the keys-must-differ server error", err)
 			}
 			if got := s.exec("EXISTS", key); !strings.Contains(got, "0") {
 				t.Fatalf("EXISTS after refusal = %q; want 0", got)
@@ -155,8 +156,8 @@ func TestFencedScriptRejectsIdenticalKeysWithoutMutation(t *testing.T) {
 
 func TestFencedScriptMissingFromCacheFallsBackToEvalOnce(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
-	res, err := AcquireFenced(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+	res, err := acquireFenced(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000)
 	if err != nil || res.FencingToken != 1 {
 		t.Fatalf("AcquireFenced = %+v, %v", res, err)
 	}
@@ -176,7 +177,7 @@ func TestFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testing.T) {
 	client := newClient(t, []string{srv.Addr()}, "", simPassword)
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
 	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "EVALSHA"})
-	_, err := AcquireFenced(ctxT(t), client, "{j}:lease", "{j}:fence", "a", 60000)
+	_, err := acquireFenced(ctxT(t), newPool(t, client), "{j}:lease", "{j}:fence", "a", 60000)
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("AcquireFenced after a lost reply = %v; want ErrOutcomeUnknown", err)
 	}
@@ -193,13 +194,20 @@ func TestFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testing.T) {
 
 func TestFencedCrossSlotKeysAreNotSubmittedInClusterMode(t *testing.T) {
 	c := startCluster(t, sim.Redis70, sim.Valkey90)
-	client := newClient(t, c.Addrs(), "", simPassword)
-	_, err := AcquireFenced(ctxT(t), client, "a:lease", "b:fence", "tok", 60000)
+	client := newPool(t, newClient(t, c.Addrs(), "", simPassword))
+	_, err := acquireFenced(ctxT(t), client, "a:lease", "b:fence", "tok", 60000)
 	if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrCrossSlot) {
-		t.Fatalf("AcquireFenced(cross-slot) = %v; want not submitted, ErrCrossSlot", err)
+		t.Fatalf("acquireFenced(cross-slot) = %v; want not submitted, ErrCrossSlot", err)
 	}
-	res, err := AcquireFenced(ctxT(t), client, "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000)
+	res, err := acquireFenced(ctxT(t), client, "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000)
 	if err != nil || res.FencingToken != 1 {
-		t.Fatalf("AcquireFenced(hash-tagged) = %+v, %v; want token 1", res, err)
+		t.Fatalf("acquireFenced(hash-tagged) = %+v, %v; want token 1", res, err)
 	}
+}
+
+// acquireFenced is the fenced acquisition as the engine runs it
+// (FencedAcquireOp on the lease key's session).
+func acquireFenced(ctx context.Context, p *Pool, leaseKey, counterKey, token string, ttlMillis int64) (FencedResult, error) {
+	res, err := p.Do(ctx, FencedAcquireOp(leaseKey, counterKey, token, ttlMillis), nil)
+	return FencedResult{Acquired: res.Owned, FencingToken: res.FencingToken}, err
 }

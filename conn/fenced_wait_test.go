@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"os"
 	"reflect"
 	"strings"
@@ -26,7 +27,7 @@ func TestWaitReplyIsACountOrAnErrorWithoutMatchingTexts(t *testing.T) {
 		{Reply{Kind: ReplyBulk, Text: "1"}, 0, Definite},
 		{nilReply, 0, Definite},
 	} {
-		count, err := waitCount(tc.reply, nil)
+		count, err := WaitCount(tc.reply, nil)
 		if count != tc.count || ClassOf(err) != tc.class || (err == nil) != (tc.class == 0) {
 			t.Errorf("waitCount(%+v) = %d, %v; want %d, class %v", tc.reply, count, err, tc.count, tc.class)
 		}
@@ -51,8 +52,8 @@ func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testi
 	for _, p := range sim.Profiles {
 		t.Run(string(p), func(t *testing.T) {
 			srv := startSim(t, p)
-			client := newClient(t, []string{srv.Addr()}, "", simPassword)
-			res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+			client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
+			res, err := client.AcquireReplicated(ctxT(t), context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 			// The simulator has no replicas: WAIT answers 0.
 			if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
 				t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
@@ -64,7 +65,7 @@ func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testi
 			if log := srv.Log(); !reflect.DeepEqual(log[len(log)-1].Args, []string{"WAIT", "1", "50"}) {
 				t.Fatalf("last command = %q; want WAIT 1 50", log[len(log)-1].Args)
 			}
-			res, err = AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
+			res, err = client.AcquireReplicated(ctxT(t), context.Background(), "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
 			if err != nil || res.Acquired || res.WaitErr != nil {
 				t.Fatalf("contended AcquireFencedReplicated = %+v, %v; want not acquired", res, err)
 			}
@@ -74,10 +75,10 @@ func TestReplicatedFencedAcquisitionPipelinesWaitOnTheScriptsConnection(t *testi
 
 func TestReplicatedFencedAcquisitionRefusesBadWaitsBeforeSending(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	srv.ResetLog()
 	for _, tc := range [][2]int64{{0, 100}, {-1, 100}, {1, 0}, {1, -5}} {
-		_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, tc[0], tc[1])
+		_, err := client.AcquireReplicated(ctxT(t), context.Background(), "{j}:lease", "{j}:fence", "a", 60000, tc[0], tc[1])
 		if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrInvalidWait) {
 			t.Errorf("AcquireFencedReplicated(%d replicas, %d ms) = %v; want not submitted, ErrInvalidWait", tc[0], tc[1], err)
 		}
@@ -92,12 +93,12 @@ func TestReplicatedFencedAcquisitionRefusesBadWaitsBeforeSending(t *testing.T) {
 // hash-tagged pair runs on the primary of its slot.
 func TestReplicatedFencedAcquisitionInClusterModeBindsToTheKeysPrimary(t *testing.T) {
 	c := startCluster(t, sim.Redis70, sim.Valkey90)
-	client := newClient(t, c.Addrs(), "", simPassword)
-	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "a:lease", "b:fence", "tok", 60000, 1, 50)
+	client := newPool(t, newClient(t, c.Addrs(), "", simPassword))
+	_, err := client.AcquireReplicated(ctxT(t), context.Background(), "a:lease", "b:fence", "tok", 60000, 1, 50)
 	if !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrCrossSlot) {
 		t.Fatalf("AcquireFencedReplicated(cross-slot) = %v; want not submitted, ErrCrossSlot", err)
 	}
-	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000, 1, 50)
+	res, err := client.AcquireReplicated(ctxT(t), context.Background(), "{invoice:42}:lease", "{invoice:42}:fence", "tok", 60000, 1, 50)
 	if err != nil || res.FencingToken != 1 || res.Acknowledged != 0 {
 		t.Fatalf("AcquireFencedReplicated(hash-tagged) = %+v, %v; want token 1, 0 acknowledged", res, err)
 	}
@@ -112,9 +113,9 @@ func TestReplicatedFencedAcquisitionInClusterModeBindsToTheKeysPrimary(t *testin
 func TestReplicatedFencedAcquisitionWaitErrorReplyIsReportedNotMatched(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "WAIT", Error: "ERR made up by the test"})
-	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	res, err := client.AcquireReplicated(ctxT(t), context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Definite || !errors.Is(res.WaitErr, ErrServerReply) {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with a definite WaitErr", res, err)
 	}
@@ -123,9 +124,9 @@ func TestReplicatedFencedAcquisitionWaitErrorReplyIsReportedNotMatched(t *testin
 func TestReplicatedFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	srv.Inject(sim.Fault{Kind: sim.DropAfterExec, Command: "EVALSHA"})
-	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	_, err := client.AcquireReplicated(ctxT(t), context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("AcquireFencedReplicated after a lost reply = %v; want ErrOutcomeUnknown", err)
 	}
@@ -141,11 +142,11 @@ func TestReplicatedFencedAcquisitionLostReplyIsUncertainAndNotReplayed(t *testin
 func TestReplicatedFencedAcquisitionLostWaitAfterTheScriptIsAnUncertainWait(t *testing.T) {
 	srv := startSim(t, sim.Redis84)
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	srv.Inject(sim.Fault{Kind: sim.DropBeforeExec, Command: "WAIT"})
 	ctx, cancel := context.WithCancel(context.Background()) // cancellable, no deadline: background mode
 	defer cancel()
-	res, err := AcquireFencedReplicated(ctx, client, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
+	res, err := client.AcquireReplicated(ctx, context.Background(), "{j}:lease", "{j}:fence", "a", 60000, 1, 50)
 	if err != nil || !res.Acquired || ClassOf(res.WaitErr) != Uncertain {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want acquired with an uncertain WaitErr", res, err)
 	}
@@ -157,12 +158,14 @@ func TestReplicatedFencedAcquisitionOnARealServerWithoutReplicasIsNotAcknowledge
 		t.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server 7.0 to test against (the Makefile starts one)")
 	}
 	lockRealServer(t, addr)
-	client := newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
+	password := os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+	client := newPool(t, newClient(t, []string{addr}, "", password))
+	admin := newOutsider(t, []string{addr}, "", password)
 	prefix := "conn-fenced-wait:" + time.Now().Format(time.RFC3339Nano) + ":"
 	lease, fence := prefix+"{j}:lease", prefix+"{j}:fence"
-	defer client.Do(context.Background(), client.B().Del().Key(lease, fence).Build())
+	defer admin.Do(context.Background(), admin.B().Del().Key(lease, fence).Build())
 	start := time.Now()
-	res, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), lease, fence, "a", 60000, 1, 200)
+	res, err := client.AcquireReplicated(ctxT(t), context.Background(), lease, fence, "a", 60000, 1, 200)
 	if err != nil || !res.Acquired || res.FencingToken != 1 || res.Acknowledged != 0 || res.WaitErr != nil {
 		t.Fatalf("AcquireFencedReplicated = %+v, %v; want token 1, 0 acknowledged", res, err)
 	}
@@ -176,14 +179,14 @@ func TestReplicatedFencedAcquisitionOnARealServerWithoutReplicasIsNotAcknowledge
 // error that proves nothing ran (ErrDidNotRun), so a later try is safe.
 func TestReplicatedFencedAcquisitionMovedSlotIsDefiniteAndDidNotRun(t *testing.T) {
 	c := startCluster(t, sim.Redis70, sim.Valkey90)
-	client := newClient(t, c.Addrs(), "", simPassword)
+	client := newPool(t, newClient(t, c.Addrs(), "", simPassword))
 	key, fence := "{invoice:7}:lease", "{invoice:7}:fence"
-	if _, err := AcquireFenced(ctxT(t), client, "{invoice:7}:warm", fence, "w", 60000); err != nil {
-		t.Fatal(err) // rueidis has read the slot map
+	if _, err := acquireFenced(ctxT(t), client, "{invoice:7}:warm", fence, "w", 60000); err != nil {
+		t.Fatal(err) // the engine has read the slot map
 	}
 	from := c.NodeFor(key)
 	c.MoveSlot(sim.Slot(key), 1-from)
-	_, err := AcquireFencedReplicated(ctxT(t), client, context.Background(), key, fence, "tok", 60000, 1, 50)
+	_, err := client.AcquireReplicated(ctxT(t), context.Background(), key, fence, "tok", 60000, 1, 50)
 	if ClassOf(err) != Definite || !errors.Is(err, ErrDidNotRun) {
 		t.Fatalf("AcquireFencedReplicated after a slot move = %v; want a definite MOVED that did not run", err)
 	}
@@ -200,7 +203,7 @@ func TestReplicatedFencedAcquisitionMovedSlotIsDefiniteAndDidNotRun(t *testing.T
 func TestBoundedLocksClose_AStopEndingDuringWaitClosesTheDedicatedConnection(t *testing.T) {
 	srv := startSim(t, sim.Redis84)
 	srv.Exec("SCRIPT", "LOAD", FencedAcquireScript)
-	client := newClient(t, []string{srv.Addr()}, "", simPassword)
+	client := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	gate := make(chan struct{})
 	defer close(gate)
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "WAIT", Gate: gate})
@@ -211,7 +214,7 @@ func TestBoundedLocksClose_AStopEndingDuringWaitClosesTheDedicatedConnection(t *
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		res, err := AcquireFencedReplicated(ctxT(t), client, stop, "{j}:lease", "{j}:fence", "a", 60000, 1, 60000)
+		res, err := client.AcquireReplicated(ctxT(t), stop, "{j}:lease", "{j}:fence", "a", 60000, 1, 60000)
 		answered <- answer{res, err}
 	}()
 	if _, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return e.Args[0] == "WAIT" }); err != nil {
@@ -233,7 +236,7 @@ func TestBoundedLocksClose_AStopEndingDuringWaitClosesTheDedicatedConnection(t *
 	}
 	t.Log(stoppedErr)
 	before := len(srv.Log())
-	_, err := AcquireFencedReplicated(ctxT(t), client, stop, "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
+	_, err := client.AcquireReplicated(ctxT(t), stop, "{j}:lease", "{j}:fence", "b", 60000, 1, 50)
 	if !errors.Is(err, ErrWaitStopped) || ClassOf(err) != NotSubmitted || len(srv.Log()) != before {
 		t.Fatalf("AcquireFencedReplicated with its stop ended = %v (%d commands sent); want not submitted, nothing sent", err, len(srv.Log())-before)
 	}

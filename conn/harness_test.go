@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"context"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
+
+	"github.com/respire-go/respire/internal/wire"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -35,11 +38,21 @@ func startCluster(t *testing.T, profiles ...sim.Profile) *sim.Cluster {
 	return simtest.StartCluster(t, sim.ClusterConfig{Profiles: profiles, Password: simPassword})
 }
 
-func newClient(t *testing.T, addrs []string, user, password string) rueidis.Client {
+// newClient returns a client of the root module's own (internal/wire) for
+// addrs (several: a cluster's nodes), closed when the test ends.
+func newClient(t *testing.T, addrs []string, user, password string) *wire.Client {
 	t.Helper()
-	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: addrs, Username: user, Password: password, DisableCache: user != "",
-	})
+	client := wire.New(wire.Options{Addrs: addrs, Cluster: len(addrs) > 1, User: user, Password: password})
+	t.Cleanup(client.Close)
+	return client
+}
+
+// newOutsider connects a rueidis client for a party outside the engine
+// under test, closed when the test ends.
+func newOutsider(t *testing.T, addrs []string, user, password string) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: user, Password: password,
+		DisableCache: true})
 	if err != nil {
 		t.Fatalf("rueidis.NewClient: %v", err)
 	}
@@ -47,8 +60,9 @@ func newClient(t *testing.T, addrs []string, user, password string) rueidis.Clie
 	return client
 }
 
-func newPool(t *testing.T, client rueidis.Client) *Pool {
-	p := NewPool(client)
+// newPool returns the engine over client, closed when the test ends.
+func newPool(t *testing.T, client Client) *Pool {
+	p := NewEngine(EngineConfig{Client: client})
 	t.Cleanup(p.Close)
 	return p
 }

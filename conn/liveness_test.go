@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestASessionIdlePastTheThresholdIsCheckedWithPingBeforeALockCommandADeadOne
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
 	mustSet(t, srv, "k", "tok")
-	old := pin(mustRelease(t, p, "k", "tok").Session)
+	old := Pin(mustRelease(t, p, "k", "tok").Session)
 	oldID, _ := old.Identity()
 	pingBeforeEveryCommand(t, p)
 	if !srv.KillClient(oldID.ID) {
@@ -38,7 +39,7 @@ func TestASessionIdlePastTheThresholdIsCheckedWithPingBeforeALockCommandADeadOne
 	if _, err := old.Release(ctx, "k", "tok"); !errors.Is(err, ErrNotSubmitted) || !errors.Is(err, ErrSessionRetired) || !old.Dead() {
 		t.Fatalf("Release on the dead idle session = %v (dead %v); want not submitted, retired", err, old.Dead())
 	}
-	fresh := pin(mustRelease(t, p, "k", "tok").Session)
+	fresh := Pin(mustRelease(t, p, "k", "tok").Session)
 	freshID, _ := fresh.Identity()
 	if fresh == old || freshID.ID == oldID.ID {
 		t.Fatal("the dead session was reused")
@@ -74,11 +75,11 @@ func TestAPingDeniedByACLCountsAsAlive(t *testing.T) {
 	srv.SetUser("locker", "lockerpw", "set", "get", "delex", "client|id", "client|info")
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	mustSet(t, srv, "k", "tok")
-	first := pin(mustRelease(t, p, "k", "tok").Session)
+	first := Pin(mustRelease(t, p, "k", "tok").Session)
 	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
-	again := pin(mustRelease(t, p, "k", "tok").Session)
+	again := Pin(mustRelease(t, p, "k", "tok").Session)
 	if again != first || first.Dead() {
 		t.Fatal("a session whose PING was denied was replaced")
 	}
@@ -92,7 +93,7 @@ func TestExtendManyOnADeadIdleSessionIsNotSubmitted(t *testing.T) {
 	srv := startSim(t, sim.Redis84)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +123,11 @@ func TestABusySessionInBackgroundModeIsFoundDeadBeforeTheNextCommand(t *testing.
 	if err != nil || !first.Owned {
 		t.Fatalf("first Release = %+v, %v; want owned", first, err)
 	}
-	oldID, _ := pin(first.Session).Identity()
+	oldID, _ := Pin(first.Session).Identity()
 	if !srv.KillClient(oldID.ID) {
 		t.Fatal("KillClient found no such client")
 	}
-	for !pin(first.Session).Dead() { // the background reader sees the close on its own
+	for !Pin(first.Session).Dead() { // the background reader sees the close on its own
 		select {
 		case <-ctx.Done():
 			t.Fatal("the killed session was never found dead")

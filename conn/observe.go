@@ -1,10 +1,6 @@
 package conn
 
-import (
-	"context"
-
-	"github.com/respire-go/respire/capstore"
-)
+import "context"
 
 // Observer receives a transport's events (a Pool's, or any transport with
 // a SetObserver method), for telemetry: sessions opened and
@@ -29,11 +25,13 @@ type Observer struct {
 	// about to be handed to a socket on behalf of ctx. Pipelined keep-alive
 	// renewals (Session.ExtendMany) and the idle-check PING are not reported.
 	Command func(ctx context.Context, name string)
+	// Op: the engine starts op for a caller (Engine.Do, Session.Do, and
+	// each request of Session.ExtendMany, as its Renewal), before any of its
+	// commands is handed to a socket. The returned ctx is the one op is
+	// sent under; the returned function is called once, with the error
+	// the caller gets (nil for an answer), before the caller sees it.
+	Op func(ctx context.Context, op Op) (context.Context, func(err error))
 }
-
-// SetObserver sets the pool's observer; nil removes it. Call it before the
-// pool's first use: it is not synchronised with commands in flight.
-func (p *Pool) SetObserver(o *Observer) { p.obs = o }
 
 // RetireReason says why a session was retired.
 type RetireReason uint8
@@ -126,26 +124,6 @@ func FallbackOf(step Step) Fallback {
 		return FallbackDelifeq
 	}
 	return FallbackScriptCache
-}
-
-// learn adds what a reply confirmed to the session's capabilities and
-// reports a fallback taken from step (when the operation is not done).
-func (s *pinned) learn(step Step, out Outcome) {
-	added := s.caps.AddNew(out.Learned)
-	if out.Done {
-		return
-	}
-	if o := s.pool.obs; o != nil && o.FallbackTaken != nil {
-		o.FallbackTaken(s.node, FallbackOf(step), added&capstore.FallbackBits != 0)
-	}
-}
-
-// reportCommand tells the observer, if any, that the command named name is
-// about to be handed to a socket for ctx.
-func (p *Pool) reportCommand(ctx context.Context, name string) {
-	if o := p.obs; o != nil && o.Command != nil {
-		o.Command(ctx, name)
-	}
 }
 
 // ProbeCommandName is what Observer.Command calls the permission probe

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"context"
+	. "github.com/respire-go/respire/conn"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ func TestConcurrentFirstCallersShareOneSessionOpen(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	pool := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	const callers = 64
-	sessions := make([]*pinned, callers)
+	sessions := make([]*Pinned, callers)
 	errs := make([]error, callers)
 	var start, done sync.WaitGroup
 	start.Add(1)
@@ -26,7 +27,7 @@ func TestConcurrentFirstCallersShareOneSessionOpen(t *testing.T) {
 		go func() {
 			defer done.Done()
 			start.Wait()
-			sessions[i], errs[i] = pool.sessionFor(ctxT(t), srv.Addr())
+			sessions[i], errs[i] = pool.SessionForT(ctxT(t), srv.Addr())
 		}()
 	}
 	start.Done()
@@ -54,11 +55,11 @@ func TestACallerGivingUpDoesNotFailASharedSessionOpen(t *testing.T) {
 		Match: func(args []string) bool { return strings.EqualFold(args[1], "ID") }})
 	leaderCtx, cancelLeader := context.WithCancel(ctxT(t))
 	leaderErr := make(chan error, 1)
-	go func() { _, err := pool.sessionFor(leaderCtx, srv.Addr()); leaderErr <- err }()
+	go func() { _, err := pool.SessionForT(leaderCtx, srv.Addr()); leaderErr <- err }()
 	_, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool { return strings.EqualFold(e.Args[0], "CLIENT") })
 	require.NoError(t, err)
-	follower := make(chan *pinned, 1)
-	go func() { s, _ := pool.sessionFor(ctxT(t), srv.Addr()); follower <- s }()
+	follower := make(chan *Pinned, 1)
+	go func() { s, _ := pool.SessionForT(ctxT(t), srv.Addr()); follower <- s }()
 	cancelLeader()
 	require.ErrorIs(t, <-leaderErr, context.Canceled)
 	close(gate)

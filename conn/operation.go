@@ -2,6 +2,7 @@ package conn
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/respire-go/respire/capstore"
 )
@@ -95,7 +96,28 @@ func (o *Operation) AppendArgs(dst []string) []string {
 	panic("conn: operation in invalid step " + strconv.Itoa(int(o.step)))
 }
 
-func (o *Operation) ms() string { return strconv.FormatInt(o.ttlMillis, 10) }
+func (o *Operation) ms() string { return millis(o.ttlMillis) }
+
+// millisText is one TTL in milliseconds and its decimal text.
+type millisText struct {
+	ms   int64
+	text string
+}
+
+// lastMillis remembers the text of the latest TTL formatted: an application
+// usually takes its locks with one or a few lease lengths, so the text is
+// reused instead of formatted (and allocated) for every command.
+var lastMillis atomic.Pointer[millisText]
+
+// millis is strconv.FormatInt(ms, 10), reusing the latest text.
+func millis(ms int64) string {
+	if last := lastMillis.Load(); last != nil && last.ms == ms {
+		return last.text
+	}
+	t := &millisText{ms: ms, text: strconv.FormatInt(ms, 10)}
+	lastMillis.Store(t)
+	return t.text
+}
 
 // Outcome is what one reply means.
 type Outcome struct {

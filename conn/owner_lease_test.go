@@ -1,6 +1,7 @@
-package conn
+package conn_test
 
 import (
+	. "github.com/respire-go/respire/conn"
 	"reflect"
 	"testing"
 )

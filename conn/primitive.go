@@ -180,17 +180,24 @@ var ErrLimitMismatch = errors.New("semaphore limit differs from the limit stored
 
 // LimitMismatchError is a semaphore acquisition refused because the limit
 // stored with the semaphore (set by the holders that are live now) differs
-// from the requested one. Nothing changed on the server. errors.Is matches
-// ErrLimitMismatch; Unwrap gives the server's reply (*rueidis.RedisError
-// over a transport, *ServerError from the pure protocol).
+// from the requested one, or because live holders have no stored limit at
+// all (added by hand, or by a version of respire-go that stored it
+// elsewhere): a missing limit is never taken as "no limit". Nothing changed
+// on the server. errors.Is matches ErrLimitMismatch; Unwrap gives the
+// server's reply (*rueidis.RedisError over a transport, *ServerError from
+// the pure protocol).
 type LimitMismatchError struct {
-	Stored    string // the stored limit, as the server holds it
+	Stored    string // the stored limit, as the server holds it; "" when none is stored
 	Requested int    // the caller's limit
 	Reply     error
 }
 
 // Error describes the mismatch (the limits are not secrets).
 func (e *LimitMismatchError) Error() string {
+	if e.Stored == "" {
+		return fmt.Sprintf("semaphore limit mismatch: the semaphore has live holders but no stored limit "+
+			"(added by hand or by another version of respire-go), this caller %d", e.Requested)
+	}
 	return fmt.Sprintf("semaphore limit mismatch: the semaphore's live holders use limit %s, this caller %d", e.Stored, e.Requested)
 }
 
@@ -200,14 +207,21 @@ func (e *LimitMismatchError) Is(target error) bool { return target == ErrLimitMi
 // Unwrap returns the server's reply.
 func (e *LimitMismatchError) Unwrap() error { return e.Reply }
 
+// limitUnknown is what SemaphoreAcquireScript's refusal says of the stored
+// limit when live holders have none.
+const limitUnknown = "unknown"
+
 // parseLimitMismatch recognises "LIMITMISMATCH semaphore limit is <stored>,
-// not <requested>" for the requested limit.
+// not <requested>" for the requested limit (<stored> "unknown": none).
 func parseLimitMismatch(text string, requested int) (*LimitMismatchError, bool) {
 	prefix := LimitMismatchCode + " semaphore limit is "
 	suffix := ", not " + strconv.Itoa(requested)
 	if !strings.HasPrefix(text, prefix) || !strings.HasSuffix(text, suffix) || len(text) < len(prefix)+len(suffix) {
 		return nil, false
 	}
-	return &LimitMismatchError{Stored: text[len(prefix) : len(text)-len(suffix)], Requested: requested,
-		Reply: newServerError(text)}, true
+	stored := text[len(prefix) : len(text)-len(suffix)]
+	if stored == limitUnknown {
+		stored = ""
+	}
+	return &LimitMismatchError{Stored: stored, Requested: requested, Reply: newServerError(text)}, true
 }

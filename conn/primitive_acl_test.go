@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"context"
+	. "github.com/respire-go/respire/conn"
 	"os"
 	"slices"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // primitiveACL is the least-privilege command list of the semaphore and
 // read/write-lock operations (docs/compatibility.md): the scripts' commands,
 // plus the release the writer's mutex commands need on each server.
-var primitiveACL = []string{"evalsha", "eval", "time", "get", "set", "exists", "del", "pttl", "pexpire",
+var primitiveACL = []string{"evalsha", "eval", "time", "get", "set", "del", "pttl", "pexpire",
 	"zadd", "zrem", "zremrangebyscore", "zcard", "zcount", "zscore"}
 
 var primitiveACLExtra = map[sim.Profile][]string{sim.Redis84: {"delex"}, sim.Valkey90: {"delifeq"}}
@@ -45,7 +46,7 @@ func TestLeastPrivilegeAcl_SemaphoreAndReadWriteLock(t *testing.T) {
 	}
 	t.Run("real-redis-7.0", func(t *testing.T) {
 		lockRealServer(t, addr)
-		admin := newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
+		admin := newOutsider(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
 		rules := []string{"ACL", "SETUSER", "respire-prim", "reset", "on", ">pw", "~*"}
 		for _, c := range primitiveACL {
 			rules = append(rules, "+"+c)
@@ -70,7 +71,7 @@ func deniedSomewhere(t *testing.T, p *Pool) string {
 		if _, err := p.Do(ctxT(t), op, nil); err != nil {
 			if !strings.Contains(err.Error(), "permission") && !strings.Contains(err.Error(), "can't run") &&
 				!strings.Contains(err.Error(), "NOPERM") {
-				t.Errorf("%s failed with %v; want a permission denial", op.name(), err)
+				t.Errorf("%s failed with %v; want a permission denial", op.Name(), err)
 			}
 			return err.Error()
 		}

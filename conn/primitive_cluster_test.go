@@ -1,8 +1,10 @@
-package conn
+package conn_test
 
 import (
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/realserver"
 	"os"
 	"strings"
 	"testing"
@@ -16,8 +18,6 @@ import (
 // hashes to one slot; a name that would give an empty tag, an empty name and
 // a limit below 1 are refused before anything exists.
 func TestPrimitiveKeysShareASlot_NamingAndRefusals(t *testing.T) {
-	c := startCluster(t, sim.Redis70, sim.Valkey90)
-	client := newClient(t, c.Addrs(), "", simPassword)
 	for _, tt := range []struct{ prefix, name, holders string }{
 		{"", "jobs", "{jobs}:sem"},
 		{"app:", "jobs", "app:{jobs}:sem"},
@@ -29,13 +29,13 @@ func TestPrimitiveKeysShareASlot_NamingAndRefusals(t *testing.T) {
 		sem := mustSemaphore(t, tt.prefix, tt.name, 8)
 		l := mustRWLock(t, tt.prefix, tt.name)
 		stem := strings.TrimSuffix(tt.holders, ":sem")
-		if sem.HoldersKey != tt.holders || sem.LimitKey != stem+":sem:limit" || l.WriterKey != stem+":w" || l.ReadersKey != stem+":r" {
+		if sem.HoldersKey != tt.holders || l.WriterKey != stem+":w" || l.ReadersKey != stem+":r" {
 			t.Errorf("(%q, %q) = %+v, %+v; want stem %q", tt.prefix, tt.name, sem, l, stem)
 		}
-		slot := slotOf(client, sem.HoldersKey)
-		for _, k := range []string{sem.LimitKey, l.WriterKey, l.ReadersKey} {
-			if slotOf(client, k) != slot {
-				t.Errorf("(%q, %q): %s is in slot %d, %s in %d; want one slot", tt.prefix, tt.name, sem.HoldersKey, slot, k, slotOf(client, k))
+		slot := sim.Slot(sem.HoldersKey)
+		for _, k := range []string{l.WriterKey, l.ReadersKey} {
+			if sim.Slot(k) != slot {
+				t.Errorf("(%q, %q): %s is in slot %d, %s in %d; want one slot", tt.prefix, tt.name, sem.HoldersKey, slot, k, sim.Slot(k))
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func exerciseOneSlot(t *testing.T, p *Pool, prefix, name string) (Semaphore, RWL
 	for _, st := range steps {
 		res, err := p.Do(ctxT(t), st.op, nil)
 		if err != nil || res.Owned != st.owned {
-			t.Fatalf("%s %q: %s = %+v, %v; want owned %v", prefix, name, st.op.name(), res, err, st.owned)
+			t.Fatalf("%s %q: %s = %+v, %v; want owned %v", prefix, name, st.op.Name(), res, err, st.owned)
 		}
 	}
 	return sem, l
@@ -99,15 +99,18 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnASimCluster(t *testing.T) {
 			}
 		}
 		sem, _ := exerciseOneSlot(t, p, "app:", name)
-		if got := c.Node(i).Exec("EXISTS", sem.HoldersKey, sem.LimitKey); got != ":2\r\n" {
-			t.Errorf("node %d (%s): EXISTS of the semaphore's keys = %q; want both there", i, profile, got)
+		if got := c.Node(i).Exec("EXISTS", sem.HoldersKey); got != ":1\r\n" {
+			t.Errorf("node %d (%s): EXISTS of the semaphore's key = %q; want it there", i, profile, got)
 		}
 	}
-	node := client.Nodes()[c.Addrs()[0]] // rueidis' cluster client refuses two slots itself
-	err := node.Do(ctxT(t), node.B().Arbitrary("EVAL", SemaphoreAcquireScript, "2",
-		"jobs:sem", "jobs:sem:limit", "a", "60000", "2").Build()).Error()
-	if err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
-		t.Fatalf("the acquisition with untagged keys = %v; want CROSSSLOT", err)
+	raw, err := realserver.Dial(c.Addrs()[0], simPassword) // a plain connection: the server itself refuses two slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	reply, err := raw.Do("EVAL", ReadAcquireScript, "2", "jobs:w", "jobs:r", "a", "60000")
+	if err != nil || !strings.HasPrefix(reply, "-CROSSSLOT") {
+		t.Fatalf("the acquisition with untagged keys = %q, %v; want CROSSSLOT", reply, err)
 	}
 }
 
@@ -120,18 +123,19 @@ func TestPrimitiveKeysShareASlot_EveryOperationOnARealCluster(t *testing.T) {
 		t.Skip("RESPIRE_REAL_CLUSTER70 not set: no real redis-server 7.0 cluster (scripts/with-servers.sh starts one)")
 	}
 	lockRealServer(t, list)
-	client := newClient(t, strings.Split(list, ","), "", os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD"))
-	p := newPool(t, client)
+	password := os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
+	p := newPool(t, newClient(t, strings.Split(list, ","), "", password))
+	client := newOutsider(t, strings.Split(list, ","), "", password)
 	prefix := fmt.Sprintf("conn-prim:%d:", time.Now().UnixNano())
 	nodes := map[string]bool{}
 	for n := range 12 {
 		sem, l := exerciseOneSlot(t, p, prefix, fmt.Sprintf("job-%d", n))
-		keys := []string{sem.HoldersKey, sem.LimitKey, l.WriterKey, l.ReadersKey}
+		keys := []string{sem.HoldersKey, l.WriterKey, l.ReadersKey}
 		if err := client.Do(ctxT(t), client.B().Exists().Key(keys...).Build()).Error(); err != nil {
 			t.Fatalf("EXISTS %q = %v; want one slot", keys, err)
 		}
 		res := mustDo(t, p, sem.HoldersOp())
-		nodes[pin(res.Session).Node()] = true
+		nodes[Pin(res.Session).Node()] = true
 		client.Do(ctxT(t), client.B().Del().Key(keys...).Build())
 	}
 	if len(nodes) < 2 {

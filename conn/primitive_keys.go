@@ -11,7 +11,7 @@ import (
 // key of one semaphore or lock is the stem plus a fixed suffix, so all of
 // them carry the same hash tag and live in one cluster slot:
 //
-//	semaphore:        P{N}:sem (holders, sorted set)  P{N}:sem:limit (string)
+//	semaphore:        P{N}:sem (holders and the limit, sorted set)
 //	read/write lock:  P{N}:w   (writer, string)       P{N}:r (readers, sorted set)
 //
 // The tag is the text between the stem's first "{" and the first "}" after
@@ -29,8 +29,11 @@ var (
 	// ErrEmptyHashTag: the keys' hash tag would be empty, so they could hash
 	// to different cluster slots.
 	ErrEmptyHashTag = errors.New("the name gives an empty hash tag, so its keys could hash to different cluster slots")
-	// ErrBadLimit: a semaphore limit below 1.
-	ErrBadLimit = errors.New("semaphore limit must be at least 1")
+	// ErrBadLimit: a semaphore limit below 1 or above MaxSemaphoreLimit.
+	ErrBadLimit = errors.New("semaphore limit must be between 1 and 2147483647")
+	// ErrEmptyHolderToken: an empty owner token for a semaphore permit or a
+	// read hold (the empty member holds a semaphore's limit).
+	ErrEmptyHolderToken = errors.New("a permit's or reader's owner token must not be empty")
 	// ErrReservedToken: a write-lock owner token beginning with "waiting:",
 	// the prefix of waiting markers.
 	ErrReservedToken = errors.New("a write-lock owner token must not begin with \"waiting:\"")
@@ -50,27 +53,30 @@ func primitiveStem(prefix, name string) (string, error) {
 	return stem, nil
 }
 
-// Semaphore names the keys and limit of one lease semaphore. Build it with
+// Semaphore names the key and limit of one lease semaphore. Build it with
 // NewSemaphore; it is a small immutable value, safe to copy and to share
 // between goroutines.
 type Semaphore struct {
-	HoldersKey string // P{N}:sem, sorted set: owner token → lease end (server ms)
-	LimitKey   string // P{N}:sem:limit, string: the limit the live holders use
-	Limit      int    // the limit this caller acquires with (≥ 1)
+	// HoldersKey, P{N}:sem, is the sorted set of owner token → lease end
+	// (server ms), which also stores the limit the live holders use
+	// (SemaphoreLimitMember).
+	HoldersKey string
+	Limit      int // the limit this caller acquires with (1 to MaxSemaphoreLimit)
 }
 
 // NewSemaphore names the semaphore name under the key prefix prefix with
 // limit permits. It returns ErrEmptyName, ErrEmptyHashTag or ErrBadLimit
-// for bad input. It sends nothing.
+// (a limit below 1 or above MaxSemaphoreLimit) for bad input. It sends
+// nothing.
 func NewSemaphore(prefix, name string, limit int) (Semaphore, error) {
-	if limit < 1 {
+	if limit < 1 || int64(limit) > MaxSemaphoreLimit {
 		return Semaphore{}, ErrBadLimit
 	}
 	stem, err := primitiveStem(prefix, name)
 	if err != nil {
 		return Semaphore{}, err
 	}
-	return Semaphore{HoldersKey: stem + ":sem", LimitKey: stem + ":sem:limit", Limit: limit}, nil
+	return Semaphore{HoldersKey: stem + ":sem", Limit: limit}, nil
 }
 
 // SemaphoreOfHolders returns the Semaphore whose HoldersKey is holdersKey,
@@ -79,35 +85,37 @@ func NewSemaphore(prefix, name string, limit int) (Semaphore, error) {
 // sent). It lets a held permit keep one key instead of the Semaphore. It
 // sends nothing.
 func SemaphoreOfHolders(holdersKey string, limit int) Semaphore {
-	return Semaphore{HoldersKey: holdersKey, LimitKey: holdersKey + ":limit", Limit: limit}
+	return Semaphore{HoldersKey: holdersKey, Limit: limit}
 }
 
 // AcquireOp takes a permit for token with a lease of ttlMillis
 // (SemaphoreAcquireScript). Result.Owned: the token holds a permit; false:
-// the semaphore is full. A different stored limit is a Definite *Error
-// (Code "LIMITMISMATCH") whose chain holds a *LimitMismatchError (errors.Is
-// ErrLimitMismatch); nothing changed. After an Uncertain outcome, LeaseOp
-// settles whether the token holds a permit.
+// the semaphore is full. A different stored limit, or none stored while
+// holders are live, is a Definite *Error (Code "LIMITMISMATCH") whose chain
+// holds a *LimitMismatchError (errors.Is ErrLimitMismatch); nothing
+// changed. After an Uncertain outcome, LeaseOp settles whether the token
+// holds a permit. An empty token is refused before anything is sent
+// (NotSubmitted, ErrEmptyHolderToken), as by RenewOp, ReleaseOp and LeaseOp.
 func (s Semaphore) AcquireOp(token string, ttlMillis int64) Op {
 	return primitiveOp(&primitiveCall{name: "semaphore-acquire", kind: primAcquire,
 		script: SemaphoreAcquireScript, sha: SemaphoreAcquireScriptSHA,
-		keys: []string{s.HoldersKey, s.LimitKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit + mutationLimitSlack)},
-		limit: s.Limit})
+		keys: []string{s.HoldersKey}, args: []string{token, millis(ttlMillis), strconv.Itoa(s.Limit + mutationLimitSlack)},
+		limit: s.Limit, invalid: checkHolderToken(token)})
 }
 
 // RenewOp sets token's permit to end ttlMillis from now by server time
-// (HolderRenewScript; the limit key keeps the holders key's TTL).
-// Result.Owned: renewed; false: the token holds no live permit (missing, or
-// its lease ended), nothing changed.
+// (HolderRenewScript). Result.Owned: renewed; false: the token holds no
+// live permit (missing, or its lease ended), nothing changed.
 func (s Semaphore) RenewOp(token string, ttlMillis int64) Op {
-	return holderRenewOp("semaphore-renew", token, ttlMillis, s.HoldersKey, s.LimitKey)
+	return holderRenewOp("semaphore-renew", token, ttlMillis, s.HoldersKey)
 }
 
 // ReleaseOp gives token's permit back (HolderReleaseScript; with the last
-// live holder the limit key goes too). Result.Owned: a live permit was
-// released; false: none was held (an expired one is removed all the same).
+// live holder the key, and the limit stored in it, goes). Result.Owned: a
+// live permit was released; false: none was held (an expired one is
+// removed all the same).
 func (s Semaphore) ReleaseOp(token string) Op {
-	return holderReleaseOp("semaphore-release", token, s.HoldersKey, s.LimitKey)
+	return holderReleaseOp("semaphore-release", token, s.HoldersKey)
 }
 
 // LeaseOp reads token's permit without changing anything
@@ -154,11 +162,14 @@ func RWLockOfKey(key string) RWLock {
 
 // ReadAcquireOp takes a read hold for token with a lease of ttlMillis
 // (ReadAcquireScript). Result.Owned: the token holds a read lease; false: a
-// writer holds the lock or waits for it, nothing changed.
+// writer holds the lock or waits for it, nothing changed. An empty token is
+// refused before anything is sent (NotSubmitted, ErrEmptyHolderToken), as
+// by the other reader Ops.
 func (l RWLock) ReadAcquireOp(token string, ttlMillis int64) Op {
 	return primitiveOp(&primitiveCall{name: "read-acquire", kind: primAcquire,
 		script: ReadAcquireScript, sha: ReadAcquireScriptSHA,
-		keys: []string{l.WriterKey, l.ReadersKey}, args: []string{token, millis(ttlMillis)}})
+		keys: []string{l.WriterKey, l.ReadersKey}, args: []string{token, millis(ttlMillis)},
+		invalid: checkHolderToken(token)})
 }
 
 // ReadRenewOp renews token's read hold to ttlMillis from now
@@ -233,19 +244,29 @@ func CheckWriteToken(token string) error {
 	return nil
 }
 
-func holderRenewOp(name, token string, ttlMillis int64, keys ...string) Op {
-	return primitiveOp(&primitiveCall{name: name, kind: primOwned, script: HolderRenewScript,
-		sha: HolderRenewScriptSHA, keys: keys, args: []string{token, millis(ttlMillis)}})
+// checkHolderToken returns ErrEmptyHolderToken for an empty permit or
+// reader token (the empty member holds a semaphore's limit), else nil.
+func checkHolderToken(token string) error {
+	if token == "" {
+		return ErrEmptyHolderToken
+	}
+	return nil
 }
 
-func holderReleaseOp(name, token string, keys ...string) Op {
+func holderRenewOp(name, token string, ttlMillis int64, key string) Op {
+	return primitiveOp(&primitiveCall{name: name, kind: primOwned, script: HolderRenewScript,
+		sha: HolderRenewScriptSHA, keys: []string{key}, args: []string{token, millis(ttlMillis)},
+		invalid: checkHolderToken(token)})
+}
+
+func holderReleaseOp(name, token string, key string) Op {
 	return primitiveOp(&primitiveCall{name: name, kind: primOwned, script: HolderReleaseScript,
-		sha: HolderReleaseScriptSHA, keys: keys, args: []string{token}})
+		sha: HolderReleaseScriptSHA, keys: []string{key}, args: []string{token}, invalid: checkHolderToken(token)})
 }
 
 func holderLeaseOp(name, token, key string) Op {
 	return primitiveOp(&primitiveCall{name: name, kind: primLease, script: HolderLeaseScript,
-		sha: HolderLeaseScriptSHA, keys: []string{key}, args: []string{token}})
+		sha: HolderLeaseScriptSHA, keys: []string{key}, args: []string{token}, invalid: checkHolderToken(token)})
 }
 
 func holderCountOp(name, key string) Op {

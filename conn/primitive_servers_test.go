@@ -1,6 +1,7 @@
-package conn
+package conn_test
 
 import (
+	. "github.com/respire-go/respire/conn"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 type primServer struct {
 	name   string
 	pool   *Pool
+	admin  rueidis.Client              // an outsider's client of the server
 	exec   func(args ...string) string // admin command; reply as text (":n", the string, "-ERR …", "<nil>")
 	prefix string                      // key prefix that isolates the test on a shared server
 }
@@ -27,15 +29,18 @@ func primitiveServers(t *testing.T) []primServer {
 	var out []primServer
 	for _, p := range sim.Profiles {
 		srv := startSim(t, p)
-		client := newClient(t, []string{srv.Addr()}, "", simPassword)
-		out = append(out, primServer{string(p), newPool(t, client), adminExec(t, client), ""})
+		admin := newOutsider(t, []string{srv.Addr()}, "", simPassword)
+		out = append(out, primServer{string(p), newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword)), admin,
+			adminExec(t, admin), ""})
 	}
 	if addr := os.Getenv("RESPIRE_REAL_REDIS70"); addr != "" {
 		lockRealServer(t, addr)
-		client := newClient(t, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
+		password := os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
+		admin := newOutsider(t, []string{addr}, "", password)
 		prefix := "conn-prim-" + strings.ReplaceAll(t.Name(), "/", "-") + ":"
-		out = append(out, primServer{"real-redis-7.0", newPool(t, client), adminExec(t, client), prefix})
-		t.Cleanup(func() { deletePrefixed(t, client, prefix) })
+		out = append(out, primServer{"real-redis-7.0", newPool(t, newClient(t, []string{addr}, "", password)), admin,
+			adminExec(t, admin), prefix})
+		t.Cleanup(func() { deletePrefixed(t, admin, prefix) })
 	}
 	return out
 }
@@ -98,7 +103,7 @@ func mustDo(t *testing.T, p *Pool, op Op) Result {
 	t.Helper()
 	res, err := p.Do(ctxT(t), op, nil)
 	if err != nil {
-		t.Fatalf("%s: %v", op.name(), err)
+		t.Fatalf("%s: %v", op.Name(), err)
 	}
 	return res
 }

@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	. "github.com/respire-go/respire/conn"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,12 +28,12 @@ func TestScriptsAreFixed_PrimitiveScriptSHA1sMatchTheirSources(t *testing.T) {
 }
 
 func TestEvalOnlyAfterNoScript_PrimitiveScriptCalls(t *testing.T) {
-	sem := Semaphore{HoldersKey: "{j}:sem", LimitKey: "{j}:sem:limit", Limit: 4}
+	sem := Semaphore{HoldersKey: "{j}:sem", Limit: 4}
 	call, ok := sem.AcquireOp("tok", 1500).ScriptCall()
 	if !ok {
 		t.Fatal("AcquireOp has no ScriptCall")
 	}
-	want := []string{"EVALSHA", SemaphoreAcquireScriptSHA, "2", "{j}:sem", "{j}:sem:limit", "tok", "1500", "4"}
+	want := []string{"EVALSHA", SemaphoreAcquireScriptSHA, "1", "{j}:sem", "tok", "1500", "4"}
 	if got := call.Command(); !reflect.DeepEqual(got.Args, want) || got.Key != 3 || call.Step() != StepPrimitiveEvalsha {
 		t.Fatalf("Command() = %+v; want %q key 3", got, want)
 	}
@@ -74,7 +75,7 @@ func TestEvalOnlyAfterNoScript_PrimitiveOpsOverTheWire(t *testing.T) {
 }
 
 func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
-	sem := Semaphore{HoldersKey: "{j}:sem", LimitKey: "{j}:sem:limit", Limit: 4}
+	sem := Semaphore{HoldersKey: "{j}:sem", Limit: 4}
 	l := RWLock{WriterKey: "{c}:w", ReadersKey: "{c}:r"}
 	int64Reply := func(n int64) Reply { return Reply{Kind: ReplyInt, Int: n} }
 	tests := []struct {
@@ -99,7 +100,7 @@ func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
 	for _, tt := range tests {
 		call, _ := tt.op.ScriptCall()
 		if got := call.Interpret(tt.reply); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: Interpret(%+v) = %+v; want %+v", tt.op.name(), tt.reply, got, tt.want)
+			t.Errorf("%s: Interpret(%+v) = %+v; want %+v", tt.op.Name(), tt.reply, got, tt.want)
 		}
 	}
 	for _, bad := range []struct {
@@ -112,13 +113,19 @@ func TestPrimitiveRepliesAreStrict_EveryScriptReply(t *testing.T) {
 	} {
 		call, _ := bad.op.ScriptCall()
 		if got := call.Interpret(bad.reply); !got.Done || got.Err == nil || got.Err.Code != "PROTOCOL" || got.Owned {
-			t.Errorf("%s: Interpret(%+v) = %+v; want a PROTOCOL error", bad.op.name(), bad.reply, got)
+			t.Errorf("%s: Interpret(%+v) = %+v; want a PROTOCOL error", bad.op.Name(), bad.reply, got)
 		}
 	}
 	call, _ := sem.AcquireOp("t", 1).ScriptCall()
 	out := call.Interpret(errReply("LIMITMISMATCH semaphore limit is 2, not 4"))
 	if !out.Done || out.LimitMismatch == nil || out.LimitMismatch.Stored != "2" || out.Err != nil {
 		t.Fatalf("Interpret(LIMITMISMATCH) = %+v; want a limit mismatch, stored 2", out)
+	}
+	call, _ = sem.AcquireOp("t", 1).ScriptCall()
+	out = call.Interpret(errReply("LIMITMISMATCH semaphore limit is unknown, not 4"))
+	if !out.Done || out.LimitMismatch == nil || out.LimitMismatch.Stored != "" || out.Err != nil ||
+		!strings.Contains(out.LimitMismatch.Error(), "no stored limit") {
+		t.Fatalf("Interpret(LIMITMISMATCH unknown) = %+v; want a limit mismatch with no stored limit", out)
 	}
 	call, _ = sem.AcquireOp("t", 1).ScriptCall()
 	if out := call.Interpret(errReply("LIMITMISMATCH semaphore limit is 2, not 5")); out.LimitMismatch != nil || out.Err == nil {

@@ -29,15 +29,30 @@ const (
 	ReplyBulk                        // $3 abc
 	ReplyNil                         // $-1 or RESP3 _
 	ReplyError                       // -ERR ..., -NOPERM ..., -MOVED ...
+	ReplyArray                       // *2 ... (CLUSTER SLOTS, ROLE); RESP3 maps and sets too, flattened
 )
 
 // Reply is one server reply, independent of any client library. For
 // ReplyError, Text is the whole error line as the server sent it, code
-// included ("ERR syntax error", "NOSCRIPT No matching script.").
+// included ("ERR syntax error", "NOSCRIPT No matching script."). The zero
+// Reply (Kind 0) is "no reply": a command a failed pipeline left without
+// one (see Conn.Do).
+//
+// A client adapter maps every RESP type onto these kinds: simple and
+// verbatim strings to ReplyStatus or ReplyBulk (the engine treats both
+// as text), RESP3 null to ReplyNil, booleans to ReplyInt 1 or ReplyNil,
+// doubles and big numbers to ReplyBulk with their text, arrays, sets and
+// maps (key, value, key, value…) to ReplyArray.
 type Reply struct {
-	Kind ReplyKind
-	Text string // status, bulk or error text
-	Int  int64  // ReplyInt
+	Kind  ReplyKind
+	Text  string  // status, bulk or error text
+	Int   int64   // ReplyInt
+	Array []Reply // ReplyArray: the elements
+	// Err, for ReplyError, is the client's own error value for the reply
+	// when it has one (rueidis' *RedisError, go-redis' redis.Error), kept
+	// as the cause of the engine's Definite *Error so that errors.As to the
+	// client's type works; nil otherwise.
+	Err error
 }
 
 // Command is one wire command: Args[0] is the command name and Args[Key] is
@@ -171,9 +186,11 @@ func IsReadOnlyReply(text string) bool { return strings.HasPrefix(text, "READONL
 // run and says a later attempt may succeed: the cluster cannot serve the
 // slot now (CLUSTERDOWN), a migration is under way (TRYAGAIN), the node is
 // not a primary (READONLY) or has lost its primary (MASTERDOWN), is loading
-// its data (LOADING), runs a script (BUSY), or has too few replicas to
-// accept writes (NOREPLICAS).
-var didNotRunCodes = []string{"CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN", "LOADING", "BUSY", "NOREPLICAS"}
+// its data (LOADING), runs a script (BUSY), has too few replicas to accept
+// writes (NOREPLICAS), or is out of memory under maxmemory (OOM: a command
+// that may grow memory is refused before it runs; inside a script, only at
+// the script's first write, so the script changed nothing either).
+var didNotRunCodes = []string{"CLUSTERDOWN", "TRYAGAIN", "READONLY", "MASTERDOWN", "LOADING", "BUSY", "NOREPLICAS", "OOM"}
 
 // IsDidNotRunReply reports whether text is an error reply of one of those
 // codes (the first word, exact case, as servers send it).

@@ -1,10 +1,11 @@
-package conn
+package conn_test
 
 import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"reflect"
 	"testing"
 

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"context"
+	. "github.com/respire-go/respire/conn"
 	"os"
 	"testing"
 
@@ -29,7 +30,7 @@ func lockRealServer(t *testing.T, addr string) { realserver.Lock(t, addr) }
 func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	p := realRedis70Pool(t)
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 	if err != nil || !res.Owned || res.Session == s {
 		t.Fatalf("Release after fence = %+v, %v; want owned on a new session", res, err)
 	}
-	if got := pin(res.Session).Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
+	if got := Pin(res.Session).Capabilities(); got != capstore.DelexUnsupported|capstore.DelifeqUnsupported|capstore.ReleaseScriptLoaded {
 		t.Fatalf("new session capabilities = %v; want fresh discovery", got)
 	}
 }
@@ -66,7 +67,8 @@ func TestRealRedis70SessionIdentityFenceAndMemory(t *testing.T) {
 // Real Redis denies PING to a least-privilege user with NOPERM; the reply
 // still proves the idle socket alive, so the lock command is sent on it.
 func TestRealRedis70PingDeniedByACLCountsAsAlive(t *testing.T) {
-	admin := realRedis70Pool(t).client
+	realRedis70Pool(t)
+	admin := newOutsider(t, []string{os.Getenv("RESPIRE_REAL_REDIS70")}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"))
 	ctx := ctxT(t)
 	setUser := admin.B().Arbitrary("ACL", "SETUSER", "respire-noping", "reset", "on", ">pw", "~*",
 		"+set", "+get", "+evalsha", "+eval", "+del", "+client|id", "+client|info").Build()
@@ -83,7 +85,7 @@ func TestRealRedis70PingDeniedByACLCountsAsAlive(t *testing.T) {
 	}
 	pingBeforeEveryCommand(t, p)
 	again, err := p.Release(ctx, "conn-real-noping", "tok")
-	if err != nil || again.Session != first.Session || pin(first.Session).Dead() {
+	if err != nil || again.Session != first.Session || Pin(first.Session).Dead() {
 		t.Fatalf("Release after a denied PING = %+v, %v; want the same live session", again, err)
 	}
 }

@@ -30,9 +30,6 @@ func (r *Route) Carry(s Session) bool {
 	return !r.aborted
 }
 
-// carry is Carry for conn's own sessions.
-func (r *Route) carry(s *pinned) bool { return r.Carry(s) }
-
 // Abort stops the command from being handed to any socket from now on. It
 // returns the session a previous hand-off may have used (nil if none): a
 // command already handed off is not recalled, so the caller must fence that

@@ -1,7 +1,8 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"testing"
 	"time"
 )

@@ -1,16 +1,16 @@
-package conn
+package conn_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Goal: however many callers race for a semaphore of limit 3, at most 3
@@ -135,11 +135,8 @@ func TestSemaphoreScoresOnServerTime_ScoreIsServerTimePlusLease(t *testing.T) {
 			if err != nil || score < before+30000 || score > after+30000 {
 				t.Fatalf("score = %d (%v); want server time in [%d, %d] + 30000", score, err, before, after)
 			}
-			for _, key := range []string{sem.HoldersKey, sem.LimitKey} {
-				ttl, _ := strconv.Atoi(s.exec("PTTL", key)[1:])
-				if ttl < 29000 || ttl > 30000 {
-					t.Fatalf("PTTL %s = %d; want about the 30000 ms lease", key, ttl)
-				}
+			if ttl, _ := strconv.Atoi(s.exec("PTTL", sem.HoldersKey)[1:]); ttl < 29000 || ttl > 30000 {
+				t.Fatalf("PTTL %s = %d; want about the 30000 ms lease", sem.HoldersKey, ttl)
 			}
 		})
 	}
@@ -148,7 +145,7 @@ func TestSemaphoreScoresOnServerTime_ScoreIsServerTimePlusLease(t *testing.T) {
 // serverMillis reads the server's clock with TIME.
 func serverMillis(t *testing.T, s primServer) int64 {
 	t.Helper()
-	parts, err := s.pool.client.Do(ctxT(t), s.pool.client.B().Time().Build()).AsStrSlice()
+	parts, err := s.admin.Do(ctxT(t), s.admin.B().Time().Build()).AsStrSlice()
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("TIME = %q, %v", parts, err)
 	}
@@ -167,12 +164,12 @@ func TestSemaphoreLimitIsStored_MismatchRefusedWhileHeld(t *testing.T) {
 			if res := mustDo(t, s.pool, two.AcquireOp("a", 60000)); !res.Owned {
 				t.Fatal("first acquisition refused")
 			}
-			if got := s.exec("GET", two.LimitKey); got != "2" {
+			if got := storedLimit(s, two); got != "2" {
 				t.Fatalf("stored limit = %q; want 2", got)
 			}
 			_, err := s.pool.Do(ctxT(t), three.AcquireOp("b", 60000), nil)
 			var mismatch *LimitMismatchError
-			var redisErr *rueidis.RedisError
+			var redisErr *ServerError
 			if !errors.Is(err, ErrLimitMismatch) || !errors.As(err, &mismatch) || ClassOf(err) != Definite ||
 				!errors.Is(err, ErrServerReply) || errors.Is(err, ErrDidNotRun) || !errors.As(err, &redisErr) {
 				t.Fatalf("acquire with limit 3 = %v; want a definite LimitMismatchError wrapping the server reply", err)
@@ -180,20 +177,30 @@ func TestSemaphoreLimitIsStored_MismatchRefusedWhileHeld(t *testing.T) {
 			if mismatch.Stored != "2" || mismatch.Requested != 3 {
 				t.Fatalf("mismatch = %+v; want stored 2, requested 3", mismatch)
 			}
-			if got := s.exec("ZCARD", two.HoldersKey); got != ":1" || s.exec("GET", two.LimitKey) != "2" {
-				t.Fatalf("after the refusal: ZCARD %s, limit %q; want 1 and 2 (unchanged)", got, s.exec("GET", two.LimitKey))
+			if got := s.exec("ZCOUNT", two.HoldersKey, "0", "+inf"); got != ":1" || storedLimit(s, two) != "2" {
+				t.Fatalf("after the refusal: %s holders, limit %q; want 1 and 2 (unchanged)", got, storedLimit(s, two))
 			}
 			if res := mustDo(t, s.pool, two.ReleaseOp("a")); !res.Owned {
 				t.Fatal("release refused")
 			}
-			if got := s.exec("EXISTS", two.HoldersKey, two.LimitKey); got != ":0" {
+			if got := s.exec("EXISTS", two.HoldersKey, two.HoldersKey+":limit"); got != ":0" {
 				t.Fatalf("keys after the last release: EXISTS = %s; want 0", got)
 			}
-			if res := mustDo(t, s.pool, three.AcquireOp("b", 60000)); !res.Owned || s.exec("GET", three.LimitKey) != "3" {
-				t.Fatalf("acquire with limit 3 on an idle semaphore = %+v, limit %q; want granted, 3", res, s.exec("GET", three.LimitKey))
+			if res := mustDo(t, s.pool, three.AcquireOp("b", 60000)); !res.Owned || storedLimit(s, three) != "3" {
+				t.Fatalf("acquire with limit 3 on an idle semaphore = %+v, limit %q; want granted, 3", res, storedLimit(s, three))
 			}
 		})
 	}
+}
+
+// storedLimit is the limit stored with sem: the negated score of its
+// reserved member ("" when there is none).
+func storedLimit(s primServer, sem Semaphore) string {
+	score := s.exec("ZSCORE", sem.HoldersKey, SemaphoreLimitMember)
+	if limit, ok := strings.CutPrefix(score, "-"); ok {
+		return limit
+	}
+	return ""
 }
 
 // Goal: a renewal is refused for a token that holds no permit and for one
@@ -223,7 +230,7 @@ func TestHolderRenewalNeedsALiveHolder_MissingOrExpiredIsRefused(t *testing.T) {
 			if res := mustDo(t, s.pool, sem.ReleaseOp("a")); res.Owned {
 				t.Fatal("release of an expired permit answered released")
 			}
-			if got := s.srv.Exec("EXISTS", sem.HoldersKey, sem.LimitKey); got != ":0\r\n" {
+			if got := s.srv.Exec("EXISTS", sem.HoldersKey); got != ":0\r\n" {
 				t.Fatalf("keys after releasing the only (expired) permit: %q; want none", got)
 			}
 		})
@@ -260,10 +267,48 @@ func TestSemaphoreScoresOnServerTime_ExpiredPermitIsTakenOverByServerTime(t *tes
 				if startB := scoreB - 60000; startB < endA {
 					t.Fatalf("granted at server time %d, before the permit's end %d", startB, endA)
 				}
-				if got := s.exec("ZCARD", sem.HoldersKey); got != ":1" {
-					t.Fatalf("ZCARD after the take-over = %s; want 1 (the expired permit removed)", got)
+				if got := s.exec("ZCOUNT", sem.HoldersKey, "0", "+inf"); got != ":1" {
+					t.Fatalf("holders after the take-over = %s; want 1 (the expired permit removed)", got)
 				}
 				return
+			}
+		})
+	}
+}
+
+// Goal: the limit binds for as long as a holder is live, whatever happens
+// to keys beside the holders: with a limit-1 permit live, deleting the
+// old-style limit key P{N}:sem:limit (as an eviction policy may) does not
+// let a caller with limit 3 in; it is refused with the stored limit, and
+// the holders are unchanged. A semaphore whose live holders have no stored
+// limit at all (a holder added by hand, or by a version that kept the limit
+// elsewhere) is refused too, never taken as "no limit".
+func TestSemaphoreLimitIsStored_ALimitCannotVanishApartFromTheHolders(t *testing.T) {
+	for _, s := range primitiveServers(t) {
+		t.Run(s.name, func(t *testing.T) {
+			one, three := mustSemaphore(t, s.prefix, "kept", 1), mustSemaphore(t, s.prefix, "kept", 3)
+			if res := mustDo(t, s.pool, one.AcquireOp("a", 60000)); !res.Owned {
+				t.Fatal("first acquisition refused")
+			}
+			s.exec("DEL", one.HoldersKey+":limit")
+			_, err := s.pool.Do(ctxT(t), three.AcquireOp("b", 60000), nil)
+			var mismatch *LimitMismatchError
+			if !errors.As(err, &mismatch) || mismatch.Stored != "1" || mismatch.Requested != 3 || ClassOf(err) != Definite {
+				t.Fatalf("limit 3 while a limit-1 permit is live, its old limit key deleted = %v; want LIMITMISMATCH, stored 1", err)
+			}
+			if res := mustDo(t, s.pool, three.HoldersOp()); res.Holders != 1 {
+				t.Fatalf("live permits after the refusal = %d; want 1", res.Holders)
+			}
+
+			orphan := mustSemaphore(t, s.prefix, "orphan", 3)
+			s.exec("ZADD", orphan.HoldersKey, "99999999999999", "old")
+			_, err = s.pool.Do(ctxT(t), orphan.AcquireOp("b", 60000), nil)
+			if !errors.As(err, &mismatch) || mismatch.Stored != "" || !errors.Is(err, ErrLimitMismatch) ||
+				!strings.Contains(err.Error(), "no stored limit") {
+				t.Fatalf("limit 3 on live holders without a stored limit = %v; want LIMITMISMATCH naming no stored limit", err)
+			}
+			if res := mustDo(t, s.pool, orphan.HoldersOp()); res.Holders != 1 {
+				t.Fatalf("live permits after the refusal = %d; want 1 (the one added by hand)", res.Holders)
 			}
 		})
 	}

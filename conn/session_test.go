@@ -1,11 +1,10 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
 	"slices"
 	"testing"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/capstore"
 	"github.com/respire-go/respire/sim"
@@ -16,7 +15,7 @@ func TestSessionLearnsIdentityOnce(t *testing.T) {
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
 	res := mustRelease(t, p, "k", "tok")
-	id, ok := pin(res.Session).Identity()
+	id, ok := Pin(res.Session).Identity()
 	if !ok || id.ID == 0 || id.Addr == "" {
 		t.Fatalf("Identity() = %+v, %v; want id and addr", id, ok)
 	}
@@ -44,17 +43,17 @@ func TestSessionWithoutClientPermissionHasNoIdentityAndStillWorks(t *testing.T) 
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
 	mustSet(t, srv, "k", "tok")
 	res := mustRelease(t, p, "k", "tok")
-	if _, ok := pin(res.Session).Identity(); ok {
+	if _, ok := Pin(res.Session).Identity(); ok {
 		t.Fatal("Identity() ok without CLIENT permission")
 	}
-	var redisErr *rueidis.RedisError
-	if !errors.As(pin(res.Session).IdentityError(), &redisErr) {
-		t.Fatalf("IdentityError() = %v; want the NOPERM reply", pin(res.Session).IdentityError())
+	var redisErr *ServerError
+	if !errors.As(Pin(res.Session).IdentityError(), &redisErr) {
+		t.Fatalf("IdentityError() = %v; want the NOPERM reply", Pin(res.Session).IdentityError())
 	}
 	if err := p.Fence(ctxT(t), res.Session); !errors.Is(err, ErrNoIdentity) || !errors.Is(err, ErrNotSubmitted) {
 		t.Fatalf("Fence without identity = %v; want ErrNoIdentity, not submitted", err)
 	}
-	if err := pin(res.Session).ProbeKill(ctxT(t)); !errors.Is(err, ErrNoIdentity) {
+	if err := Pin(res.Session).ProbeKill(ctxT(t)); !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("ProbeKill without identity = %v; want ErrNoIdentity", err)
 	}
 }
@@ -63,16 +62,16 @@ func TestSecondSessionToSameNodeDiscoversAgain(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	first, err := p.sessionFor(ctx, nodeOf(t, p))
+	first, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := p.openSession(ctx, first.Node())
+	second, err := p.OpenSessionT(ctx, first.Node())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	for _, s := range []*pinned{first, first, second, second} {
+	for _, s := range []*Pinned{first, first, second, second} {
 		mustSet(t, srv, "k", "tok")
 		if res, err := s.Release(ctx, "k", "tok"); err != nil || !res.Owned {
 			t.Fatalf("Release = %+v, %v", res, err)
@@ -94,7 +93,7 @@ func TestSecondSessionToSameNodeDiscoversAgain(t *testing.T) {
 }
 
 func nodeOf(t *testing.T, p *Pool) string {
-	node, err := p.route(ctxT(t), "test", "k")
+	node, err := p.RouteT(ctxT(t), "test", "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +106,7 @@ func TestSessionRetiredAndReopenedEmptyAfterConnectionKill(t *testing.T) {
 	srv := startSim(t, sim.Valkey90)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
-	old := pin(mustRelease(t, p, "k", "tok").Session)
+	old := Pin(mustRelease(t, p, "k", "tok").Session)
 	if old.Capabilities() != capstore.DelexUnsupported {
 		t.Fatalf("capabilities = %v; want delex-unsupported", old.Capabilities())
 	}
@@ -118,7 +117,7 @@ func TestSessionRetiredAndReopenedEmptyAfterConnectionKill(t *testing.T) {
 	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
-	fresh := pin(mustRelease(t, p, "k", "tok").Session)
+	fresh := Pin(mustRelease(t, p, "k", "tok").Session)
 	if fresh == old || !old.Retired() {
 		t.Fatal("the killed session was reused")
 	}
@@ -133,7 +132,7 @@ func TestSessionRetiredAndReopenedEmptyAfterFailover(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	mustSet(t, srv, "k", "tok")
-	old := pin(mustRelease(t, p, "k", "tok").Session)
+	old := Pin(mustRelease(t, p, "k", "tok").Session)
 	if !old.Capabilities().Has(capstore.DelexUnsupported | capstore.DelifeqUnsupported) {
 		t.Fatalf("capabilities = %v; want DELEX and DELIFEQ unsupported", old.Capabilities())
 	}
@@ -143,7 +142,7 @@ func TestSessionRetiredAndReopenedEmptyAfterFailover(t *testing.T) {
 	pingBeforeEveryCommand(t, p)
 	srv.ResetLog()
 	mustSet(t, srv, "k", "tok")
-	fresh := pin(mustRelease(t, p, "k", "tok").Session)
+	fresh := Pin(mustRelease(t, p, "k", "tok").Session)
 	if fresh == old || fresh.Capabilities() != 0 {
 		t.Fatalf("after failover: same session %v, capabilities %v", fresh == old, fresh.Capabilities())
 	}
@@ -156,7 +155,7 @@ func TestCommandOnKilledSessionIsNotSubmittedOrUncertainNeverReplayed(t *testing
 	srv := startSim(t, sim.Redis84)
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	ctx := ctxT(t)
-	s, err := p.sessionFor(ctx, nodeOf(t, p))
+	s, err := p.SessionForT(ctx, nodeOf(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestDialFailureIsNotSubmitted(t *testing.T) {
 	}
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword))
 	node := nodeOf(t, p)
-	if _, err := p.sessionFor(ctxT(t), node); err != nil {
+	if _, err := p.SessionForT(ctxT(t), node); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
@@ -197,7 +196,7 @@ func TestReadOnlyReplyRetiresTheSession(t *testing.T) {
 	mustSet(t, srv, "k", "tok")
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Error: "READONLY You can't write against a read only replica."})
 	res, err := p.Release(ctxT(t), "k", "tok")
-	if !errors.Is(err, ErrServerReply) || res.Owned || res.Session == nil || !pin(res.Session).Retired() {
+	if !errors.Is(err, ErrServerReply) || res.Owned || res.Session == nil || !Pin(res.Session).Retired() {
 		t.Fatalf("Release = %+v, %v; want a definite READONLY error on a retired session", res, err)
 	}
 	again := mustRelease(t, p, "k", "tok")

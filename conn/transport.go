@@ -3,8 +3,6 @@ package conn
 import (
 	"context"
 	"errors"
-
-	"github.com/redis/rueidis"
 )
 
 // Transport is the wire as the lock driver (package actor) uses it:
@@ -106,24 +104,3 @@ type Session interface {
 // ErrForeignSession is the error of a *Pool given a session another
 // transport made.
 var ErrForeignSession = errors.New("the session belongs to another transport")
-
-// Cluster implements Transport.
-func (p *Pool) Cluster() bool { return p.cluster }
-
-// pinnedOf returns s as one of this package's sessions.
-func pinnedOf(s Session) (*pinned, error) {
-	ps, ok := s.(*pinned)
-	if !ok || ps == nil {
-		return nil, &Error{Class: NotSubmitted, Op: "fence", Err: ErrForeignSession}
-	}
-	return ps, nil
-}
-
-// *Pool is a Transport; *pinned a Session.
-var (
-	_ Transport = (*Pool)(nil)
-	_ Session   = (*pinned)(nil)
-)
-
-// Client returns the rueidis client the pool runs on (it does not own it).
-func (p *Pool) Client() rueidis.Client { return p.client }

@@ -1,8 +1,9 @@
-package conn
+package conn_test
 
 import (
 	"errors"
 	"fmt"
+	. "github.com/respire-go/respire/conn"
 	"maps"
 	"os"
 	"slices"
@@ -241,8 +242,9 @@ func TestPushFollowsTheSlot_WatchReadManyOnARealCluster(t *testing.T) {
 		t.Skip("RESPIRE_REAL_CLUSTER70 not set: no real redis-server 7.0 cluster (scripts/with-servers.sh starts one)")
 	}
 	lockRealServer(t, list)
-	client := newClient(t, strings.Split(list, ","), "", os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD"))
-	p := newPool(t, client)
+	password := os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
+	p := newPool(t, newClient(t, strings.Split(list, ","), "", password))
+	client := newOutsider(t, strings.Split(list, ","), "", password)
 	inv := watchInvalidations(p)
 	ctx := ctxT(t)
 	prefix := fmt.Sprintf("conn-batch:%d:", time.Now().UnixNano())
@@ -263,7 +265,8 @@ func TestPushFollowsTheSlot_WatchReadManyOnARealCluster(t *testing.T) {
 		if r.Err != nil || !r.Found || r.Token != "tok" {
 			t.Fatalf("%s: %+v", keys[i], r)
 		}
-		direct, err := client.Nodes()[r.Node].Do(ctx, client.B().Get().Key(keys[i]).Build()).ToString()
+		node := client.Nodes()[r.Node]
+		direct, err := node.Do(ctx, node.B().Get().Key(keys[i]).Build()).ToString()
 		if err != nil || direct != "tok" {
 			t.Fatalf("%s: GET on %s = %q, %v; want the key there", keys[i], r.Node, direct, err)
 		}

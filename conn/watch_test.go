@@ -1,14 +1,14 @@
-package conn
+package conn_test
 
 import (
 	"errors"
+	. "github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/wire"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -80,13 +80,8 @@ func TestPushWakesWaiters_WatchReadTracksTheKey(t *testing.T) {
 func TestPushFallsBackToPolling_RefusalsAreRemembered(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	srv.SetUser("locker", "lockerpw", "set", "get", "client|info")
-	resp2, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: simPassword,
-		DisableCache: true, AlwaysRESP2: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(resp2.Close)
-	for name, client := range map[string]rueidis.Client{
+	resp2 := wire.New(wire.Options{Addrs: []string{srv.Addr()}, Password: simPassword, RESP2: true})
+	for name, client := range map[string]Client{
 		"resp2":  resp2,
 		"noperm": newClient(t, []string{srv.Addr()}, "locker", "lockerpw"),
 	} {
@@ -141,7 +136,7 @@ func TestPushFallsBackToPolling_ARefusalLastsAsLongAsTheSession(t *testing.T) {
 	srv := startSim(t, sim.Redis70)
 	srv.SetUser("locker", "lockerpw", "set", "get", "client|info", "client|id")
 	p := newPool(t, newClient(t, []string{srv.Addr()}, "locker", "lockerpw"))
-	s, err := p.sessionFor(ctxT(t), srv.Addr())
+	s, err := p.SessionForT(ctxT(t), srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

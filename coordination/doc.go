@@ -34,7 +34,9 @@
 // lease.WithRetryEvery) plus WithReplicas, and so are the errors (see
 // Coordinator.TryAcquire). Managed renewal needs the CLIENT ID and CLIENT
 // KILL permissions, as for lease's locks (see lease.PermissionError and
-// lease.WithUnfencedRenewal).
+// lease.WithUnfencedRenewal), and the acquisition script adds +evalsha
+// +eval +pttl +incr to the server's least-privilege ACL line
+// (docs/compatibility.md).
 //
 // # Limitations (read before relying on the tokens)
 //

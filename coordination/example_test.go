@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/coordination"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -26,11 +26,7 @@ func Example() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "pw"})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "pw") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -97,11 +93,7 @@ func ExampleCoordinator_Acquire() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "pw"})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "pw") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -142,11 +134,7 @@ func ExampleCoordinator_TryAcquire() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "pw"})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "pw") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -163,8 +151,7 @@ func ExampleCoordinator_TryAcquire() {
 	}
 	attempt, err := coord.TryAcquire(ctx, "{job}:lease", "{job}:fence", time.Minute)
 	fmt.Println(attempt, err)
-	counter, _ := client.Do(ctx, client.B().Get().Key("{job}:fence").Build()).ToString()
-	fmt.Println("counter:", counter)
+	fmt.Println("counter:", strings.TrimSpace(strings.TrimPrefix(srv.Exec("GET", "{job}:fence"), "$1\r\n")))
 
 	if _, err := holder.Release(ctx); err != nil {
 		panic(err)
@@ -190,11 +177,7 @@ func ExampleWithReplicas() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "pw"})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "pw") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

@@ -19,6 +19,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/respire-go/respire/internal/wire"
+
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
@@ -114,9 +116,23 @@ func newClient(t *testing.T, addrs []string, password string) rueidis.Client {
 	return client
 }
 
+// lockClient returns a client of the root module's own (internal/wire) for
+// the Locks under test on addrs (several: a cluster's nodes).
+func lockClient(t *testing.T, addrs []string, password string) *wire.Client {
+	t.Helper()
+	client := wire.New(wire.Options{Addrs: addrs, Cluster: len(addrs) > 1, Password: password})
+	t.Cleanup(client.Close)
+	return client
+}
+
+// locksClient is lockClient of s's server.
+func (s server) locksClient(t *testing.T) *wire.Client {
+	return lockClient(t, []string{s.addr}, s.password)
+}
+
 // newCoordinator builds Locks (with prefix) and a Coordinator on client;
 // the Locks is closed when the test ends.
-func newCoordinator(t *testing.T, client rueidis.Client, prefix string) *Coordinator {
+func newCoordinator(t *testing.T, client conn.Client, prefix string) *Coordinator {
 	t.Helper()
 	root, err := lease.New(client)
 	if err != nil {
@@ -162,7 +178,7 @@ func simCoordinator(t *testing.T, profile sim.Profile) (*sim.Server, *Coordinato
 	t.Helper()
 	srv := startSim(t, profile)
 	srv.Exec("SCRIPT", "LOAD", conn.FencedAcquireScript)
-	return srv, newCoordinator(t, newClient(t, []string{srv.Addr()}, simPassword), "")
+	return srv, newCoordinator(t, lockClient(t, []string{srv.Addr()}, simPassword), "")
 }
 
 // fencedResource is what a protected resource must do: accept a write only

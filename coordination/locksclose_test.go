@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -16,7 +17,7 @@ import (
 // sure).
 func privateLocks(t *testing.T, node realNode) (*lease.Locks, *Coordinator) {
 	t.Helper()
-	locks, err := lease.New(newClient(t, []string{node.addr}, node.password))
+	locks, err := lease.New(lockClient(t, []string{node.addr}, node.password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +49,7 @@ func waitBlocked(t *testing.T, node realNode, n int) {
 // server.
 func TestBoundedLocksClose_CloseCutsOffAWaitThatCannotBeSatisfied(t *testing.T) {
 	node := startPrivateServer(t, "standalone")
+	node.must(t, "SCRIPT", "LOAD", conn.FencedAcquireScript) // EVALSHA runs: the script's outcome is what WAIT leaves unknown
 	locks, c := privateLocks(t, node)
 	failed := make(chan error, 1)
 	go func() {

@@ -15,7 +15,7 @@ import (
 func TestOwnerLabel_FencingTokenLocks(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s server) {
 		ctx := ctxT(t)
-		all, err := lease.New(s.client)
+		all, err := lease.New(s.locksClient(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,18 +45,20 @@ type NotReplicatedError struct {
 	Err error
 }
 
-// Error describes the failure without token bytes.
+// Error describes the failure without token bytes, in a user's words:
+// how many replicas confirmed the fencing counter's increment (or why WAIT
+// could not tell), then what became of the lease and the token.
 func (e *NotReplicatedError) Error() string {
 	release := "lease released"
 	if !e.Released {
-		release = "lease not confirmed released (it expires with its TTL)"
+		release = "the lease may stay until it expires with its TTL"
 	}
+	what := fmt.Sprintf("%d of %d replicas confirmed the fencing counter's increment within %v",
+		e.Acknowledged, e.Required, e.Timeout)
 	if e.Err != nil {
-		return fmt.Sprintf("%v: %q: WAIT %d %v failed: %v; %s; the counter stays incremented",
-			ErrNotReplicated, e.Key, e.Required, e.Timeout, e.Err, release)
+		what = fmt.Sprintf("WAIT for %d replicas to confirm the fencing counter's increment failed: %v", e.Required, e.Err)
 	}
-	return fmt.Sprintf("%v: %q: %d of %d replicas acknowledged within %v; %s; the counter stays incremented",
-		ErrNotReplicated, e.Key, e.Acknowledged, e.Required, e.Timeout, release)
+	return fmt.Sprintf("coordination: lock %q: %s; %s; the counter stays incremented (the token is spent)", e.Key, what, release)
 }
 
 // Is matches ErrNotReplicated; lease's transport sentinels that apply to

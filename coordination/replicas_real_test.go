@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
+	"github.com/respire-go/respire/internal/wire"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
@@ -22,7 +22,7 @@ import (
 func clusterCoordinator(t *testing.T, c realCluster) (*Coordinator, string) {
 	t.Helper()
 	prefix := fmt.Sprintf("coordination-%s:%d:", t.Name(), time.Now().UnixNano())
-	return newCoordinator(t, newClient(t, c.addrs(), c.password), prefix), prefix
+	return newCoordinator(t, lockClient(t, c.addrs(), c.password), prefix), prefix
 }
 
 // stopUntilCleanup SIGSTOPs n and, when the test ends, SIGCONTs it and
@@ -230,12 +230,9 @@ func TestFencingCounter_WaitOnASentinelPrimaryRefusesATokenNotReplicated(t *test
 	}
 	lockRealServer(t, list)
 	password := os.Getenv("RESPIRE_REAL_SENTINEL70_PASSWORD")
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: strings.Split(list, ","), Password: password,
-		Sentinel: rueidis.SentinelOption{MasterSet: os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER"), Password: password}})
-	if err != nil {
-		t.Fatalf("rueidis.NewClient(sentinel): %v", err)
-	}
-	t.Cleanup(client.Close)
+	client := wire.New(wire.Options{Addrs: strings.Split(list, ","), MasterName: os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER"),
+		Password: password, SentinelPassword: password})
+	t.Cleanup(client.CloseSentinel)
 	c := newCoordinator(t, client, fmt.Sprintf("coordination-sentinel:%d:", time.Now().UnixNano()))
 	primary, replica := sentinelRoles(t, base, password)
 

@@ -54,7 +54,7 @@ func assertNotReplicated(t *testing.T, s server, err error, acknowledged int, wa
 // the following token.
 func TestFencingCounter_WaitOnAServerWithoutReplicasRefusesTheToken(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s server) {
-		c := newCoordinator(t, s.client, s.prefix)
+		c := newCoordinator(t, s.locksClient(t), s.prefix)
 		const timeout = 200 * time.Millisecond
 		start := time.Now()
 		attempt, err := c.TryAcquire(ctxT(t), leaseKey, counterKey, time.Minute, WithReplicas(1, timeout))

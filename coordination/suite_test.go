@@ -11,74 +11,74 @@ import (
 // module runs the same cases on go-redis (goredis.TestGoRedisLeaseSuite_EveryCase).
 
 func TestAcceptedAcquisitionIsNotReplayedAfterCancellation(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcceptedAcquisitionIsNotReplayedAfterCancellation")
+	leasesuite.Run(t, leasesuite.Wire, "AcceptedAcquisitionIsNotReplayedAfterCancellation")
 }
 func TestAcceptedAcquisitionIsNotReplayedAfterDisconnect(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcceptedAcquisitionIsNotReplayedAfterDisconnect")
+	leasesuite.Run(t, leasesuite.Wire, "AcceptedAcquisitionIsNotReplayedAfterDisconnect")
 }
 func TestCancellationAfterASuccessfulReplyReleasesTheLease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CancellationAfterASuccessfulReplyReleasesTheLease")
+	leasesuite.Run(t, leasesuite.Wire, "CancellationAfterASuccessfulReplyReleasesTheLease")
 }
 func TestConcurrentReleasesOfAFencedLockShareOneDelete(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ConcurrentReleasesOfAFencedLockShareOneDelete")
+	leasesuite.Run(t, leasesuite.Wire, "ConcurrentReleasesOfAFencedLockShareOneDelete")
 }
 func TestCrossSlotPairIsRefusedInClusterModeAndHashTagsWork(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CrossSlotPairIsRefusedInClusterModeAndHashTagsWork")
+	leasesuite.Run(t, leasesuite.Wire, "CrossSlotPairIsRefusedInClusterModeAndHashTagsWork")
 }
 func TestErrorsReadWithOnePrefixAndMatchLeasesSentinels(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ErrorsReadWithOnePrefixAndMatchLeasesSentinels")
+	leasesuite.Run(t, leasesuite.Wire, "ErrorsReadWithOnePrefixAndMatchLeasesSentinels")
 }
 func TestFencedLockContextEndsOnReleaseAndOnExpiry(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencedLockContextEndsOnReleaseAndOnExpiry")
+	leasesuite.Run(t, leasesuite.Wire, "FencedLockContextEndsOnReleaseAndOnExpiry")
 }
 func TestFencedLockKeepAliveRenewsUntilARenewalIsRefused(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencedLockKeepAliveRenewsUntilARenewalIsRefused")
+	leasesuite.Run(t, leasesuite.Wire, "FencedLockKeepAliveRenewsUntilARenewalIsRefused")
 }
 func TestFencedLockKeepAliveStartedLaterAndStopped(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencedLockKeepAliveStartedLaterAndStopped")
+	leasesuite.Run(t, leasesuite.Wire, "FencedLockKeepAliveStartedLaterAndStopped")
 }
 func TestFencedLockKeepAliveSurvivesAConnectionReset(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencedLockKeepAliveSurvivesAConnectionReset")
+	leasesuite.Run(t, leasesuite.Wire, "FencedLockKeepAliveSurvivesAConnectionReset")
 }
 func TestFencedLockUncertainRenewalIsFencedOverRealSockets(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencedLockUncertainRenewalIsFencedOverRealSockets")
+	leasesuite.Run(t, leasesuite.Wire, "FencedLockUncertainRenewalIsFencedOverRealSockets")
 }
 func TestFencingTokensKeepFullInt64Precision(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencingTokensKeepFullInt64Precision")
+	leasesuite.Run(t, leasesuite.Wire, "FencingTokensKeepFullInt64Precision")
 }
 func TestFencingTokensStartAtOneAndContendersLeaveTheCounterAlone(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FencingTokensStartAtOneAndContendersLeaveTheCounterAlone")
+	leasesuite.Run(t, leasesuite.Wire, "FencingTokensStartAtOneAndContendersLeaveTheCounterAlone")
 }
 func TestInvalidCounterIsAServerErrorWithoutLeaseAndUnchanged(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "InvalidCounterIsAServerErrorWithoutLeaseAndUnchanged")
+	leasesuite.Run(t, leasesuite.Wire, "InvalidCounterIsAServerErrorWithoutLeaseAndUnchanged")
 }
 func TestLeaseLocksRefuseWithReplicas(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LeaseLocksRefuseWithReplicas")
+	leasesuite.Run(t, leasesuite.Wire, "LeaseLocksRefuseWithReplicas")
 }
 func TestLostLeaseGoesToTheNextOwnerAtTokenPlusOneAndTheStaleOwnerIsRefused(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LostLeaseGoesToTheNextOwnerAtTokenPlusOneAndTheStaleOwnerIsRefused")
+	leasesuite.Run(t, leasesuite.Wire, "LostLeaseGoesToTheNextOwnerAtTokenPlusOneAndTheStaleOwnerIsRefused")
 }
 func TestMalformedReplyIsAProtocolErrorAndReleasesTheLease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "MalformedReplyIsAProtocolErrorAndReleasesTheLease")
+	leasesuite.Run(t, leasesuite.Wire, "MalformedReplyIsAProtocolErrorAndReleasesTheLease")
 }
 func TestPrefixesApplyToBothKeysForEveryOperation(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PrefixesApplyToBothKeysForEveryOperation")
+	leasesuite.Run(t, leasesuite.Wire, "PrefixesApplyToBothKeysForEveryOperation")
 }
 func TestRealClusterHashTaggedPairsAcquireAndCrossSlotIsRefused(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "RealClusterHashTaggedPairsAcquireAndCrossSlotIsRefused")
+	leasesuite.Run(t, leasesuite.Wire, "RealClusterHashTaggedPairsAcquireAndCrossSlotIsRefused")
 }
 func TestReplyAfterTheLeaseCouldHaveExpiredIsAcquiredTooLateAndCleanedUp(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReplyAfterTheLeaseCouldHaveExpiredIsAcquiredTooLateAndCleanedUp")
+	leasesuite.Run(t, leasesuite.Wire, "ReplyAfterTheLeaseCouldHaveExpiredIsAcquiredTooLateAndCleanedUp")
 }
 func TestSubMillisecondDurationsRoundUp(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "SubMillisecondDurationsRoundUp")
+	leasesuite.Run(t, leasesuite.Wire, "SubMillisecondDurationsRoundUp")
 }
 func TestTwoClientsRacingGetExactlyOneWinner(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "TwoClientsRacingGetExactlyOneWinner")
+	leasesuite.Run(t, leasesuite.Wire, "TwoClientsRacingGetExactlyOneWinner")
 }
 func TestValidationFailsBeforeAnythingIsSent(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ValidationFailsBeforeAnythingIsSent")
+	leasesuite.Run(t, leasesuite.Wire, "ValidationFailsBeforeAnythingIsSent")
 }
 func TestWaitingAcquirePollsWithAFreshTokenUntilReleased(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitingAcquirePollsWithAFreshTokenUntilReleased")
+	leasesuite.Run(t, leasesuite.Wire, "WaitingAcquirePollsWithAFreshTokenUntilReleased")
 }

@@ -45,7 +45,7 @@ func pttl(t *testing.T, node realNode, key string) int64 {
 // keep-alive (WithKeepAlive) renewed the key for ever.
 func TestUnreturnedHandleEnds_NotReplicatedKeepAliveLeaseExpiresWithItsTTL(t *testing.T) {
 	primary, replica := startPrivateReplicated(t, "min-replicas-to-write 1", "min-replicas-max-lag 10")
-	c := newCoordinator(t, newClient(t, []string{primary.addr}, primary.password), "")
+	c := newCoordinator(t, lockClient(t, []string{primary.addr}, primary.password), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lock, err := c.Acquire(ctx, leaseKey, counterKey, time.Minute, WithReplicas(1, 5*time.Second))

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/internal/leakcheck"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -66,10 +68,11 @@ func newClient(t testing.TB, addr, password string) rueidis.Client {
 	return client
 }
 
-// newLocks returns Locks on a client of its own, closed when the test ends.
+// newLocks returns Locks on a client of its own (the root module's,
+// internal/wire), closed when the test ends.
 func newLocks(t testing.TB, addr, password string, opts ...lease.Option) *lease.Locks {
 	t.Helper()
-	locks, err := lease.New(newClient(t, addr, password), opts...)
+	locks, err := lease.New(wire.New(wire.Options{Addrs: []string{addr}, Password: password}), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,19 +89,31 @@ func newElection(t testing.TB, locks *lease.Locks, key string, ttl time.Duration
 	return e
 }
 
-// next receives from ch within 10 s.
-func next(t *testing.T, ch <-chan string, what string) string {
+// next receives the next observation from ch within 10 s.
+func next(t *testing.T, ch <-chan Observation, what string) Observation {
 	t.Helper()
 	select {
-	case label, ok := <-ch:
+	case o, ok := <-ch:
 		if !ok {
 			t.Fatalf("%s: the channel closed", what)
 		}
-		return label
+		return o
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-	return ""
+	return Observation{}
+}
+
+// nextLeader receives from ch until it tells a leader, within 10 s, and
+// returns its label: a "no leader" between two leaders may be told or
+// missed (Observe tells the states it saw).
+func nextLeader(t *testing.T, ch <-chan Observation, what string) string {
+	t.Helper()
+	for {
+		if o := next(t, ch, what); o.HasLeader {
+			return o.Label
+		}
+	}
 }
 
 // TestElectionOneLeader_CampaignResignObserve: a candidate's Campaign
@@ -130,8 +145,8 @@ func TestElectionOneLeader_CampaignResignObserve(t *testing.T) {
 				t.Fatalf("Campaign while leading = %v; want ErrCampaigning", err)
 			}
 			observed := b.Observe(ctx)
-			if got := next(t, observed, "the first leader"); got != "a" {
-				t.Fatalf("Observe = %q; want a", got)
+			if got := next(t, observed, "the first leader"); got != (Observation{HasLeader: true, Label: "a"}) {
+				t.Fatalf("Observe = %v; want leader a", got)
 			}
 			won := make(chan error, 1)
 			go func() { won <- b.Campaign(ctx, "b") }()
@@ -148,7 +163,7 @@ func TestElectionOneLeader_CampaignResignObserve(t *testing.T) {
 			if !errors.Is(context.Cause(leadership), lease.ErrReleased) {
 				t.Fatalf("a's leadership ended with %v; want lease.ErrReleased", context.Cause(leadership))
 			}
-			if got := next(t, observed, "the next leader"); got != "b" {
+			if got := nextLeader(t, observed, "the next leader"); got != "b" {
 				t.Fatalf("Observe = %q; want b", got)
 			}
 			if leader, err := a.Leader(ctx); leader != "b" || err != nil {
@@ -196,6 +211,133 @@ func TestElectionOneLeader_CampaignEndsWithItsCtx(t *testing.T) {
 	}{{nil, "k", time.Second}, {locks, "", time.Second}, {locks, "k", 0}} {
 		if _, err := New(tc.locks, tc.key, tc.ttl); err == nil {
 			t.Errorf("New(%v, %q, %v) succeeded", tc.locks, tc.key, tc.ttl)
+		}
+	}
+}
+
+// TestElectionContextSaysWhy_ReleasedAfterResign: the leadership's Context
+// says why it ended: ErrNotLeader before a Campaign succeeded, and, once
+// the leader resigned, lease.ErrReleased — from Context and ContextFrom
+// called after Resign too, not ErrNotLeader — until the next Campaign.
+func TestElectionContextSaysWhy_ReleasedAfterResign(t *testing.T) {
+	s := servers(t)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := newElection(t, newLocks(t, s.addr, s.password), "election:why", time.Minute)
+	early, stopEarly := e.ContextFrom(ctx)
+	defer stopEarly()
+	if cause := context.Cause(early); !errors.Is(cause, ErrNotLeader) {
+		t.Fatalf("ContextFrom before Campaign: cause %v; want ErrNotLeader", cause)
+	}
+	if err := e.Campaign(ctx, "e"); err != nil {
+		t.Fatal(err)
+	}
+	during := e.Context()
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, stopAfter := e.ContextFrom(ctx)
+	defer stopAfter()
+	for name, c := range map[string]context.Context{"Context during": during, "Context after Resign": e.Context(),
+		"ContextFrom after Resign": after} {
+		if cause := context.Cause(c); !errors.Is(cause, lease.ErrReleased) {
+			t.Errorf("%s: cause %v; want lease.ErrReleased", name, cause)
+		}
+	}
+	if err := e.Campaign(ctx, "e"); err != nil {
+		t.Fatalf("Campaign after Resign = %v", err)
+	}
+	if e.Context().Err() != nil {
+		t.Fatalf("the new leadership's Context ended: %v", context.Cause(e.Context()))
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestElectionStopsOnShutdown_ContextFromEndsWithItsParent: a leader's
+// work under ContextFrom(parent) ends with parent's cause when parent ends
+// (a shutdown) while the leadership goes on until Resign, and with the
+// leadership's cause when the leadership ends first; cancel frees it
+// without resigning.
+func TestElectionStopsOnShutdown_ContextFromEndsWithItsParent(t *testing.T) {
+	s := servers(t)[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := newElection(t, newLocks(t, s.addr, s.password), "election:from", time.Minute)
+	if err := e.Campaign(ctx, "e"); err != nil {
+		t.Fatal(err)
+	}
+	shutdown := errors.New("SIGTERM")
+	parent, signal := context.WithCancelCause(ctx)
+	work, stop := e.ContextFrom(parent)
+	defer stop()
+	if work.Err() != nil {
+		t.Fatalf("the work's context ended while leading: %v", context.Cause(work))
+	}
+	signal(shutdown)
+	<-work.Done()
+	if cause := context.Cause(work); cause != shutdown {
+		t.Fatalf("the work's cause after the shutdown = %v; want the parent's", cause)
+	}
+	if e.Context().Err() != nil {
+		t.Fatalf("the shutdown ended the leadership itself: %v", context.Cause(e.Context()))
+	}
+	next, stopNext := e.ContextFrom(ctx)
+	defer stopNext()
+	stopped, stopNow := e.ContextFrom(ctx)
+	stopNow()
+	if e.Context().Err() != nil || stopped.Err() == nil {
+		t.Fatal("cancel of a ContextFrom must end it and leave the leadership")
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(next); !errors.Is(cause, lease.ErrReleased) {
+		t.Fatalf("the work's cause after Resign = %v; want lease.ErrReleased", cause)
+	}
+}
+
+// TestElectionObserveTellsNoLeader_Resign: Observe tells "no leader" first
+// when nobody leads, then the leader, then "no leader" again once it
+// resigned (nobody campaigning), and the next leader; with push and
+// without, on the sim and the real Redis 7.0.
+func TestElectionObserveTellsNoLeader_Resign(t *testing.T) {
+	for _, s := range servers(t) {
+		for _, push := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/push=%v", s.name, push), func(t *testing.T) {
+				var opts []lease.Option
+				if !push {
+					opts = append(opts, lease.WithoutPush())
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				key := fmt.Sprintf("election:noleader:%d", time.Now().UnixNano())
+				leader := newElection(t, newLocks(t, s.addr, s.password, opts...), key, s.ttl)
+				observer := newElection(t, newLocks(t, s.addr, s.password, opts...), key, s.ttl)
+				states := observer.Observe(ctx)
+				none := Observation{}
+				for i, step := range []struct {
+					do   func() error
+					want Observation
+				}{
+					{func() error { return nil }, none},
+					{func() error { return leader.Campaign(ctx, "a") }, Observation{HasLeader: true, Label: "a"}},
+					{func() error { return leader.Resign(ctx) }, none},
+					{func() error { return leader.Campaign(ctx, "") }, Observation{HasLeader: true}},
+					{func() error { return leader.Resign(ctx) }, none},
+				} {
+					if err := step.do(); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					if got := next(t, states, step.want.String()); got != step.want {
+						t.Fatalf("step %d: Observe = %v; want %v", i, got, step.want)
+					}
+				}
+				cancel()
+				for range states { // closed once ctx ended
+				}
+			})
 		}
 	}
 }

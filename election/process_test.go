@@ -74,7 +74,15 @@ type candidate struct {
 // it is killed, if still running, when the test ends.
 func startCandidate(t *testing.T, s server, key, label string) *candidate {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestElectionHelper_Candidate$", "-test.count=1")
+	return startHelper(t, "TestElectionHelper_Candidate", s, key, label)
+}
+
+// startHelper starts the test binary again as the helper process helper
+// (a TestElectionHelper_… function) for key on s, labelled label; it is
+// killed, if still running, when the test ends.
+func startHelper(t *testing.T, helper string, s server, key, label string) *candidate {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"=1", helperAddr+"="+s.addr, helperPassword+"="+s.password,
 		helperKey+"="+key, helperTTL+"="+s.ttl.String(), helperLabel+"="+label)
 	cmd.Stderr = os.Stderr
@@ -144,7 +152,7 @@ func unixTime(t *testing.T, field string) time.Time {
 type follower struct {
 	e        *Election
 	locks    *lease.Locks
-	observed <-chan string
+	observed <-chan Observation
 	won      chan time.Time
 }
 
@@ -156,8 +164,8 @@ func startFollower(t *testing.T, ctx context.Context, s server, key, leaderLabel
 	locks := newLocks(t, s.addr, s.password)
 	f := &follower{e: newElection(t, locks, key, s.ttl), locks: locks, won: make(chan time.Time, 1)}
 	f.observed = f.e.Observe(ctx)
-	if got := next(t, f.observed, "the first leader"); got != leaderLabel {
-		t.Fatalf("Observe = %q; want %q", got, leaderLabel)
+	if got := next(t, f.observed, "the first leader"); got != (Observation{HasLeader: true, Label: leaderLabel}) {
+		t.Fatalf("Observe = %v; want leader %q", got, leaderLabel)
 	}
 	go func() {
 		if err := f.e.Campaign(ctx, "follower"); err != nil {
@@ -185,7 +193,7 @@ func (f *follower) takeover(t *testing.T, ctx context.Context, within time.Durat
 	case <-time.After(within):
 		t.Fatalf("the follower did not lead within %v", within)
 	}
-	if got := next(t, f.observed, "the new leader"); got != "follower" {
+	if got := nextLeader(t, f.observed, "the new leader"); got != "follower" {
 		t.Fatalf("Observe = %q; want follower", got)
 	}
 	if leader, err := f.e.Leader(ctx); leader != "follower" || err != nil {

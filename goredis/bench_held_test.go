@@ -24,7 +24,7 @@ func BenchmarkHeldLocks(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("RESPIRE_BENCH_HELD")); err == nil && v > 0 {
 		n = v
 	}
-	locks, err := New(benchClient(b))
+	locks, err := New(benchClients(b, 1)[0])
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/realserver"
@@ -78,27 +77,71 @@ func goredisClient(t testing.TB, addr, password string, tweak ...func(*redis.Opt
 	return c
 }
 
-// newTransport wraps client, closed at test end (before the client).
-func newTransport(t testing.TB, client redis.UniversalClient, opts ...Option) *Transport {
+// newAdapter returns the adapter's conn.Client over client.
+func newAdapter(t testing.TB, client redis.UniversalClient) *client {
 	t.Helper()
-	tr, err := NewTransport(client, opts...)
+	c, err := newClient(client)
 	if err != nil {
-		t.Fatalf("NewTransport: %v", err)
+		t.Fatalf("newClient: %v", err)
 	}
-	t.Cleanup(tr.Close)
-	return tr
+	return c
 }
 
-// rueidisPool is conn.Pool over a rueidis client of the same servers.
-func rueidisPool(t testing.TB, addrs []string, password string) *conn.Pool {
+// dial returns a Conn of c to node, closed at test end.
+func dial(t testing.TB, c *client, node string) conn.Conn {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Password: password, DisableCache: true})
+	cn, err := c.Dial(ctxFor(t, 5*time.Second), node)
 	if err != nil {
-		t.Fatalf("rueidis: %v", err)
+		t.Fatalf("Dial(%s): %v", node, err)
 	}
-	p := conn.NewPool(c)
-	t.Cleanup(func() { p.Close(); c.Close() })
-	return p
+	t.Cleanup(cn.Close)
+	return cn
+}
+
+// newEngine returns the wire engine over the adapter of client, closed at
+// test end (before the client).
+func newEngine(t testing.TB, client redis.UniversalClient) *conn.Engine {
+	t.Helper()
+	e := conn.NewEngine(conn.EngineConfig{Client: newAdapter(t, client)})
+	t.Cleanup(e.Close)
+	return e
+}
+
+// idleEngine is newEngine with the idle check set to d.
+func idleEngine(t testing.TB, client redis.UniversalClient, d time.Duration) *conn.Engine {
+	t.Helper()
+	e := newEngine(t, client)
+	e.SetIdleCheck(d)
+	return e
+}
+
+// mustDo runs op on e and fails the test on an error.
+func mustDo(t testing.TB, e *conn.Engine, op conn.Op) conn.Result {
+	t.Helper()
+	res, err := e.Do(ctxFor(t, 5*time.Second), op, nil)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return res
+}
+
+// classOf is conn.ClassOf, for messages.
+func classOf(err error) string { return conn.ClassOf(err).String() }
+
+// undialled returns a Conn of c's client to its standalone node that has
+// not dialled yet (Dial dials with a PING): its first round trip dials.
+func undialled(t testing.TB, c *client) conn.Conn {
+	t.Helper()
+	cn := newConn(c, c.addr, c.single.EphemeralConn())
+	t.Cleanup(cn.Close)
+	return cn
+}
+
+// do sends args on cn and returns the one reply.
+func do(ctx context.Context, cn conn.Conn, args ...string) (conn.Reply, error) {
+	var r [1]conn.Reply
+	err := cn.Do(ctx, []conn.Command{{Args: args, Key: -1}}, r[:])
+	return r[0], err
 }
 
 // token returns a random owner token.
@@ -120,8 +163,5 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// classOf is conn.ClassOf, for messages.
-func classOf(err error) string { return conn.ClassOf(err).String() }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -6,21 +6,19 @@ import (
 	"github.com/respire-go/respire/lease"
 )
 
-// New returns the lease locks over client (see NewTransport for the
-// clients it takes and what it needs from their options). It sends
-// nothing; closing the Locks closes the transport, never the client.
-// Close the Locks before the client: the push watchers' connections come
-// from private clients built from client's options, and they stay open
-// until Locks.Close, even after client is closed.
+// New returns the lease locks over client: a standalone *redis.Client, the
+// *redis.Client of redis.NewFailoverClient (Sentinel), or a
+// *redis.ClusterClient. It sends nothing; connections open on first use,
+// each an EphemeralConn of client (per node the locks' session and its
+// fence; with push, a reader and a private listener more). It refuses,
+// before anything is sent, a client it cannot keep the guarantees on
+// (ErrUnsupportedClient, ErrUnboundedIO) and lease's invalid options. The
+// Locks never closes client: call Locks.Close first (once client is
+// closed, every call fails with lease.ErrClientClosed, nothing sent).
 func New(client redis.UniversalClient, opts ...lease.Option) (*lease.Locks, error) {
-	t, err := NewTransport(client)
+	c, err := newClient(client)
 	if err != nil {
 		return nil, err
 	}
-	locks, err := lease.NewTransport(t, opts...)
-	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	return locks, nil
+	return lease.New(c, opts...)
 }

@@ -55,13 +55,14 @@ func calls(t *testing.T, srv *realserver.Private, name string) string {
 
 // TestGoRedisRetriesOff_DroppedReplyIsNotResent: the user's client keeps
 // go-redis' default MaxRetries (3), which re-sends a command whose reply
-// was lost; the transport's acquisition, whose reply the proxy drops
-// before closing the connection, is Uncertain and ran exactly once.
+// was lost; the adapter's SET, whose reply the proxy drops before closing
+// the connection, fails with an error that is not ErrNotWritten, and ran
+// exactly once.
 func TestGoRedisRetriesOff_DroppedReplyIsNotResent(t *testing.T) {
 	srv, p, client := private(t, true) // MaxRetries 0: go-redis' default of 3
-	tr := newTransport(t, client)
+	cn := dial(t, newAdapter(t, client), p.Addr())
 	k := key(t, "k")
-	if _, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k); err != nil {
+	if _, err := do(ctxFor(t, 5*time.Second), cn, "GET", k); err != nil {
 		t.Fatal(err)
 	}
 	srv.MustExec(t, "CONFIG", "RESETSTAT")
@@ -69,7 +70,7 @@ func TestGoRedisRetriesOff_DroppedReplyIsNotResent(t *testing.T) {
 	session.BlackHole(faultproxy.ToClient)
 	done := make(chan error, 1)
 	go func() {
-		_, err := tr.Do(ctxFor(t, 10*time.Second), conn.AcquireOp(k, token(t), 10000), nil)
+		_, err := do(ctxFor(t, 10*time.Second), cn, "SET", k, token(t), "NX", "PX", "10000")
 		done <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -77,9 +78,8 @@ func TestGoRedisRetriesOff_DroppedReplyIsNotResent(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	session.Close()
-	err := <-done
-	if conn.ClassOf(err) != conn.Uncertain {
-		t.Fatalf("lost reply: %v (%s), want uncertain", err, classOf(err))
+	if err := <-done; err == nil || errors.Is(err, conn.ErrNotWritten) {
+		t.Fatalf("lost reply: %v, want an error that is not ErrNotWritten", err)
 	}
 	time.Sleep(100 * time.Millisecond) // a retry would be on its way by now
 	if n := calls(t, srv, "set"); n != "1" {
@@ -94,9 +94,9 @@ func TestGoRedisRetriesOff_DroppedReplyIsNotResent(t *testing.T) {
 // closes, and the first command ran.
 func TestGoRedisCallerNeverWaitsOnTheSocket_FrozenServer(t *testing.T) {
 	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
-	tr := newTransport(t, client)
+	e := newEngine(t, client)
 	k1, k2 := key(t, "a"), key(t, "b")
-	if _, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k1); err != nil {
+	if _, err := e.SessionForKey(ctxFor(t, 5*time.Second), k1); err != nil {
 		t.Fatal(err)
 	}
 	freeze(t, srv)
@@ -104,14 +104,14 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_FrozenServer(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		_, err := tr.Do(ctx, conn.AcquireOp(k1, "tokA", 10000), nil)
+		_, err := e.Do(ctx, conn.AcquireOp(k1, "tokA", 10000), nil)
 		first <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // the first batch is on the wire
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := tr.Do(ctx, conn.AcquireOp(k2, "tokB", 10000), nil)
+	_, err := e.Do(ctx, conn.AcquireOp(k2, "tokB", 10000), nil)
 	if conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
 		t.Fatalf("queued caller: %v (%s) after %v, want not submitted at its deadline", err, classOf(err), time.Since(start))
 	}
@@ -119,7 +119,7 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_FrozenServer(t *testing.T) {
 		t.Fatalf("first caller: %v (%s), want uncertain", err, classOf(err))
 	}
 	thaw(t, srv)
-	tr.Close()
+	e.Close()
 	if got := srv.MustExec(t, "GET", k1); got != "$4\r\ntokA\r\n" {
 		t.Fatalf("first command after resume: GET = %q", got)
 	}
@@ -134,21 +134,21 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_FrozenServer(t *testing.T) {
 // error): the second caller reads its own key's owner.
 func TestGoRedisNoForeignReply_LateReplyStaysWithItsCaller(t *testing.T) {
 	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
-	tr := newTransport(t, client)
+	e := newEngine(t, client)
 	k1, k2 := key(t, "a"), key(t, "b")
 	srv.MustExec(t, "SET", k2, "tokB")
-	if _, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k1); err != nil {
+	if _, err := e.SessionForKey(ctxFor(t, 5*time.Second), k1); err != nil {
 		t.Fatal(err)
 	}
 	freeze(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := tr.Do(ctx, conn.OwnerOp(k1), nil); conn.ClassOf(err) != conn.Uncertain {
+	if _, err := e.Do(ctx, conn.OwnerOp(k1), nil); conn.ClassOf(err) != conn.Uncertain {
 		t.Fatalf("first: %v", err)
 	}
 	second := make(chan conn.Result, 1)
 	go func() {
-		res, err := tr.Do(ctxFor(t, 10*time.Second), conn.OwnerOp(k2), nil)
+		res, err := e.Do(ctxFor(t, 10*time.Second), conn.OwnerOp(k2), nil)
 		if err != nil {
 			t.Errorf("second: %v", err)
 		}
@@ -182,15 +182,15 @@ func thaw(t *testing.T, srv *realserver.Private) {
 // command is written; the command goes to a fresh session and succeeds.
 func TestGoRedisDeadSessionIsSkipped_KilledWhileIdle(t *testing.T) {
 	srv, _, client := private(t, false)
-	tr := newTransport(t, client, WithIdleCheck(0))
+	e := idleEngine(t, client, 0)
 	k := key(t, "k")
-	s, err := tr.SessionForKey(ctxFor(t, 5*time.Second), k)
+	s, err := e.SessionForKey(ctxFor(t, 5*time.Second), k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id, _ := s.Identity()
 	srv.MustExec(t, "CLIENT", "KILL", "ID", itoa(id.ID))
-	res, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 10000), nil)
+	res, err := e.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 10000), nil)
 	if err != nil || !res.Owned || res.Session == s {
 		t.Fatalf("after an idle kill: %+v %v", res, err)
 	}
@@ -199,32 +199,71 @@ func TestGoRedisDeadSessionIsSkipped_KilledWhileIdle(t *testing.T) {
 	}
 }
 
-// TestGoRedisClientChecked_RefusedBeforeSending: a client whose I/O has no
-// deadline, or a Ring, is refused by NewTransport.
+// TestGoRedisClientChecked_RefusedBeforeSending: New refuses, before
+// anything is sent, a client whose I/O may have no deadline (ReadTimeout
+// -1 without ContextTimeoutEnabled, -2 with it, a WriteBufferSize too
+// small for the write witness), a Ring and a ClusterClient that does not
+// learn its slots from the cluster; it takes -1 with ContextTimeoutEnabled.
 func TestGoRedisClientChecked_RefusedBeforeSending(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1})
-	defer c.Close()
-	if _, err := NewTransport(c); !errors.Is(err, ErrUnboundedIO) {
-		t.Fatalf("no read timeout: %v", err)
+	refused := map[string]*redis.Options{
+		"read -1":        {ReadTimeout: -1},
+		"write -1":       {WriteTimeout: -1},
+		"read -2 ctx":    {ReadTimeout: -2, ContextTimeoutEnabled: true},
+		"write buffer 8": {WriteBufferSize: 8},
 	}
-	ok := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1, ContextTimeoutEnabled: true})
+	for name, o := range refused {
+		o.Addr = "127.0.0.1:1"
+		c := redis.NewClient(o)
+		if _, err := New(c); !errors.Is(err, ErrUnboundedIO) {
+			t.Errorf("%s: %v, want ErrUnboundedIO", name, err)
+		}
+		_ = c.Close()
+	}
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ReadTimeout: -2, ContextTimeoutEnabled: true})
+	defer cluster.Close()
+	if _, err := New(cluster); !errors.Is(err, ErrUnboundedIO) {
+		t.Errorf("cluster read -2: %v, want ErrUnboundedIO", err)
+	}
+	ok := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1, WriteTimeout: -1, ContextTimeoutEnabled: true})
 	defer ok.Close()
-	if _, err := NewTransport(ok); err != nil {
-		t.Fatalf("ctx deadlines on: %v", err)
+	if locks, err := New(ok); err != nil {
+		t.Errorf("-1 with ctx deadlines: %v", err)
+	} else {
+		locks.Close()
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
-	if _, err := NewTransport(ring); !errors.Is(err, ErrUnsupportedClient) {
-		t.Fatalf("ring: %v", err)
+	if _, err := New(ring); !errors.Is(err, ErrUnsupportedClient) {
+		t.Errorf("ring: %v", err)
+	}
+	manual := redis.NewClusterClient(&redis.ClusterOptions{ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+		return nil, nil
+	}})
+	defer manual.Close()
+	if _, err := New(manual); !errors.Is(err, ErrUnsupportedClient) {
+		t.Errorf("ClusterSlots: %v", err)
 	}
 }
 
 // TestGoRedisClientChecked_DialFailureIsNotSubmitted: a client that cannot
-// connect fails the session's open, not submitted (no lock command was
-// involved).
+// connect fails Dial, and a connection's first round trip (go-redis dials
+// on first use) with ErrNotWritten; the engine's command is not submitted.
 func TestGoRedisClientChecked_DialFailureIsNotSubmitted(t *testing.T) {
-	tr := newTransport(t, goredisClient(t, "127.0.0.1:1", "", func(o *redis.Options) { o.DialTimeout = time.Second }))
-	_, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp("k", "tok", 1000), nil)
+	client := goredisClient(t, "127.0.0.1:1", "", func(o *redis.Options) { o.DialTimeout = time.Second })
+	c := newAdapter(t, client)
+	if cn, err := c.Dial(ctxFor(t, 5*time.Second), "127.0.0.1:1"); err == nil {
+		cn.Close()
+		t.Fatal("Dial of a server that does not answer succeeded")
+	}
+	cn := undialled(t, c)
+	if _, err := do(ctxFor(t, 5*time.Second), cn, "PING"); !errors.Is(err, conn.ErrNotWritten) {
+		t.Fatalf("dial failure: %v, want ErrNotWritten", err)
+	}
+	if cn.Err() == nil {
+		t.Fatal("a connection that failed to dial is not broken: go-redis would dial again")
+	}
+	e := newEngine(t, client)
+	_, err := e.Do(ctxFor(t, 5*time.Second), conn.AcquireOp("k", "tok", 1000), nil)
 	if conn.ClassOf(err) != conn.NotSubmitted {
 		t.Fatalf("dial failure: %v (%s)", err, classOf(err))
 	}
@@ -236,7 +275,7 @@ func TestGoRedisClientChecked_DialFailureIsNotSubmitted(t *testing.T) {
 // its own replies, also while the next batch is on the wire).
 func TestGoRedisNoForeignReply_ConcurrentCallersGetTheirOwn(t *testing.T) {
 	srv, _, client := private(t, false)
-	tr := newTransport(t, client)
+	e := newEngine(t, client)
 	const callers, rounds = 64, 200
 	for i := range callers {
 		srv.MustExec(t, "SET", "own:"+itoa(int64(i)), "tok"+itoa(int64(i)))
@@ -246,7 +285,7 @@ func TestGoRedisNoForeignReply_ConcurrentCallersGetTheirOwn(t *testing.T) {
 		go func() {
 			k, want := "own:"+itoa(int64(i)), "tok"+itoa(int64(i))
 			for range rounds {
-				res, err := tr.Do(context.Background(), conn.OwnerOp(k), nil)
+				res, err := e.Do(context.Background(), conn.OwnerOp(k), nil)
 				if err != nil || res.Token != want {
 					errs <- fmt.Errorf("caller %d read %q (%v), want %q", i, res.Token, err, want)
 					return

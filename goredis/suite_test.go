@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/leasesuite"
 	"github.com/respire-go/respire/lease"
 )
@@ -17,6 +18,13 @@ import (
 // Sentinel).
 var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
 	FenceOnOwnConn: true, Queued: suiteQueued}
+
+// suiteQueued is leasesuite.Transport.Queued on go-redis: the commands
+// waiting in the engine's drainers (a go-redis Conn carries one round trip
+// at a time).
+func suiteQueued(locks *lease.Locks) [][]string {
+	return locks.Driver().Transport().(*conn.Engine).Queued()
+}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr redis.Error

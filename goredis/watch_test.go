@@ -35,7 +35,7 @@ func TestGoRedisWatcherEndIsTold_EveryEnd(t *testing.T) {
 	for name, end := range ends {
 		t.Run(name, func(t *testing.T) {
 			srv, _, client := private(t, false)
-			tr := newTransport(t, client, WithIdleCheck(50*time.Millisecond))
+			tr := idleEngine(t, client, 50*time.Millisecond)
 			told := make(chan []string, 16)
 			tr.SetInvalidationHandler(func(_ string, keys []string) { told <- keys })
 			k := key(t, "k")
@@ -76,10 +76,8 @@ func TestGoRedisWatcherEndIsTold_EveryEnd(t *testing.T) {
 func TestGoRedisWatcherLeavesUserClient_HandlerFreeAndNothingRunning(t *testing.T) {
 	_, _, client := private(t, false)
 	before := runtime.NumGoroutine()
-	tr, err := NewTransport(client, WithIdleCheck(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := conn.NewEngine(conn.EngineConfig{Client: newAdapter(t, client)})
+	tr.SetIdleCheck(20 * time.Millisecond)
 	k := key(t, "k")
 	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
 		t.Fatal(err)
@@ -87,7 +85,7 @@ func TestGoRedisWatcherLeavesUserClient_HandlerFreeAndNothingRunning(t *testing.
 	if _, err := tr.Do(ctxFor(t, 5*time.Second), conn.AcquireOp(k, "tok", 1000), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := client.RegisterPushNotificationHandler("invalidate", invalidateHandler{}, false); err != nil {
+	if err := client.RegisterPushNotificationHandler("invalidate", invalidateHandler{&listener{}}, false); err != nil {
 		t.Fatalf("the user's client's push processor was taken: %v", err)
 	}
 	tr.Close()
@@ -115,7 +113,7 @@ func TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
 	srv.MustExec(t, "ACL", "SETUSER", "locker", "on", ">lockerpw", "~*", "+set", "+get", "+evalsha", "+eval",
 		"+del", "+pexpire", "+client|id", "+client|info", "+client|kill", "+client|tracking", "+client|caching")
 	client := goredisClient(t, srv.Addr, "lockerpw", func(o *redis.Options) { o.Username = "locker" })
-	tr := newTransport(t, client)
+	tr := newEngine(t, client)
 	told := make(chan []string, 16)
 	tr.SetInvalidationHandler(func(_ string, keys []string) { told <- keys })
 	k := key(t, "k")
@@ -143,11 +141,7 @@ func TestGoRedisWatcherNeedsNoPing_LeastPrivilegeUserIsPushed(t *testing.T) {
 // the watcher's connections are its own clients', which Close closes.
 func TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer(t *testing.T) {
 	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
-	tr, err := NewTransport(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.Close)
+	tr := newEngine(t, client)
 	k := key(t, "k")
 	if _, _, _, err := tr.WatchRead(ctxFor(t, 5*time.Second), k); err != nil {
 		t.Fatal(err)
@@ -187,14 +181,10 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_TrackedReadOnAFrozenServer(t *testin
 // client's ReadTimeout.
 func TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer(t *testing.T) {
 	srv, _, client := private(t, false, func(o *redis.Options) { o.ReadTimeout = 3 * time.Second })
-	tr, err := NewTransport(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.Close)
+	tr := newEngine(t, client)
 	freeze(t, srv)
 	start := time.Now()
-	_, _, _, err = tr.WatchRead(ctxFor(t, 200*time.Millisecond), key(t, "k"))
+	_, _, _, err := tr.WatchRead(ctxFor(t, 200*time.Millisecond), key(t, "k"))
 	if conn.ClassOf(err) != conn.NotSubmitted || time.Since(start) > time.Second {
 		t.Fatalf("read: %v (%s) after %v, want not submitted at its deadline", err, classOf(err), time.Since(start))
 	}
@@ -202,37 +192,5 @@ func TestGoRedisCallerNeverWaitsOnTheSocket_WatcherOpenOnAFrozenServer(t *testin
 	tr.Close()
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("Close took %v: it waited for the watcher's open", took)
-	}
-}
-
-// TestGoRedisOneWatcherPerNode_ASecondOpenKeepsTheFirst: a watcher opened
-// for a node that got a live one meanwhile (a caller that looked before the
-// first was installed, and whose open started after the first's ended) is
-// closed and the first one used; Close then ends every watcher opened,
-// and returns.
-func TestGoRedisOneWatcherPerNode_ASecondOpenKeepsTheFirst(t *testing.T) {
-	_, _, client := private(t, false)
-	tr, err := NewTransport(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := client.Options().Addr
-	first, err := tr.openTracked(ctxFor(t, 5*time.Second), node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := tr.openTracked(ctxFor(t, 5*time.Second), node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second != first || first.ended.Load() {
-		t.Fatalf("the second open gave %p, want the live first one %p", second, first)
-	}
-	closed := make(chan struct{})
-	go func() { tr.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close still waits for a watcher 5 s on: one was replaced and closed by nobody")
 	}
 }

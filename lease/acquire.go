@@ -44,7 +44,7 @@ func withKeepAlive(o *acquireOptions) { o.keepAlive = true }
 // to a try (rule WaitRidesOutTransportErrors): a try that was not sent (a
 // dial refused, a session found dead first) or that the server answered
 // without running it (LOADING, READONLY, CLUSTERDOWN, MASTERDOWN, TRYAGAIN,
-// BUSY, NOREPLICAS) is followed by the next try, as a refused one is. A
+// BUSY, NOREPLICAS, OOM) is followed by the next try, as a refused one is. A
 // try whose outcome is unknown (a reset or closed connection, a timeout
 // after the send) is settled before the next: the connection that carried
 // its SET is fenced (CLIENT KILL), then the key is read on a fresh
@@ -215,11 +215,11 @@ func validateAcquire(op, key string, ttl time.Duration, o acquireOptions, drift 
 		return 0, opError(op, key, err)
 	}
 	if o.wait < 0 || o.wait > MaxTTL {
-		return 0, opError(op, key, fmt.Errorf("%w: wait %v must be in [0, MaxTTL = %v]", ErrInvalidOption, o.wait, MaxTTL))
+		return 0, opError(op, key, fmt.Errorf("%w: WithWait(%v): the wait must be from 0 to MaxTTL", ErrInvalidOption, o.wait))
 	}
 	if o.retryEverySet && (o.retryEvery <= 0 || o.retryEvery > MaxTTL) {
-		return 0, opError(op, key, fmt.Errorf("%w: retry interval %v must be in (0, MaxTTL = %v]",
-			ErrInvalidOption, o.retryEvery, MaxTTL))
+		return 0, opError(op, key, fmt.Errorf("%w: WithRetryEvery(%v): the interval must be above 0 and at most MaxTTL",
+			ErrInvalidOption, o.retryEvery))
 	}
 	if o.ownerSuffix != "" {
 		if err := checkOwnerLabel(o.ownerSuffix[len(ownerSeparator):]); err != nil {
@@ -238,7 +238,7 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 		return 0, fmt.Errorf("%w (got %v)", err, ttl)
 	}
 	if margin := drift.Of(d); d <= margin {
-		return 0, fmt.Errorf("%w: %v is not longer than its drift margin %v (see WithDriftMargin)", ErrInvalidTTL, ttl, margin)
+		return 0, fmt.Errorf("%w: %v is not longer than the drift margin %v (see WithDriftMargin)", ErrInvalidTTL, ttl, margin)
 	}
 	return d, nil
 }
@@ -286,7 +286,7 @@ func (r replicasOption) validate(fenced bool) error {
 	case !fenced:
 		return fmt.Errorf("%w: WithReplicas applies only to fencing-token locks (package coordination)", ErrInvalidOption)
 	case r.n < 1 || r.timeout <= 0 || r.timeout > MaxTTL:
-		return fmt.Errorf("%w: WithReplicas(%d, %v) needs n >= 1 and a positive timeout", ErrInvalidOption, r.n, r.timeout)
+		return fmt.Errorf("%w: WithReplicas(%d, %v): it needs n >= 1 and a timeout above 0, at most MaxTTL", ErrInvalidOption, r.n, r.timeout)
 	}
 	return nil
 }

@@ -19,8 +19,9 @@ var ErrLostDuringWork = errors.New("lease: the lock was lost while the work ran"
 // and see it released: Lost says why the lock ended before its release (the
 // work may have overlapped another owner's), Release what the release that
 // followed the work returned (an error matching ErrOutcomeUnknown: the
-// delete may or may not have run, and the lock counts as lost; a server
-// error reply: it may be held until its lease ends), and Work what fn
+// delete may or may not have run, and the lock counts as lost; one matching
+// ErrNotSubmitted, the delete not sent, or a server error reply: the key
+// stays until its lease ends, nothing renewing it), and Work what fn
 // returned. Unset fields are nil. It matches ErrLostDuringWork when Lost is
 // set, and every error it holds (errors.Is, errors.As). It never includes a
 // token.
@@ -31,23 +32,40 @@ type WorkError struct {
 	Work    error  // fn's error
 }
 
-// Error reads "lease: Do "key": " and what happened, the loss first.
+// Error reads "lease: Do "key": " and what happened, the loss first, each
+// fact once: "the lock was lost while the work ran: HOW", "after the
+// work: WHAT THE RELEASE MET", "the work failed: FN'S ERROR". fn's error
+// is left out of the text (not of Unwrap) when it only echoes the loss:
+// the loss itself (fn returned context.Cause(ctx)) or the bare
+// context.Canceled of its ended context (fn returned ctx.Err()).
 func (e *WorkError) Error() string {
 	var parts []string
 	if e.Lost != nil {
-		parts = append(parts, "the lock was lost while the work ran: "+trimPackage(e.Lost))
+		loss := strings.TrimPrefix(strings.TrimPrefix(reasonText(e.Lost), "ownership lost"), ": ")
+		parts = append(parts, strings.TrimSuffix("the lock was lost while the work ran: "+loss, ": "))
 	}
 	if e.Release != nil {
-		parts = append(parts, "release after the work: "+trimPackage(e.Release))
+		parts = append(parts, "after the work: "+reasonText(e.Release))
 	}
-	if e.Work != nil {
-		parts = append(parts, "the work: "+trimPackage(e.Work))
+	if e.Work != nil && !e.echoesLoss() {
+		parts = append(parts, "the work failed: "+reasonText(e.Work))
 	}
 	return fmt.Sprintf("lease: Do %q: %s", e.Key, strings.Join(parts, "; "))
 }
 
-// trimPackage is err's text without this package's prefix.
-func trimPackage(err error) string { return strings.TrimPrefix(err.Error(), "lease: ") }
+// echoesLoss reports whether fn's error only repeats the loss.
+func (e *WorkError) echoesLoss() bool {
+	return e.Lost != nil && (e.Work == context.Canceled || e.Work.Error() == e.Lost.Error())
+}
+
+// reasonText is err's text without this package's prefix and, for a
+// call's *OpError, without the call: the reason alone.
+func reasonText(err error) string {
+	if op, ok := err.(*OpError); ok {
+		err = op.Err
+	}
+	return strings.TrimPrefix(err.Error(), "lease: ")
+}
 
 // Is reports whether target is ErrLostDuringWork and the lock was lost.
 func (e *WorkError) Is(target error) bool { return target == ErrLostDuringWork && e.Lost != nil }
@@ -81,15 +99,19 @@ func (e *WorkError) Unwrap() []error {
 //     *LossError or ErrOwnershipLost …) when the lock ended before fn's
 //     end was followed by its release, or the release found the key no
 //     longer ours — the work may have overlapped another owner's — and
-//     matching the release's error (ErrOutcomeUnknown: the release's
-//     outcome is unknown) when the release failed; fn's error, if any, is
+//     matching the release's error when the release failed
+//     (ErrOutcomeUnknown: its outcome is unknown; ErrNotSubmitted: the
+//     delete was not sent; a server error reply); fn's error, if any, is
 //     in it too.
 //
 // ctx bounds the acquisition and is the parent of fn's context; the
 // release runs even when ctx has ended (bounded by the lease's remaining
-// estimate plus FenceTimeout, as Close is). A panic in fn releases the lock
-// (as Close does) and goes on. fn nil is refused with ErrInvalidOption
-// before anything is sent.
+// estimate plus FenceTimeout, as Close is). Do never leaves a live lock
+// behind, whatever the release returned: after a failed release it stops
+// the keep-alive before it returns, so nothing renews the lease afterwards
+// and a lock still held ends at its lease's end at the latest. A panic in
+// fn releases the lock (as Close does) and goes on. fn nil is refused with
+// ErrInvalidOption before anything is sent.
 func (l *Locks) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error,
 	opts ...AcquireOption) error {
 	if fn == nil {
@@ -132,12 +154,16 @@ func (l *Lock) runWork(ctx context.Context, fn func(ctx context.Context) error) 
 
 // releaseAfterWork releases the lock after Do's work, under ctx's values
 // but not its end, bounded as Close is; released reports that its delete
-// removed the lock.
+// removed the lock. Whatever the release returned, the lock's keep-alive
+// does not outlive it: after an error it is stopped (waiting for a renewal
+// in flight, within the same bound), so that a lock still held — its
+// delete not sent, or refused — ends at its lease's end at the latest.
 func (l *Lock) releaseAfterWork(ctx context.Context) (released bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.RemainingEstimate()+FenceTimeout)
 	defer cancel()
 	out, err := l.Release(ctx)
 	if err != nil {
+		l.core().StopKeepAlive(ctx)
 		return false, err
 	}
 	return out == Released, nil

@@ -11,8 +11,8 @@ import (
 // Errors of bad input, returned before anything is sent. Match them with
 // errors.Is.
 var (
-	// ErrNilClient: New was given a nil rueidis client.
-	ErrNilClient = errors.New("lease: nil rueidis client")
+	// ErrNilClient: New was given a nil client.
+	ErrNilClient = errors.New("lease: nil client")
 	// ErrEmptyKey: the lock key is empty.
 	ErrEmptyKey = errors.New("lease: empty lock key")
 	// ErrEmptyToken: the owner token is the zero or empty token.
@@ -32,20 +32,21 @@ var (
 	// could hash to different cluster slots: the tag between its "{" and
 	// "}" would be empty. (An empty name is ErrEmptyKey.)
 	ErrInvalidName = errors.New("lease: invalid semaphore or lock name")
-	// ErrInvalidLimit: a semaphore limit below 1.
+	// ErrInvalidLimit: a semaphore limit below 1 or above 2147483647.
 	ErrInvalidLimit = errors.New("lease: invalid semaphore limit")
 )
 
 // ErrLimitMismatch matches the error of a semaphore acquisition refused
 // because the semaphore's live permits were taken with another limit (the
-// limit is stored with them): nothing changed on the server, and waiting
+// limit is stored with them), or have no stored limit at all (added by
+// hand or by another version): nothing changed on the server, and waiting
 // does not help, so the call returns at once. errors.As to
 // *LimitMismatchError gives both limits.
 var ErrLimitMismatch = conn.ErrLimitMismatch
 
 // LimitMismatchError is the refusal of ErrLimitMismatch: Stored is the
-// limit the live permits use, Requested the caller's; Unwrap gives the
-// server's reply.
+// limit the live permits use ("" when none is stored), Requested the
+// caller's; Unwrap gives the server's reply.
 type LimitMismatchError = conn.LimitMismatchError
 
 // Errors of the server or the connection: conn's classification, one
@@ -66,7 +67,7 @@ var (
 	ErrServerReply = conn.ErrServerReply
 	// ErrDidNotRun: a server error reply that proves the command did not run
 	// and a later attempt may succeed (CLUSTERDOWN, TRYAGAIN, READONLY,
-	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, a redirect not followed). It
+	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, OOM, a redirect not followed). It
 	// also matches ErrServerReply.
 	ErrDidNotRun = conn.ErrDidNotRun
 	// ErrCrossSlot: a lease key and its fencing counter key hash to

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
@@ -97,9 +95,15 @@ func TestErrorTexts_BadInputErrorsHaveOneLeasePrefixAndMatchTheirSentinel(t *tes
 		{"Locks.Release(empty token)", []error{ErrEmptyToken}, func() error { return noErr(locks.Release(ctx, "k", Token{})) }},
 		{"Locks.OwnerToken(empty key)", []error{ErrEmptyKey}, func() error { return noErr3(locks.OwnerToken(ctx, "")) }},
 		{"New(nil client)", []error{ErrNilClient}, func() error { return noErr(New(nil)) }},
-		{"New(WithCommandTimeout(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithCommandTimeout(-1))) }},
-		{"New(WithDriftMargin(0.9, 0))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithDriftMargin(0.9, 0))) }},
-		{"New(WithIdleCheck(-1))", []error{ErrInvalidOption}, func() error { return noErr(New(locks.core.transport.(*conn.Pool).Client(), WithIdleCheck(-1))) }},
+		{"New(WithCommandTimeout(-1))", []error{ErrInvalidOption}, func() error {
+			return noErr(New(newClient(t, []string{"127.0.0.1:1"}, "", "", false), WithCommandTimeout(-1)))
+		}},
+		{"New(WithDriftMargin(0.9, 0))", []error{ErrInvalidOption}, func() error {
+			return noErr(New(newClient(t, []string{"127.0.0.1:1"}, "", "", false), WithDriftMargin(0.9, 0)))
+		}},
+		{"New(WithIdleCheck(-1))", []error{ErrInvalidOption}, func() error {
+			return noErr(New(newClient(t, []string{"127.0.0.1:1"}, "", "", false), WithIdleCheck(-1)))
+		}},
 		{"TokenFromString(invalid UTF-8)", []error{ErrInvalidToken}, func() error { return noErr(TokenFromString("\xff")) }},
 	})
 }
@@ -138,7 +142,7 @@ func TestErrorTexts_CallsOnAClosedLocksMatchErrClosedWithOneLeasePrefix(t *testi
 // TestErrorTexts_TransportErrorsMatchTheLeaseSentinels: the errors calls
 // return for what happened on the wire match lease's own sentinels — an
 // answer that never came ErrOutcomeUnknown, an error reply ErrServerReply
-// (with the *rueidis.RedisError behind it), a reply proving the command
+// (with the server's reply behind it: *conn.ServerError on the engine's own client, the client's type on an adapter's), a reply proving the command
 // did not run ErrDidNotRun — each read with one "lease: " prefix.
 func TestErrorTexts_TransportErrorsMatchTheLeaseSentinels(t *testing.T) {
 	srv, locks := managedSim(t, sim.Redis84)
@@ -157,9 +161,9 @@ func TestErrorTexts_TransportErrorsMatchTheLeaseSentinels(t *testing.T) {
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Error: "ERR injected refusal"})
 	_, err := refused.Release(ctx)
 	assertOneLeasePrefix(t, "Release refused", err)
-	var reply *rueidis.RedisError
+	var reply *conn.ServerError
 	if !errors.Is(err, ErrServerReply) || errors.Is(err, ErrDidNotRun) || errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &reply) {
-		t.Errorf("Release refused with an error reply = %v; want ErrServerReply with the *rueidis.RedisError", err)
+		t.Errorf("Release refused with an error reply = %v; want ErrServerReply with the server's *conn.ServerError", err)
 	}
 	if refused.State() != StateHeld {
 		t.Errorf("state %v after a refused release; want Held", refused.State())

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -24,11 +23,7 @@ func ExampleLocks_Do() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -25,11 +24,7 @@ func Example() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -80,11 +75,7 @@ func ExampleLocks_TryAcquire() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -118,11 +109,7 @@ func ExampleLocks_Acquire() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -165,11 +152,7 @@ func ExampleLocks_Acquire_waitUntilDone() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -218,11 +201,7 @@ func ExampleLock_Context() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -271,11 +250,7 @@ func ExampleLock_Release() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -326,11 +301,7 @@ func ExampleLock_Close() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -364,11 +335,7 @@ func ExampleLock_KeepAlive() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -408,11 +375,7 @@ func ExampleLock_ResetExpiry() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -438,7 +401,7 @@ func ExampleLock_ResetExpiry() {
 	// Output:
 	// renewed: true <nil> 1m0s
 	// renewed: false <nil>
-	// cause: lease: ownership lost: the server answered that the key is not ours
+	// cause: lease: ownership lost: the key expired, or another owner took or deleted it
 }
 
 // A loss is a *LossError (matching ErrOwnershipLost) whose Reason says how
@@ -455,11 +418,7 @@ func ExampleLossError() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -506,11 +465,7 @@ func ExampleLock_Release_outcomeUnknown() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

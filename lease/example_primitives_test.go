@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -49,11 +48,7 @@ func ExampleSemaphore() {
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	for range 2 {
-		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-		if err != nil {
-			panic(err)
-		}
-		defer client.Close()
+		client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 		locks, err := lease.New(client)
 		if err != nil {
 			panic(err)
@@ -101,11 +96,7 @@ func ExampleRWLock() {
 		panic(err)
 	}
 	defer srv.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

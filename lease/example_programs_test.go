@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -28,12 +29,13 @@ func Example_jobRunner() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}}) // the program's own client
 	if err != nil {
 		panic(err)
 	}
-	defer client.Close()
-	root, err := lease.New(client)
+	defer client.Close() // after the Locks (deferred calls run last first)
+	// In a program: root, err := rueidislease.New(client) (or goredis.New).
+	root, err := lease.New(leasetest.NewClient(srv.Addr(), ""))
 	if err != nil {
 		panic(err)
 	}
@@ -149,11 +151,7 @@ func Example_leaderElection() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -24,12 +23,8 @@ func ExampleWithoutPush() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	locks, err := lease.New(client) // push on; lease.New(client, lease.WithoutPush()) polls
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
+	locks, err := lease.New(client)               // push on; lease.New(client, lease.WithoutPush()) polls
 	if err != nil {
 		panic(err)
 	}

@@ -8,14 +8,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
-// Create Locks on a rueidis client. New sends nothing; sessions open on
-// first use. Close the Locks before the client.
+// Create Locks on a client. A program takes it from its Redis client's
+// adapter, which calls New: rueidislease.New(client, opts...) for rueidis,
+// goredis.New for go-redis. New sends nothing; sessions open on first use.
+// Close the Locks before the client.
 func ExampleNew() {
 	ctx := context.Background()
 
@@ -26,11 +27,7 @@ func ExampleNew() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close() // deferred calls run last first: the Locks closes before the client
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 
 	root, err := lease.New(client,
 		lease.WithLogger(slog.Default()),        // diagnostics; tokens are never logged
@@ -62,11 +59,7 @@ func ExampleLocks_WithKeyPrefix() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	root, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -100,11 +93,7 @@ func ExampleLocks_TryTake() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -151,11 +140,7 @@ func ExampleLocks_Release() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)
@@ -223,11 +208,7 @@ func ExampleLocks_ResetExpiry_validation() {
 	}
 	defer srv.Close()
 
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
+	client := leasetest.NewClient(srv.Addr(), "") // in a program: your client's adapter (rueidislease, goredis)
 	locks, err := lease.New(client)
 	if err != nil {
 		panic(err)

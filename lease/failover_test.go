@@ -82,7 +82,7 @@ func TestClusterFailover_ACoordinatedFailoverKeepsOrReportsEveryLock(t *testing.
 	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("failover:%d:", time.Now().UnixNano()))
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
-	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
+	stop, done := startContending(t, o, newOutsider(t, nodes.addrs, "", nodes.password), wireKeys(held))
 	primary, replica := nodes.shardOf(t, held[0].core().WireKey())
 	t.Logf("before the failover: %s", replicationLine(nodes, primary.addr))
 	start := time.Now()
@@ -114,7 +114,7 @@ func TestClusterFailover_AKilledPrimaryIsReplacedAndItsSlotsServedAgain(t *testi
 	locks := newLocks(t, newClient(t, nodes.addrs, "", nodes.password, true)).WithKeyPrefix(fmt.Sprintf("killed:%d:", time.Now().UnixNano()))
 	o := &ownership{ended: map[*Lock]time.Time{}}
 	held := heldOnCluster(t, locks, o, "job-", 24)
-	stop, done := startContending(t, o, newClient(t, nodes.addrs, "", nodes.password, true), wireKeys(held))
+	stop, done := startContending(t, o, newOutsider(t, nodes.addrs, "", nodes.password), wireKeys(held))
 	primary, replica := nodes.shardOf(t, held[0].core().WireKey())
 	t.Logf("before the kill: %s (what the replica has not acknowledged is lost with the primary)", replicationLine(nodes, primary.addr))
 	nodes.signal(t, primary.addr, syscall.SIGKILL)

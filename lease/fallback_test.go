@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
@@ -78,7 +75,7 @@ func mustTake(t *testing.T, locks *Locks, key, owner string) {
 }
 
 // assertServerError checks a definite server error carrying the reply text,
-// matchable as *rueidis.RedisError.
+// matchable as the server's *conn.ServerError.
 func assertServerError(t *testing.T, ok bool, err error, text string) {
 	t.Helper()
 	if ok || err == nil {
@@ -87,13 +84,12 @@ func assertServerError(t *testing.T, ok bool, err error, text string) {
 	if !errors.Is(err, conn.ErrServerReply) || errors.Is(err, conn.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v; want a definite server error", err)
 	}
-	var redisErr *rueidis.RedisError
-	if !errors.As(err, &redisErr) {
-		t.Fatalf("err = %v (%T); want errors.As *rueidis.RedisError", err, err)
+	var reply *conn.ServerError // the whole line the server sent, code included
+	if !errors.As(err, &reply) {
+		t.Fatalf("err = %v (%T); want errors.As *conn.ServerError", err, err)
 	}
-	want := strings.TrimPrefix(text, "ERR ")
-	if redisErr.Error() != want {
-		t.Fatalf("RedisError = %q; want %q", redisErr.Error(), want)
+	if reply.Error() != text {
+		t.Fatalf("the server's reply = %q; want %q", reply.Error(), text)
 	}
 }
 

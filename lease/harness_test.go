@@ -16,6 +16,9 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/wire"
+
 	"github.com/respire-go/respire/sim"
 )
 
@@ -43,15 +46,24 @@ func assertNoDiscoveryCommands(t *testing.T, log []sim.Entry) {
 	simtest.AssertNoDiscoveryCommands(t, log)
 }
 
-// newClient connects a rueidis client; it is closed when the test ends.
-func newClient(t *testing.T, addrs []string, user, password string, disableCache bool) rueidis.Client {
+// newClient returns a client of the root module's own (internal/wire) for
+// addrs (several: a cluster's nodes); the last argument is unused (it
+// turned rueidis' client-side caching off). It is closed when the test
+// ends.
+func newClient(t testing.TB, addrs []string, user, password string, _ bool) *wire.Client {
 	t.Helper()
-	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:  addrs,
-		Username:     user,
-		Password:     password,
-		DisableCache: disableCache,
-	})
+	client := wire.New(wire.Options{Addrs: addrs, Cluster: len(addrs) > 1, User: user, Password: password})
+	t.Cleanup(client.Close)
+	return client
+}
+
+// newOutsider connects a rueidis client (client-side caching off) for a
+// party outside the Locks under test: a contender, an observer. It is
+// closed when the test ends.
+func newOutsider(t testing.TB, addrs []string, user, password string) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: user, Password: password,
+		DisableCache: true})
 	if err != nil {
 		t.Fatalf("rueidis.NewClient(%v, user %q): %v", addrs, user, err)
 	}
@@ -60,7 +72,7 @@ func newClient(t *testing.T, addrs []string, user, password string, disableCache
 }
 
 // newLocks returns Locks on client, closed when the test ends.
-func newLocks(t *testing.T, client rueidis.Client, opts ...Option) *Locks {
+func newLocks(t testing.TB, client conn.Client, opts ...Option) *Locks {
 	t.Helper()
 	locks, err := New(client, opts...)
 	if err != nil {

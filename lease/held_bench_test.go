@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -38,12 +37,7 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 	if addr == "" {
 		b.Skip("RESPIRE_REAL_REDIS70 not set: no real redis-server (scripts/with-servers.sh starts one)")
 	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr},
-		Password: os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client := newClient(b, []string{addr}, "", os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD"), false)
 	reader := sdkmetric.NewManualReader()
 	opts := []Option{WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}
 	if !*heldPush {

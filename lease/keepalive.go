@@ -26,7 +26,12 @@ type KeepAlive actor.KeepAlive
 func (k *KeepAlive) core() *actor.KeepAlive { return (*actor.KeepAlive)(k) }
 
 // Context returns the context protected work must honour: it is cancelled
-// when the keep-alive ends, with the reason as its cause.
+// when the keep-alive ends, with the reason as its cause. Its Err and
+// context.Cause are exact, as Lock.Context's are: they compare the
+// monotonic clock with the lease's end when called, so the first check
+// after a pause past the lease (SIGSTOP, a long GC) reports the loss before
+// any timer has run; Done is closed by a timer, moments after the end. It
+// does not block.
 func (k *KeepAlive) Context() context.Context { return k.core().Context() }
 
 // OwnershipLost reports whether the keep-alive ended because ownership was
@@ -36,7 +41,7 @@ func (k *KeepAlive) OwnershipLost() bool {
 }
 
 // Err returns nil while the keep-alive runs, then why it ended: the cause
-// of Context (see KeepAlive).
+// of Context (see KeepAlive). It is exact as Context's Err is.
 func (k *KeepAlive) Err() error { return k.core().Err() }
 
 // Stop stops renewing. It blocks until a renewal in flight has completed
@@ -53,8 +58,10 @@ func (k *KeepAlive) Stop() { k.core().Stop() }
 // connection: without CLIENT ID or CLIENT KILL permission it returns a
 // *PermissionError (matching ErrFencingNotPermitted) naming the missing
 // permission, and nothing is renewed (unless the Locks was created
-// WithUnfencedRenewal; the raw-token ResetExpiry always works). It blocks
-// only for that check. When ctx ends later, the
+// WithUnfencedRenewal; the raw-token ResetExpiry always works); a check
+// that got no answer returns an error matching ErrNotSubmitted (ctx's
+// cause, as is, when ctx ended), nothing started, and may be tried again.
+// It blocks only for that check. When ctx ends later, the
 // keep-alive stops (cause ErrKeepAliveStopped); ctx's values are kept. The
 // keep-alive's hold on ctx (a context.AfterFunc) ends with the keep-alive,
 // whatever ends it — Stop, Release, Close, a loss, Locks.Close — so a
@@ -80,7 +87,9 @@ func (l *Lock) KeepAlive(ctx context.Context) (*KeepAlive, error) {
 // If ctx ends after the renewal was sent, its outcome is unknown: the handle
 // gives ownership up (keep-alive cancelled first), fences the connection
 // with CLIENT KILL, and returns the error. A server error reply leaves the
-// handle unchanged.
+// handle unchanged, and so does a renewal not sent — ctx ended first (its
+// cause is returned, as is), or the permission check got no answer — with
+// false and an error matching ErrNotSubmitted: the lock is still held.
 func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (bool, error) {
 	if o := l.obs(); o != nil && o.tracer != nil {
 		return o.traceReset(ctx, l, func(ctx context.Context) (bool, error) { return l.resetExpiry(ctx, ttl) })

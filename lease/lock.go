@@ -79,8 +79,12 @@ func (l *Lock) VerifyStillHeld(ctx context.Context) (bool, error) {
 // share one delete and all get its outcome.
 //
 // ctx governs the delete this call starts. If ctx ends before the delete is
-// sent, the handle still owns the lock, Release returns ctx's cause and can
-// be called again. If ctx ends after the delete may have reached the server,
+// sent, the handle still owns the lock, Release returns ctx's cause (as is,
+// in an error that also matches ErrNotSubmitted) and can be called again;
+// so it does, with an error matching ErrNotSubmitted, when the delete was
+// held back because its connection's one-time permission probe (CLIENT
+// KILL ID <own id> SKIPME yes, which kills nothing) got no answer. If ctx
+// ends after the delete may have reached the server,
 // the handle counts the lock as lost: the keep-alive is cancelled, the
 // connection that carried the delete is fenced with CLIENT KILL, and the
 // error (matching ErrOutcomeUnknown) is returned with ReleaseUnknown (a

@@ -42,10 +42,10 @@ const FenceTimeout = actor.FenceTimeout
 // has run. Done is closed by a timer, moments after the end on a quiet
 // process and later on a busy one (a loaded machine, thousands of leases
 // ending at once), even past the drift margin: guard each side effect with
-// Err, not with a select on Done. Contexts made
-// by ContextFrom are exact in the same way; a child made with
-// context.WithCancel, WithTimeout or WithValue from this context keeps its
-// own Err, which turns non-nil only when Done closes.
+// Err, not with a select on Done. Contexts made by ContextFrom, and a
+// KeepAlive's Context and Err, are exact in the same way; a child made
+// with context.WithCancel, WithTimeout or WithValue from this context
+// keeps its own Err, which turns non-nil only when Done closes.
 //
 // What no lease can do: a pause between the check and the side effect it
 // guards (the process stops after Err returned nil, and writes after the
@@ -104,8 +104,10 @@ func (c *derivedContext) endIfLeaseEnded() {
 
 // Close stops the keep-alive (waiting for a renewal in flight), then
 // releases the lock, like CloseContext with a deadline of the lease's
-// remaining estimate plus FenceTimeout: past the lease's end a release is
-// moot, so Close never waits longer than that. It swallows what expiry
+// remaining estimate: past the lease's end a release is moot. A delete
+// whose outcome became unknown is fenced before Close returns (rule
+// FenceBeforeReturn), which takes at most FenceTimeout more, so Close never
+// waits longer than the remaining estimate plus FenceTimeout. It swallows what expiry
 // makes harmless — connection errors, unknown outcomes, that deadline, a
 // closed Locks — and returns server error replies (the lock is then still
 // held). It is idempotent and safe for concurrent use.
@@ -113,7 +115,7 @@ func (c *derivedContext) endIfLeaseEnded() {
 // Use Close in a defer, where the work is over either way; use Release
 // where the outcome matters (NotOwned says the lock had been lost).
 func (l *Lock) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), l.RemainingEstimate()+FenceTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.RemainingEstimate())
 	defer cancel()
 	err := l.close(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -123,9 +125,12 @@ func (l *Lock) Close() error {
 }
 
 // CloseContext is Close bounded by ctx instead: it stops the keep-alive,
-// then releases the lock, and returns ctx's cause (or ErrFencePending) if
-// ctx ends first; the lock then ends at its lease's end at the latest. It
-// swallows connection errors and unknown outcomes like Close.
+// then releases the lock, and returns ctx's cause if ctx ends first; the
+// lock then ends at its lease's end at the latest. If the delete's outcome
+// became unknown, CloseContext returns only once its connection was fenced
+// (at most FenceTimeout after ctx's end; ErrFencePending when the fence did
+// not answer). It swallows connection errors and unknown outcomes like
+// Close.
 func (l *Lock) CloseContext(ctx context.Context) error {
 	return l.close(ctx)
 }
@@ -137,6 +142,9 @@ func (l *Lock) close(ctx context.Context) error {
 	}
 	if res.Err != nil && res.Outcome == sm.OutcomeDefinite && !errors.Is(res.Err, conn.ErrPoolClosed) {
 		return opError("Close", l.Key(), res.Err)
+	}
+	if res.Err != nil && ctx.Err() != nil {
+		return opError("Close", l.Key(), res.Err) // ctx ended first (its cause, and the fence's answer, are in res.Err)
 	}
 	return nil
 }

@@ -56,7 +56,8 @@
 //     caller's ctx ended first, or the reply came too late), failed.
 //   - respire.lock.acquire.duration (histogram, s), respire.result: the
 //     whole call, polling included.
-//   - respire.lock.held (up-down counter): +1 when acquired, -1 when the
+//   - respire.lock.held (up-down counter): +1 when acquired (once per
+//     lock, an uncertain SET confirmed by settling included), -1 when the
 //     handle sees its lease end (release, loss, expiry noticed by a
 //     keep-alive, Lock.Context's watch or the next call on the lock).
 //   - respire.lock.renewals (counter), respire.result: renewed, recovered,
@@ -128,8 +129,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -138,7 +137,7 @@ import (
 // Locks is the entry point for locks on one client, with an optional key
 // prefix. It is safe for concurrent use. Views made with WithKeyPrefix
 // share the parent's sessions; Close closes them for every view. The zero
-// value is not usable: create Locks with New (rueidis) or NewTransport.
+// value is not usable: create Locks with New (or an adapter's New).
 type Locks struct {
 	core   *core
 	prefix string // full prefix of this view
@@ -154,21 +153,23 @@ type core struct {
 	obs            *observer // telemetry (observe.go); nil when none was asked for
 }
 
-// New returns Locks on a rueidis client. It sends nothing: sessions (one
-// pinned socket per node) open on first use. It fails with ErrNilClient
-// for a nil client and ErrInvalidOption for a bad option. Locks does not
-// take ownership of client; call Locks.Close before closing client.
-func New(client rueidis.Client, opts ...Option) (*Locks, error) {
+// New returns Locks on client, a Redis client as respire-go's wire engine
+// uses it (conn.Client): take it from the adapter module of your client —
+// rueidislease.New, goredis.New and valkeygo.New call New for you. It sends
+// nothing: connections open on first use (per node a session shared by the
+// locks, a fence connection, and with push a tracking watcher). It fails
+// with ErrNilClient for a nil client and ErrInvalidOption for a bad option.
+// Locks never closes client; call Locks.Close before closing it.
+func New(client conn.Client, opts ...Option) (*Locks, error) {
 	if client == nil {
 		return nil, ErrNilClient
 	}
-	return NewTransport(conn.NewPool(client), opts...)
+	return NewTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
 }
 
-// NewTransport returns Locks on any transport: what New does over
-// rueidis, and package goredis over go-redis. conn.Transport is part of
-// respire-go's implementation (its API may change in any release); use New
-// or goredis.New. Locks takes ownership of t: Locks.Close closes it. It
+// NewTransport returns Locks on any transport: what New does over a
+// client's engine. conn.Transport is part of respire-go's implementation
+// (its API may change in any release); use an adapter's New. Locks takes ownership of t: Locks.Close closes it. It
 // fails with ErrNilClient for a nil t and ErrInvalidOption for a bad
 // option, before anything is sent.
 func NewTransport(t conn.Transport, opts ...Option) (*Locks, error) {

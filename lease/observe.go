@@ -103,6 +103,9 @@ func (o *observer) effects(l *Lock, in *sm.Input, effects []sm.Effect) {
 		switch e := &effects[i]; e.Kind {
 		case sm.EffectTransition:
 			edge = e.Event
+			if e.From == sm.Acquiring && e.To == sm.Held {
+				o.addHeld(l, 1) // acquired, or confirmed by settling: every way in counts once
+			}
 			o.edge(l, in, e.Event)
 		case sm.EffectEndLease:
 			o.leaseEnded(l, in, e.Ending, edge)
@@ -116,8 +119,6 @@ func (o *observer) effects(l *Lock, in *sm.Input, effects []sm.Effect) {
 // edge observes one edge of the graph; l.mu is held.
 func (o *observer) edge(l *Lock, in *sm.Input, e sm.Event) {
 	switch e {
-	case sm.EventAcquired:
-		o.addHeld(l, 1)
 	case sm.EventRenewed, sm.EventRecovered, sm.EventRenewalRefused, sm.EventResetRejected,
 		sm.EventRenewalUncertain, sm.EventRenewalUncertainUnfenced, sm.EventRenewalInterrupted, sm.EventRenewalRetry:
 		o.countLock(l, lockRenewals, attrResult, renewalResult(e))

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/sim"
 )
 
@@ -88,11 +86,7 @@ func BenchmarkTelemetryPair(b *testing.B) {
 		defer srv.Close()
 		addr, password = srv.Addr(), simPassword
 	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, Password: password})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client := newClient(b, []string{addr}, "", password, false)
 	tel := newTelemetry(b)
 	for _, bc := range []struct {
 		name string

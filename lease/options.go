@@ -74,14 +74,15 @@ func WithKeyPrefixAttribute() Option {
 // WithCommandTimeout bounds each command by d: every managed lock command
 // (acquisition tries, renewals, releases) and each raw-token call (all its
 // commands, fallback steps and redirects included), and fences when shorter
-// than FenceTimeout. Default 0: no timeout beyond the
-// caller's ctx. A timeout after a command was sent gives an error matching
-// ErrOutcomeUnknown. Negative d, or d longer than MaxTTL, is rejected with
-// ErrInvalidOption.
+// than FenceTimeout, and the one-time permission probe of a session. Default
+// 0: no timeout beyond the caller's ctx. A timeout after a command was sent
+// gives an error matching ErrOutcomeUnknown; one of the probe before it,
+// ErrNotSubmitted (the command was not sent). Negative d, or d longer than
+// MaxTTL, is rejected with ErrInvalidOption.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 || d > MaxTTL {
-			return fmt.Errorf("%w: command timeout %v must be in [0, MaxTTL = %v]", ErrInvalidOption, d, MaxTTL)
+			return fmt.Errorf("%w: WithCommandTimeout(%v): the timeout must be from 0 to MaxTTL", ErrInvalidOption, d)
 		}
 		o.commandTimeout = d
 		return nil
@@ -104,8 +105,8 @@ func WithCommandTimeout(d time.Duration) Option {
 func WithDriftMargin(fraction float64, floor time.Duration) Option {
 	return func(o *options) error {
 		if !(fraction >= 0 && fraction <= 0.5) || floor < 0 || floor > MaxTTL {
-			return fmt.Errorf("%w: drift margin %v + %v×lease (want a fraction in [0, 0.5] and floor in [0, MaxTTL = %v])",
-				ErrInvalidOption, floor, fraction, MaxTTL)
+			return fmt.Errorf("%w: WithDriftMargin(%v, %v): the fraction must be from 0 to 0.5 and the floor from 0 to MaxTTL",
+				ErrInvalidOption, fraction, floor)
 		}
 		o.drift, o.driftSet = sm.Drift{PPM: int64(fraction * 1e6), Floor: floor}, true
 		return nil
@@ -129,7 +130,7 @@ const (
 func WithIdleCheck(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 || d > MaxTTL {
-			return fmt.Errorf("%w: idle check %v must be in [0, MaxTTL = %v]", ErrInvalidOption, d, MaxTTL)
+			return fmt.Errorf("%w: WithIdleCheck(%v): the interval must be from 0 to MaxTTL", ErrInvalidOption, d)
 		}
 		o.idleCheck, o.idleCheckSet = d, true
 		return nil

@@ -120,8 +120,8 @@ const holderReads = 4
 // conn.OwnerLeaseScript, so that the lease is that owner's: when the owner
 // changed between the two, it reads again, up to four times). found is
 // false when the key does not exist. It changes nothing on the server and
-// needs GET and EVALSHA (EVAL the first time a server lacks the script),
-// as renewals do on servers without SET IFEQ. It blocks for the round
+// needs the ACL permissions +get +evalsha +eval +pttl (EVAL the first time
+// a server lacks the script; PTTL inside it). It blocks for the round
 // trips (plus redirects); ctx ends the wait. It is safe for concurrent use.
 func (l *Locks) Holder(ctx context.Context, key string) (holder Holder, found bool, err error) {
 	if key == "" {

@@ -229,7 +229,7 @@ func TestWaitRidesOutTransportErrors_APermitWhoseReplyWasLostIsSettled(t *testin
 		if got.err != nil {
 			t.Fatalf("Acquire after a lost reply = %v; want it settled and held", got.err)
 		}
-		if token := got.lock.Token().wire(); token != sent.Args[5] {
+		if token := got.lock.Token().wire(); token != sent.Args[4] {
 			t.Fatal("the permit's token is not the one of the script that ran")
 		}
 		acquisitions := 0

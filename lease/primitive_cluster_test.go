@@ -78,7 +78,7 @@ func TestPrimitiveKeysShareASlot_HandlesOnAClusterRenewAndReleaseOnTheirNode(t *
 		addrs, password := realCluster70(t)
 		realserver.Lock(t, strings.Join(addrs, ","))
 		locks := newLocks(t, newClient(t, addrs, "", password, true)).WithKeyPrefix(fmt.Sprintf("prim:%d:", time.Now().UnixNano()))
-		observer := newClient(t, addrs, "", password, true)
+		observer := newOutsider(t, addrs, "", password)
 		run(t, locks, nil, func(key string) bool {
 			n, err := observer.Do(ctxT(t), observer.B().Exists().Key(key).Build()).AsInt64()
 			return err != nil || n != 0

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/sim"
 )
@@ -23,14 +21,15 @@ type wireLog interface {
 // permit costs two round trips: TryAcquire one EVALSHA, Release one
 // EVALSHA, and nothing else reaches the server (counted on the wire: the
 // sim's command log, every client's; MONITOR on the real server). A read
-// hold costs the same. The client sends no keep-alive PINGs of its own
-// (rueidis pings a connection idle for a second, which a loaded machine
-// gives it time to do), so that every command counted is the library's.
+// hold costs the same. The Locks' idle check is an hour, so that no
+// liveness PING precedes a command (a session idle for a second, which a
+// loaded machine gives it time to be, is pinged first): every command
+// counted is one of the pair's.
 func TestPermitInTwoRoundTrips_UncontendedAcquireAndReleaseAreOneScriptEach(t *testing.T) {
 	for _, profile := range sim.Profiles {
 		t.Run(string(profile), func(t *testing.T) {
 			srv := startSim(t, sim.Config{Profile: profile})
-			locks := newLocks(t, quietClient(t, srv.Addr(), simPassword))
+			locks := newLocks(t, newClient(t, []string{srv.Addr()}, "", simPassword, false), WithIdleCheck(time.Hour))
 			checkTwoRoundTrips(t, locks, srv)
 		})
 	}
@@ -38,24 +37,9 @@ func TestPermitInTwoRoundTrips_UncontendedAcquireAndReleaseAreOneScriptEach(t *t
 		addr, password := realRedis70(t)
 		lockRealServer(t, addr)
 		srv := startRealServer(t, addr, password)
-		locks := newLocks(t, quietClient(t, addr, password))
+		locks := newLocks(t, newClient(t, []string{addr}, "", password, false), WithIdleCheck(time.Hour))
 		checkTwoRoundTrips(t, locks, srv)
 	})
-}
-
-// quietClient is a rueidis client on addr without rueidis' background
-// PINGs (a negative Dialer.KeepAlive turns them off), closed when the test
-// ends.
-func quietClient(t *testing.T, addr, password string) rueidis.Client {
-	t.Helper()
-	opt := rueidis.ClientOption{InitAddress: []string{addr}, Password: password}
-	opt.Dialer.KeepAlive = -1
-	client, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	return client
 }
 
 // checkTwoRoundTrips warms a semaphore and a read/write lock up (scripts

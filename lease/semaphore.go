@@ -30,11 +30,11 @@ import (
 // permit's lease ends. Expired permits are removed by the next acquisition
 // in the same script, and never counted: a holder that dies (its process
 // killed) frees its permit at its lease end by the server's clock, never
-// later. The limit is stored next to it (P{name}:sem:limit) while a permit
-// is live; an acquisition with another limit is refused with an error
-// matching ErrLimitMismatch, changing nothing. Both keys carry the hash tag
-// {name}, so they live in one cluster slot. A permit's Key is the holders
-// key without the view's prefix, "{name}:sem".
+// later. The limit is stored in the same sorted set (a reserved member),
+// so it cannot vanish while a permit is live; an acquisition with another
+// limit, or one that finds live permits without a stored limit, is refused
+// with an error matching ErrLimitMismatch, changing nothing. A permit's
+// Key is the holders key without the view's prefix, "{name}:sem".
 type Semaphore struct {
 	locks *Locks
 	name  string
@@ -44,9 +44,9 @@ type Semaphore struct {
 
 // Semaphore returns the semaphore name of this view with limit permits.
 // It sends nothing. A bad name (empty, or one whose keys would not share a
-// hash tag) or a limit below 1 is not reported here: every call on the
-// Semaphore returns it, before anything is sent (ErrEmptyKey,
-// ErrInvalidName, ErrInvalidLimit).
+// hash tag) or a limit below 1 or above 2147483647 is not reported here:
+// every call on the Semaphore returns it, before anything is sent
+// (ErrEmptyKey, ErrInvalidName, ErrInvalidLimit).
 func (l *Locks) Semaphore(name string, limit int) *Semaphore {
 	sem, err := conn.NewSemaphore(l.prefix, name, limit)
 	return &Semaphore{locks: l, name: name, sem: sem, err: nameError(err)}
@@ -142,9 +142,11 @@ func nameError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, conn.ErrEmptyName):
-		return fmt.Errorf("%w: %w", ErrEmptyKey, err)
+		return fmt.Errorf("%w (an empty semaphore or lock name)", ErrEmptyKey)
 	case errors.Is(err, conn.ErrBadLimit):
-		return fmt.Errorf("%w: %w", ErrInvalidLimit, err)
+		return fmt.Errorf("%w: it must be at least 1", ErrInvalidLimit)
+	case errors.Is(err, conn.ErrEmptyHashTag):
+		return fmt.Errorf("%w: it gives an empty hash tag, so its keys could hash to different cluster slots", ErrInvalidName)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidName, err)
 }

@@ -109,6 +109,10 @@ func TestSemaphoreLimitIsStored_MismatchIsTypedAndChangesNothing(t *testing.T) {
 	})
 }
 
+// tooBigLimit is one more than the largest semaphore limit (a variable: a
+// constant would not compile where int has 32 bits).
+var tooBigLimit int64 = 1 << 31
+
 // Goal: a bad name, limit, duration or option of a semaphore or a
 // read/write lock is refused with its typed error before anything is sent.
 func TestValidationBeforeSending_SemaphoreAndRWLock(t *testing.T) {
@@ -124,6 +128,10 @@ func TestValidationBeforeSending_SemaphoreAndRWLock(t *testing.T) {
 		{"empty hash tag", func() error { _, err := locks.Semaphore("}x", 2).Acquire(ctx, time.Second); return err }, ErrInvalidName},
 		{"limit 0", func() error { _, err := locks.Semaphore("s", 0).TryAcquire(ctx, time.Second); return err }, ErrInvalidLimit},
 		{"limit 0 holders", func() error { _, err := locks.Semaphore("s", 0).Holders(ctx); return err }, ErrInvalidLimit},
+		{"limit above 2147483647", func() error {
+			_, err := locks.Semaphore("s", int(tooBigLimit)).TryAcquire(ctx, time.Second)
+			return err
+		}, ErrInvalidLimit},
 		{"zero ttl", func() error { _, err := locks.Semaphore("s", 2).Acquire(ctx, 0); return err }, ErrInvalidTTL},
 		{"replicas", func() error {
 			_, err := locks.Semaphore("s", 2).Acquire(ctx, time.Second, WithReplicas(1, time.Second))

@@ -6,436 +6,477 @@ import (
 	"github.com/respire-go/respire/internal/leasesuite"
 )
 
-// The behaviour suite (internal/leasesuite) on rueidis: one test per case,
-// Test<case name>, each listed under its rule in docs/rules.md; the goredis
-// module runs the same cases on go-redis (goredis.TestGoRedisLeaseSuite_EveryCase).
+// The behaviour suite (internal/leasesuite) on the root module's own client
+// (internal/wire, leasesuite.Wire): one test per case, Test<case name>, each
+// listed under its rule in docs/rules.md; each adapter module runs the same
+// cases on its client (rueidislease.TestRueidisLeaseSuite_EveryCase,
+// goredis.TestGoRedisLeaseSuite_EveryCase).
 
 func TestALockIsAcquiredRenewedAndReleasedOnOneConnection(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ALockIsAcquiredRenewedAndReleasedOnOneConnection")
+	leasesuite.Run(t, leasesuite.Wire, "ALockIsAcquiredRenewedAndReleasedOnOneConnection")
 }
 func TestAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst")
+	leasesuite.Run(t, leasesuite.Wire, "AbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst")
 }
 func TestAcquireValidatesBeforeSending(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcquireValidatesBeforeSending")
+	leasesuite.Run(t, leasesuite.Wire, "AcquireValidatesBeforeSending")
 }
 func TestAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCleansUp(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCleansUp")
+	leasesuite.Run(t, leasesuite.Wire, "AcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCleansUp")
 }
 func TestAcquisitionContextDoesNotControlTheOwnedKeepAlive(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcquisitionContextDoesNotControlTheOwnedKeepAlive")
+	leasesuite.Run(t, leasesuite.Wire, "AcquisitionContextDoesNotControlTheOwnedKeepAlive")
 }
 func TestAcquisitionFollowsAMovedSlot(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcquisitionFollowsAMovedSlot")
+	leasesuite.Run(t, leasesuite.Wire, "AcquisitionFollowsAMovedSlot")
 }
 func TestAcquisitionMetrics_ContentionIsCountedTimedAndTraced(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "AcquisitionMetrics_ContentionIsCountedTimedAndTraced")
+	leasesuite.Run(t, leasesuite.Wire, "AcquisitionMetrics_ContentionIsCountedTimedAndTraced")
 }
 func TestBoundedByContext_ReleaseReturnsWhenItsContextEnds(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "BoundedByContext_ReleaseReturnsWhenItsContextEnds")
+	leasesuite.Run(t, leasesuite.Wire, "BoundedByContext_ReleaseReturnsWhenItsContextEnds")
 }
 func TestBoundedClose_CloseContextReturnsTheContextsCauseWhenItEndsFirst(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "BoundedClose_CloseContextReturnsTheContextsCauseWhenItEndsFirst")
+	leasesuite.Run(t, leasesuite.Wire, "BoundedClose_CloseContextReturnsTheContextsCauseWhenItEndsFirst")
 }
 func TestBoundedClose_CloseContextWithAnEndedContextStillLetsTheLeaseEnd(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "BoundedClose_CloseContextWithAnEndedContextStillLetsTheLeaseEnd")
+	leasesuite.Run(t, leasesuite.Wire, "BoundedClose_CloseContextWithAnEndedContextStillLetsTheLeaseEnd")
 }
 func TestBoundedClose_CloseOfAKeepAliveLockWithARenewalStalledReturnsWithinTheBound(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "BoundedClose_CloseOfAKeepAliveLockWithARenewalStalledReturnsWithinTheBound")
+	leasesuite.Run(t, leasesuite.Wire, "BoundedClose_CloseOfAKeepAliveLockWithARenewalStalledReturnsWithinTheBound")
 }
 func TestBoundedClose_CloseReturnsWithinTheRemainingLeasePlusFenceTimeoutOnAPausedServer(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "BoundedClose_CloseReturnsWithinTheRemainingLeasePlusFenceTimeoutOnAPausedServer")
+	leasesuite.Run(t, leasesuite.Wire, "BoundedClose_CloseReturnsWithinTheRemainingLeasePlusFenceTimeoutOnAPausedServer")
 }
 func TestCancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan")
+	leasesuite.Run(t, leasesuite.Wire, "CancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan")
 }
 func TestCancelInterruptsThePollingSleep(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CancelInterruptsThePollingSleep")
+	leasesuite.Run(t, leasesuite.Wire, "CancelInterruptsThePollingSleep")
 }
 func TestClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection")
+	leasesuite.Run(t, leasesuite.Wire, "ClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection")
 }
 func TestClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck")
+	leasesuite.Run(t, leasesuite.Wire, "ClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck")
 }
 func TestClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServerAfter(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServerAfter")
+	leasesuite.Run(t, leasesuite.Wire, "ClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServerAfter")
 }
 func TestCloseStopsTheKeepAliveFirstThenReleases(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CloseStopsTheKeepAliveFirstThenReleases")
+	leasesuite.Run(t, leasesuite.Wire, "CloseStopsTheKeepAliveFirstThenReleases")
 }
 func TestCloseSwallowsConnectionErrors(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "CloseSwallowsConnectionErrors")
+	leasesuite.Run(t, leasesuite.Wire, "CloseSwallowsConnectionErrors")
 }
 func TestConcurrentReleasesShareOneDelete(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ConcurrentReleasesShareOneDelete")
+	leasesuite.Run(t, leasesuite.Wire, "ConcurrentReleasesShareOneDelete")
 }
 func TestContendedAttemptSendsOneSetAndAcquireSaysNotAcquired(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ContendedAttemptSendsOneSetAndAcquireSaysNotAcquired")
+	leasesuite.Run(t, leasesuite.Wire, "ContendedAttemptSendsOneSetAndAcquireSaysNotAcquired")
 }
 func TestContextEndsByTheEarliestExpiryInFlight_AShorteningResetWithASlowReply(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ContextEndsByTheEarliestExpiryInFlight_AShorteningResetWithASlowReply")
+	leasesuite.Run(t, leasesuite.Wire, "ContextEndsByTheEarliestExpiryInFlight_AShorteningResetWithASlowReply")
 }
 func TestDeadlineLossSaysWhy_ARealReplicaOfMidRun(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "DeadlineLossSaysWhy_ARealReplicaOfMidRun")
+	leasesuite.Run(t, leasesuite.Wire, "DeadlineLossSaysWhy_ARealReplicaOfMidRun")
 }
 func TestDeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "DeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly")
+	leasesuite.Run(t, leasesuite.Wire, "DeadlineLossSaysWhy_EveryRenewalAnsweredReadOnly")
+}
+func TestDoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DoRunsUnderTheLock_NoLiveHandleAfterARefusedRelease")
+}
+func TestDoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent")
 }
 func TestDriftMargin_TheKeepAliveContextEndsBeforeTheServersLease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "DriftMargin_TheKeepAliveContextEndsBeforeTheServersLease")
+	leasesuite.Run(t, leasesuite.Wire, "DriftMargin_TheKeepAliveContextEndsBeforeTheServersLease")
 }
 func TestEstimatesCountFromBeforeTheSend(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "EstimatesCountFromBeforeTheSend")
+	leasesuite.Run(t, leasesuite.Wire, "EstimatesCountFromBeforeTheSend")
 }
 func TestExtensionWireSequencePerServer(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ExtensionWireSequencePerServer")
+	leasesuite.Run(t, leasesuite.Wire, "ExtensionWireSequencePerServer")
+}
+func TestFailedProbeIsNotSent_OnAPausedServer(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FailedProbeIsNotSent_OnAPausedServer")
+}
+func TestFailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FailedProbeIsNotSent_TheLockStaysHeldAndARetrySucceeds")
 }
 func TestFallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
+	leasesuite.Run(t, leasesuite.Wire, "FallbackMetrics_EachFallbackIsCountedPerCapabilityAndServer")
+}
+func TestFenceBeforeReturn_AnUncertainReleaseReturnsOnlyOnceItsSocketIsKilled(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_AnUncertainReleaseReturnsOnlyOnceItsSocketIsKilled")
+}
+func TestClientClosed_EveryCallFailsAtOnceNamingTheClientAndSendsNothing(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ClientClosed_EveryCallFailsAtOnceNamingTheClientAndSendsNothing")
 }
 func TestFenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent")
+	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent")
 }
 func TestFenceBeforeReturn_CloseOfALostHandleWaitsForItsFence(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FenceBeforeReturn_CloseOfALostHandleWaitsForItsFence")
+	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_CloseOfALostHandleWaitsForItsFence")
 }
 func TestFenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedirect(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedirect")
+	leasesuite.Run(t, leasesuite.Wire, "FenceBeforeReturn_TheFenceHitsTheSessionThatCarriedTheCommandAfterARedirect")
 }
 func TestFenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "FenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced")
+	leasesuite.Run(t, leasesuite.Wire, "FenceMetrics_AnUncertainRenewalIsFencedCountedAndTraced")
+}
+func TestHeldGauge_ASetConfirmedBySettlingCountsOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "HeldGauge_ASetConfirmedBySettlingCountsOnce")
 }
 func TestJoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "JoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn")
+	leasesuite.Run(t, leasesuite.Wire, "JoinerWhoseContextEndsStopsWaitingWhileTheSharedReleaseGoesOn")
 }
 func TestKeepAliveCausesAreDistinct(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveCausesAreDistinct")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveCausesAreDistinct")
 }
 func TestKeepAliveFollowsAMovedSlot(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveFollowsAMovedSlot")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveFollowsAMovedSlot")
 }
 func TestKeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveIsCancelledAtTheLeaseDeadlineThenTheSessionIsFenced")
 }
 func TestKeepAliveOnALockNoLongerHeldIsRefused(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveOnALockNoLongerHeldIsRefused")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveOnALockNoLongerHeldIsRefused")
 }
 func TestKeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveOnANewSessionWithoutKillPermissionFailsWithThePermissionError")
 }
 func TestKeepAliveReleasesItsContext_EndedLocksAreCollectable(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveReleasesItsContext_EndedLocksAreCollectable")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveReleasesItsContext_EndedLocksAreCollectable")
 }
 func TestKeepAliveRenewalLostWithItsConnectionIsFencedAndTheLockRecovers(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveRenewalLostWithItsConnectionIsFencedAndTheLockRecovers")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveRenewalLostWithItsConnectionIsFencedAndTheLockRecovers")
 }
 func TestKeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveRenewsAtHalfTheLeaseWithTheLatestDuration")
 }
 func TestKeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveRenewsOnAFreshSessionAfterTheIdleOneWasKilled")
 }
 func TestKeepAliveStopWaitsForTheRenewalInFlightAndDoesNotRelease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveStopWaitsForTheRenewalInFlightAndDoesNotRelease")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveStopWaitsForTheRenewalInFlightAndDoesNotRelease")
 }
 func TestKeepAliveStopsWhenItsContextEnds(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeepAliveStopsWhenItsContextEnds")
+	leasesuite.Run(t, leasesuite.Wire, "KeepAliveStopsWhenItsContextEnds")
 }
 func TestKeyPrefixAppliesToEveryKeyIncludingLuaKeys(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KeyPrefixAppliesToEveryKeyIncludingLuaKeys")
+	leasesuite.Run(t, leasesuite.Wire, "KeyPrefixAppliesToEveryKeyIncludingLuaKeys")
 }
 func TestKnownClosedSessionIsSkipped_AfterARestartOnTheSamePort(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KnownClosedSessionIsSkipped_AfterARestartOnTheSamePort")
+	leasesuite.Run(t, leasesuite.Wire, "KnownClosedSessionIsSkipped_AfterARestartOnTheSamePort")
 }
 func TestKnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "KnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection")
+	leasesuite.Run(t, leasesuite.Wire, "KnownClosedSessionIsSkipped_AfterTheServerClosedEveryConnection")
+}
+func TestLeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck")
 }
 func TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
 }
 func TestLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LeaseContextErrIsExact_AfterAPausePastTheLease")
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_AfterAPausePastTheLease")
+}
+func TestLeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeaseContextErrIsExact_KeepAliveAfterAPausePastTheLease")
 }
 func TestLeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending")
+	leasesuite.Run(t, leasesuite.Wire, "LeaseDurationBounds_DurationsNearTheMaximumAreRefusedBeforeSending")
 }
 func TestLeastPrivilegeUserCanUseEveryRawOperation(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LeastPrivilegeUserCanUseEveryRawOperation")
+	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeUserCanUseEveryRawOperation")
 }
 func TestLockContext_CreatedAfterTheLeaseEndedIsAlreadyCancelledWithItsCause(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_CreatedAfterTheLeaseEndedIsAlreadyCancelledWithItsCause")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_CreatedAfterTheLeaseEndedIsAlreadyCancelledWithItsCause")
 }
 func TestLockContext_EndsWithErrExpiredAtTheEstimateWithoutKeepAlive(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithErrExpiredAtTheEstimateWithoutKeepAlive")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithErrExpiredAtTheEstimateWithoutKeepAlive")
 }
 func TestLockContext_EndsWithErrReleasedOnRelease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithErrReleasedOnRelease")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithErrReleasedOnRelease")
 }
 func TestLockContext_EndsWithLossDeadlineInFlightWhenARenewalIsStalledAtTheDeadline(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithLossDeadlineInFlightWhenARenewalIsStalledAtTheDeadline")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithLossDeadlineInFlightWhenARenewalIsStalledAtTheDeadline")
 }
 func TestLockContext_EndsWithLossDeadlineWhenNoRenewalIsConfirmedByTheDeadline(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithLossDeadlineWhenNoRenewalIsConfirmedByTheDeadline")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithLossDeadlineWhenNoRenewalIsConfirmedByTheDeadline")
 }
 func TestLockContext_EndsWithLossRefusedWhenAnotherOwnerTookTheKey(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithLossRefusedWhenAnotherOwnerTookTheKey")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithLossRefusedWhenAnotherOwnerTookTheKey")
 }
 func TestLockContext_EndsWithLossRenewalUnknownWhenARenewalsOutcomeIsUnknown(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_EndsWithLossRenewalUnknownWhenARenewalsOutcomeIsUnknown")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_EndsWithLossRenewalUnknownWhenARenewalsOutcomeIsUnknown")
 }
 func TestLockContext_KeepAliveStopDoesNotEndItAndTheLeaseThenExpiresAtItsEstimate(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_KeepAliveStopDoesNotEndItAndTheLeaseThenExpiresAtItsEstimate")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_KeepAliveStopDoesNotEndItAndTheLeaseThenExpiresAtItsEstimate")
 }
 func TestLockContext_ReturnsTheSameContextEveryTime(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LockContext_ReturnsTheSameContextEveryTime")
+	leasesuite.Run(t, leasesuite.Wire, "LockContext_ReturnsTheSameContextEveryTime")
 }
 func TestLossMetrics_ARefusedRenewalCountsALossWithItsCause(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "LossMetrics_ARefusedRenewalCountsALossWithItsCause")
+	leasesuite.Run(t, leasesuite.Wire, "LossMetrics_ARefusedRenewalCountsALossWithItsCause")
 }
 func TestManagedLifecycleOnRealRedis70(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ManagedLifecycleOnRealRedis70")
+	leasesuite.Run(t, leasesuite.Wire, "ManagedLifecycleOnRealRedis70")
 }
 func TestManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode")
+	leasesuite.Run(t, leasesuite.Wire, "ManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode")
 }
 func TestManagedRenewalWithoutClientPermissionNamesTheMissingPermission(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ManagedRenewalWithoutClientPermissionNamesTheMissingPermission")
+	leasesuite.Run(t, leasesuite.Wire, "ManagedRenewalWithoutClientPermissionNamesTheMissingPermission")
 }
 func TestMissingPermissionReturnsTheErrorWithoutTryingAnotherImplementation(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "MissingPermissionReturnsTheErrorWithoutTryingAnotherImplementation")
+	leasesuite.Run(t, leasesuite.Wire, "MissingPermissionReturnsTheErrorWithoutTryingAnotherImplementation")
 }
 func TestNotHeldPastTheEstimate_ALockWhoseEstimateRanOutIsNotHeld(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "NotHeldPastTheEstimate_ALockWhoseEstimateRanOutIsNotHeld")
+	leasesuite.Run(t, leasesuite.Wire, "NotHeldPastTheEstimate_ALockWhoseEstimateRanOutIsNotHeld")
 }
 func TestOwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "OwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive")
+	leasesuite.Run(t, leasesuite.Wire, "OwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive")
 }
 func TestOwnerTokenReadsExactBytes(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "OwnerTokenReadsExactBytes")
+	leasesuite.Run(t, leasesuite.Wire, "OwnerTokenReadsExactBytes")
 }
 func TestPausedHolderHelper(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PausedHolderHelper")
+	leasesuite.Run(t, leasesuite.Wire, "PausedHolderHelper")
 }
 func TestPollJitter_PollingSleepsOfALocksAreDrawnUniformly(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PollJitter_PollingSleepsOfALocksAreDrawnUniformly")
+	leasesuite.Run(t, leasesuite.Wire, "PollJitter_PollingSleepsOfALocksAreDrawnUniformly")
 }
 func TestPushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter")
+	leasesuite.Run(t, leasesuite.Wire, "PushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter")
 }
 func TestPushChangeDuringReadIsSeen_AnAbandonedReadIsMadeAgainForTheOthers(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushChangeDuringReadIsSeen_AnAbandonedReadIsMadeAgainForTheOthers")
+	leasesuite.Run(t, leasesuite.Wire, "PushChangeDuringReadIsSeen_AnAbandonedReadIsMadeAgainForTheOthers")
 }
 func TestPushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_CloseDropsTheQueuedHolderReads")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_CloseDropsTheQueuedHolderReads")
 }
 func TestPushDetectsLoss_DetectionLatency(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_DetectionLatency")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_DetectionLatency")
 }
 func TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_HolderNeedsNoEntryWhenIdle")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_HolderNeedsNoEntryWhenIdle")
 }
 func TestPushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_HolderReadsAreBatchedPerWatcher")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_HolderReadsAreBatchedPerWatcher")
 }
 func TestPushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_HolderReadsAreBoundedByWorkers")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_HolderReadsAreBoundedByWorkers")
 }
 func TestPushDetectsLoss_NeverRefutesALaterHolder(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_NeverRefutesALaterHolder")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_NeverRefutesALaterHolder")
 }
 func TestPushDetectsLoss_ThirdPartyWrite(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_ThirdPartyWrite")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_ThirdPartyWrite")
 }
 func TestPushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart")
+	leasesuite.Run(t, leasesuite.Wire, "PushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart")
 }
 func TestPushFallsBackToPolling_TrackingDenied(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushFallsBackToPolling_TrackingDenied")
+	leasesuite.Run(t, leasesuite.Wire, "PushFallsBackToPolling_TrackingDenied")
 }
 func TestPushFollowsTheSlot_ClusterWatchersPerNode(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushFollowsTheSlot_ClusterWatchersPerNode")
+	leasesuite.Run(t, leasesuite.Wire, "PushFollowsTheSlot_ClusterWatchersPerNode")
 }
 func TestPushFollowsTheSlot_RealClusterWatchersPerNode(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushFollowsTheSlot_RealClusterWatchersPerNode")
+	leasesuite.Run(t, leasesuite.Wire, "PushFollowsTheSlot_RealClusterWatchersPerNode")
 }
 func TestPushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushIgnoresOwnRenewals_NoWakeNoLoss")
+	leasesuite.Run(t, leasesuite.Wire, "PushIgnoresOwnRenewals_NoWakeNoLoss")
 }
 func TestPushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSafetyNet_AParkedWaiterPollsAboutOnceASecond")
+	leasesuite.Run(t, leasesuite.Wire, "PushSafetyNet_AParkedWaiterPollsAboutOnceASecond")
 }
 func TestPushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry")
+	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry")
 }
 func TestPushSurvivesWatcherReconnect_AWaitersFailedReadIsTriedAgainSoon(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_AWaitersFailedReadIsTriedAgainSoon")
+	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_AWaitersFailedReadIsTriedAgainSoon")
 }
 func TestPushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_CloseStopsThePendingRetry")
+	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_CloseStopsThePendingRetry")
 }
 func TestPushSurvivesWatcherReconnect_RereadsEveryKey(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_RereadsEveryKey")
+	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_RereadsEveryKey")
 }
 func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushSurvivesWatcherReconnect_RetriesABusyNode")
+	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_RetriesABusyNode")
 }
 func TestPushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter")
 }
 func TestPushWakesOneWaiterPerRelease_CloseCancelsTheRearm(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesOneWaiterPerRelease_CloseCancelsTheRearm")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_CloseCancelsTheRearm")
 }
 func TestPushWakesOneWaiterPerRelease_NoStampede(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesOneWaiterPerRelease_NoStampede")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_NoStampede")
 }
 func TestPushWakesWaiters_HandOffLatency(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesWaiters_HandOffLatency")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesWaiters_HandOffLatency")
 }
 func TestPushWakesWaiters_LeastPrivilegeUserWithTracking(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesWaiters_LeastPrivilegeUserWithTracking")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesWaiters_LeastPrivilegeUserWithTracking")
 }
 func TestPushWakesWaiters_OnRelease(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWakesWaiters_OnRelease")
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesWaiters_OnRelease")
 }
 func TestPushWatcherDropWakes_ABusyRealServerRereadsEveryKey(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWatcherDropWakes_ABusyRealServerRereadsEveryKey")
+	leasesuite.Run(t, leasesuite.Wire, "PushWatcherDropWakes_ABusyRealServerRereadsEveryKey")
 }
 func TestPushWatcherDropWakes_ADidNotRunReplyToCachingRereadsEveryKey(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "PushWatcherDropWakes_ADidNotRunReplyToCachingRereadsEveryKey")
+	leasesuite.Run(t, leasesuite.Wire, "PushWatcherDropWakes_ADidNotRunReplyToCachingRereadsEveryKey")
 }
 func TestRawAPIOnMixedVersionClusterPicksCommandsPerNode(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "RawAPIOnMixedVersionClusterPicksCommandsPerNode")
+	leasesuite.Run(t, leasesuite.Wire, "RawAPIOnMixedVersionClusterPicksCommandsPerNode")
 }
 func TestRawTokenAPIRoutesEveryKeyToItsPrimaryOnARealCluster(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "RawTokenAPIRoutesEveryKeyToItsPrimaryOnARealCluster")
+	leasesuite.Run(t, leasesuite.Wire, "RawTokenAPIRoutesEveryKeyToItsPrimaryOnARealCluster")
 }
 func TestReleaseCancelledBeforeTheSendLeavesTheLockHeldAndRetryable(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseCancelledBeforeTheSendLeavesTheLockHeldAndRetryable")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseCancelledBeforeTheSendLeavesTheLockHeldAndRetryable")
 }
 func TestReleaseServerErrorKeepsTheLockHeldAndRetryable(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseServerErrorKeepsTheLockHeldAndRetryable")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseServerErrorKeepsTheLockHeldAndRetryable")
 }
 func TestReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseStillInFlightAtTheLeaseDeadlineLosesTheLock")
 }
 func TestReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences")
 }
 func TestReleaseThenReleaseAgainIsAlreadyReleasedAndSendsNothing(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseThenReleaseAgainIsAlreadyReleasedAndSendsNothing")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseThenReleaseAgainIsAlreadyReleasedAndSendsNothing")
 }
 func TestReleaseWireSequencePerServer(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseWireSequencePerServer")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseWireSequencePerServer")
 }
 func TestReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks")
+	leasesuite.Run(t, leasesuite.Wire, "ReleaseWithoutClientPermissionIsUnfencedAndWarnsOncePerLocks")
 }
 func TestRenewingMissingExpiredOrReplacedLockChangesNothing(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "RenewingMissingExpiredOrReplacedLockChangesNothing")
+	leasesuite.Run(t, leasesuite.Wire, "RenewingMissingExpiredOrReplacedLockChangesNothing")
 }
 func TestResetExpiryAppliesTTLFromNow(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ResetExpiryAppliesTTLFromNow")
+	leasesuite.Run(t, leasesuite.Wire, "ResetExpiryAppliesTTLFromNow")
 }
 func TestResetExpiryAppliesTheDurationFromNow(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ResetExpiryAppliesTheDurationFromNow")
+	leasesuite.Run(t, leasesuite.Wire, "ResetExpiryAppliesTheDurationFromNow")
 }
 func TestResetExpiryFalseLosesTheLockAndLaterResetsSendNothing(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ResetExpiryFalseLosesTheLockAndLaterResetsSendNothing")
+	leasesuite.Run(t, leasesuite.Wire, "ResetExpiryFalseLosesTheLockAndLaterResetsSendNothing")
 }
 func TestResetTimedOutAfterTheSendIsFencedAndLost(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "ResetTimedOutAfterTheSendIsFencedAndLost")
+	leasesuite.Run(t, leasesuite.Wire, "ResetTimedOutAfterTheSendIsFencedAndLost")
 }
 func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "SentinelFailover_SessionsFollowTheNewPrimary")
+	leasesuite.Run(t, leasesuite.Wire, "SentinelFailover_SessionsFollowTheNewPrimary")
 }
 func TestStarterCancelledBeforeTheSendHandsTheReleaseToAJoiner(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "StarterCancelledBeforeTheSendHandsTheReleaseToAJoiner")
+	leasesuite.Run(t, leasesuite.Wire, "StarterCancelledBeforeTheSendHandsTheReleaseToAJoiner")
 }
 func TestSurvivesConnectionReset_AResetDoesNotLoseAHealthyLock(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "SurvivesConnectionReset_AResetDoesNotLoseAHealthyLock")
+	leasesuite.Run(t, leasesuite.Wire, "SurvivesConnectionReset_AResetDoesNotLoseAHealthyLock")
 }
 func TestSurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession")
+	leasesuite.Run(t, leasesuite.Wire, "SurvivesConnectionReset_AnotherLocksFenceDoesNotLoseLocksOnItsSession")
 }
 func TestTryAcquireThenCloseSendsExactlySetAndOneDelete(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "TryAcquireThenCloseSendsExactlySetAndOneDelete")
+	leasesuite.Run(t, leasesuite.Wire, "TryAcquireThenCloseSendsExactlySetAndOneDelete")
 }
 func TestTwoAcquisitionsGetDifferentTokens(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "TwoAcquisitionsGetDifferentTokens")
+	leasesuite.Run(t, leasesuite.Wire, "TwoAcquisitionsGetDifferentTokens")
 }
 func TestUncertainLocalClose_AReleaseWhoseSocketIsClosedLocallyIsUncertain(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UncertainLocalClose_AReleaseWhoseSocketIsClosedLocallyIsUncertain")
+	leasesuite.Run(t, leasesuite.Wire, "UncertainLocalClose_AReleaseWhoseSocketIsClosedLocallyIsUncertain")
 }
 func TestUncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition")
+	leasesuite.Run(t, leasesuite.Wire, "UncertainLocalClose_AnotherLocksFenceCutsOffAnAcquisition")
 }
 func TestUncertainLocalClose_LocksCloseDuringAReleaseOnAPausedServer(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UncertainLocalClose_LocksCloseDuringAReleaseOnAPausedServer")
+	leasesuite.Run(t, leasesuite.Wire, "UncertainLocalClose_LocksCloseDuringAReleaseOnAPausedServer")
 }
 func TestUncertainReleaseWithoutClientPermissionIsLostWithoutAFence(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UncertainReleaseWithoutClientPermissionIsLostWithoutAFence")
+	leasesuite.Run(t, leasesuite.Wire, "UncertainReleaseWithoutClientPermissionIsLostWithoutAFence")
 }
 func TestUncertainResetCancelsKeepAliveThenFencesAfterTheRenewal(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UncertainResetCancelsKeepAliveThenFencesAfterTheRenewal")
+	leasesuite.Run(t, leasesuite.Wire, "UncertainResetCancelsKeepAliveThenFencesAfterTheRenewal")
 }
 func TestUnfencedRenewal_AnInterruptedRenewalEndsTheLockWithoutAFence(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UnfencedRenewal_AnInterruptedRenewalEndsTheLockWithoutAFence")
+	leasesuite.Run(t, leasesuite.Wire, "UnfencedRenewal_AnInterruptedRenewalEndsTheLockWithoutAFence")
 }
 func TestUnfencedRenewal_ByDefaultAKeepAliveNeedsClientPermission(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UnfencedRenewal_ByDefaultAKeepAliveNeedsClientPermission")
+	leasesuite.Run(t, leasesuite.Wire, "UnfencedRenewal_ByDefaultAKeepAliveNeedsClientPermission")
 }
 func TestUnfencedRenewal_KeepAliveRenewsForAUserWithoutClientPermission(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UnfencedRenewal_KeepAliveRenewsForAUserWithoutClientPermission")
+	leasesuite.Run(t, leasesuite.Wire, "UnfencedRenewal_KeepAliveRenewsForAUserWithoutClientPermission")
 }
 func TestUnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtItsDeadline(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtItsDeadline")
+	leasesuite.Run(t, leasesuite.Wire, "UnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtItsDeadline")
 }
 func TestUnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "UnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal")
+	leasesuite.Run(t, leasesuite.Wire, "UnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal")
 }
 func TestVerifyStillHeldAsksThePrimaryAndChangesNoState(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "VerifyStillHeldAsksThePrimaryAndChangesNoState")
+	leasesuite.Run(t, leasesuite.Wire, "VerifyStillHeldAsksThePrimaryAndChangesNoState")
 }
 func TestWaitRidesOutTransportErrors_AContendedTryWhoseReplyWasLostWaitsOn(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_AContendedTryWhoseReplyWasLostWaitsOn")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_AContendedTryWhoseReplyWasLostWaitsOn")
 }
 func TestWaitRidesOutTransportErrors_ADefiniteRefusalEndsTheWaitAtOnce(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ADefiniteRefusalEndsTheWaitAtOnce")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ADefiniteRefusalEndsTheWaitAtOnce")
 }
 func TestWaitRidesOutTransportErrors_ADidNotRunReplyIsTriedAgain(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ADidNotRunReplyIsTriedAgain")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ADidNotRunReplyIsTriedAgain")
 }
 func TestWaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ARestartOnTheSamePortDoesNotEndTheWait")
 }
 func TestWaitRidesOutTransportErrors_ASetThatNeverArrivedIsSettledAndTriedAgain(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ASetThatNeverArrivedIsSettledAndTriedAgain")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ASetThatNeverArrivedIsSettledAndTriedAgain")
 }
 func TestWaitRidesOutTransportErrors_ASetWhoseReplyWasLostIsSettledAndAcquired(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ASetWhoseReplyWasLostIsSettledAndAcquired")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ASetWhoseReplyWasLostIsSettledAndAcquired")
 }
 func TestWaitRidesOutTransportErrors_ASettlingSlowerThanTheLeaseIsNotHandedOut(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_ASettlingSlowerThanTheLeaseIsNotHandedOut")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_ASettlingSlowerThanTheLeaseIsNotHandedOut")
 }
 func TestWaitRidesOutTransportErrors_TheBudgetEndsWithTheLastError(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_TheBudgetEndsWithTheLastError")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_TheBudgetEndsWithTheLastError")
 }
 func TestWaitRidesOutTransportErrors_TheLeaseCountsFromTheFirstSend(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitRidesOutTransportErrors_TheLeaseCountsFromTheFirstSend")
+	leasesuite.Run(t, leasesuite.Wire, "WaitRidesOutTransportErrors_TheLeaseCountsFromTheFirstSend")
 }
 func TestWaitUntilDone_AcquiresAsSoonAsTheHolderReleases(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitUntilDone_AcquiresAsSoonAsTheHolderReleases")
+	leasesuite.Run(t, leasesuite.Wire, "WaitUntilDone_AcquiresAsSoonAsTheHolderReleases")
 }
 func TestWaitUntilDone_KeepsPollingUntilTheContextEndsAndReturnsItsCause(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitUntilDone_KeepsPollingUntilTheContextEndsAndReturnsItsCause")
+	leasesuite.Run(t, leasesuite.Wire, "WaitUntilDone_KeepsPollingUntilTheContextEndsAndReturnsItsCause")
 }
 func TestWaitingAcquisitionCutsTheLastSleepToTheBudgetAndTriesOnceMore(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitingAcquisitionCutsTheLastSleepToTheBudgetAndTriesOnceMore")
+	leasesuite.Run(t, leasesuite.Wire, "WaitingAcquisitionCutsTheLastSleepToTheBudgetAndTriesOnceMore")
 }
 func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WaitingAcquisitionPollsEveryRetryEveryUntilFree")
+	leasesuite.Run(t, leasesuite.Wire, "WaitingAcquisitionPollsEveryRetryEveryUntilFree")
 }
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Rueidis, "WithoutPush_SendsNoTracking")
+	leasesuite.Run(t, leasesuite.Wire, "WithoutPush_SendsNoTracking")
+}
+func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
+}
+func TestSemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SemaphoreLimitIsStored_NoKeyBesideTheHoldersLiftsTheLimit")
+}
+func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "DidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline")
+}
+func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }

@@ -28,7 +28,7 @@ func TokenFromBytes(b []byte) Token { return Token{bytes: string(b)} }
 // use TokenFromBytes for binary tokens.
 func TokenFromString(s string) (Token, error) {
 	if !utf8.ValidString(s) {
-		return Token{}, ErrInvalidToken
+		return Token{}, fmt.Errorf("%w: not valid UTF-8 (use TokenFromBytes for binary tokens)", ErrInvalidToken)
 	}
 	return Token{bytes: strings.Clone(s)}, nil
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/redis/rueidis"
-
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -106,70 +105,58 @@ func (s *Server) Profile() sim.Profile { return s.srv.Profile() }
 // WaitFor), ACL users (SetUser). Its Close is this Server's to call.
 func (s *Server) Sim() *sim.Server { return s.srv }
 
-// ClientOption returns the rueidis options that connect to the server:
-// its address and password. Add your own fields before rueidis.NewClient.
-func (s *Server) ClientOption() rueidis.ClientOption {
-	return rueidis.ClientOption{InitAddress: []string{s.Addr()}, Password: s.password}
-}
-
-// Client returns a new rueidis client connected to the server (ClientOption,
-// client-side caching on, as by default), closed by Close — at the end of
-// the test for a Server from Start. Each call returns a client of its own.
-// It blocks for the connection's handshake. It fails the test (or, for
-// NewServer, panics) once the server is closed.
-func (s *Server) Client() rueidis.Client {
+// Client returns a new client of respire-go's own for the server, for
+// lease.New (or coordination and election on top of it): what your Redis
+// client's adapter (rueidislease, goredis, valkeygo) gives a program. Each
+// call returns a client of its own, closed by Close — at the end of the
+// test for a Server from Start (close the Locks made on it first). To
+// connect your own client instead, use Addr and Password. It sends nothing
+// and does not block. It fails the test (or, for NewServer, panics) once
+// the server is closed.
+func (s *Server) Client() conn.Client {
 	if s.tb != nil {
 		s.tb.Helper()
 	}
-	client, err := s.newClient()
-	if err != nil {
+	client := wire.New(wire.Options{Addrs: []string{s.Addr()}, Password: s.password, Name: "leasetest"})
+	if err := s.keep(client.Close); err != nil {
 		s.fail(err)
 	}
 	return client
 }
 
-// Locks returns a new lease.Locks with opts on a rueidis client of its
-// own, as a separate process would have, closed (the Locks, then its
-// client) by Close — at the end of the test for a Server from Start. Close
-// it earlier yourself if the test needs to; closing twice is harmless. It
-// blocks for the connection's handshake. It fails the test (or, for
-// NewServer, panics) when lease.New refuses an option or the server is
-// closed.
+// NewClient returns a client of respire-go's own for the server at addr
+// (any Redis or Valkey node, a sim.Server's too) with password ("" for
+// none), for lease.New in tests and examples: in a program, take the
+// client from your Redis client's adapter (rueidislease.New, goredis.New,
+// valkeygo.New). It sends nothing and does not block; it needs no closing
+// (the Locks made on it close their own connections).
+func NewClient(addr, password string) conn.Client {
+	return wire.New(wire.Options{Addrs: []string{addr}, Password: password, Name: "leasetest"})
+}
+
+// Locks returns a new lease.Locks with opts on a client of its own (see
+// Client), as a separate process would have, closed by Close — at the end
+// of the test for a Server from Start. Close it earlier yourself if the
+// test needs to; closing twice is harmless. It sends nothing. It fails the
+// test (or, for NewServer, panics) when lease.New refuses an option or the
+// server is closed.
 func (s *Server) Locks(opts ...lease.Option) *lease.Locks {
 	if s.tb != nil {
 		s.tb.Helper()
 	}
-	client, err := rueidis.NewClient(s.ClientOption())
+	locks, err := lease.New(NewClient(s.Addr(), s.password), opts...)
 	if err != nil {
-		s.fail(fmt.Errorf("connect: %w", err))
-	}
-	locks, err := lease.New(client, opts...)
-	if err != nil {
-		client.Close()
 		s.fail(err)
 	}
-	if err := s.keep(func() { locks.Close(); client.Close() }); err != nil {
+	if err := s.keep(locks.Close); err != nil {
 		locks.Close()
-		client.Close()
 		s.fail(err)
 	}
 	return locks
 }
 
-// errClosed is the error of Client and Locks after Close.
+// errClosed is the error of Locks after Close.
 var errClosed = errors.New("server closed")
-
-func (s *Server) newClient() (rueidis.Client, error) {
-	client, err := rueidis.NewClient(s.ClientOption())
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	if err := s.keep(client.Close); err != nil {
-		client.Close()
-		return nil, err
-	}
-	return client, nil
-}
 
 // keep registers closer for Close, or refuses it once Close began.
 func (s *Server) keep(closer func()) error {
@@ -192,9 +179,9 @@ func (s *Server) fail(err error) {
 }
 
 // Close resumes the server if it is paused (so that nothing waits on it),
-// closes every lease.Locks and rueidis client it handed out, newest first
-// (a Locks before its client, so that the Locks' fences and clean-ups can
-// still run), then closes the server and waits for its goroutines. It
+// closes every lease.Locks it handed out, newest first (their fences and
+// clean-ups still run), then closes the server and waits for its
+// goroutines. It
 // blocks until all that is done: a Locks' Close waits for its bounded
 // background work (see lease.Locks.Close). It is idempotent; Start calls it
 // at the end of the test.

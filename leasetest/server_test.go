@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
@@ -23,14 +24,14 @@ func TestKitClosesAtTestEnd_EverythingItHandedOut(t *testing.T) {
 	var (
 		addr   string
 		locks  *lease.Locks
-		client rueidis.Client
+		client conn.Client
 		ended  time.Time
 	)
 	t.Run("test", func(t *testing.T) {
 		srv := leasetest.Start(t, leasetest.WithProfile(sim.Redis84))
 		addr, locks, client = srv.Addr(), srv.Locks(), srv.Client()
-		if err := client.Do(t.Context(), client.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
-			t.Fatalf("the client's SET: %v", err)
+		if err := client.Closed(); err != nil {
+			t.Fatalf("the client while the test runs: Closed = %v", err)
 		}
 		if _, err := locks.Acquire(t.Context(), "report", 30*time.Second, lease.WithKeepAlive()); err != nil {
 			t.Fatal(err)
@@ -42,8 +43,8 @@ func TestKitClosesAtTestEnd_EverythingItHandedOut(t *testing.T) {
 	if _, err := locks.TryAcquire(context.Background(), "other", time.Second); !errors.Is(err, lease.ErrClosed) {
 		t.Errorf("the Locks after the test: TryAcquire = %v, want ErrClosed", err)
 	}
-	if err := client.Do(context.Background(), client.B().Get().Key("k").Build()).Error(); !errors.Is(err, rueidis.ErrClosing) {
-		t.Errorf("the client after the test: GET = %v, want rueidis.ErrClosing", err)
+	if err := client.Closed(); err == nil {
+		t.Error("the client after the test: Closed = nil, want it closed")
 	}
 	if c, err := net.DialTimeout("tcp", addr, bound); err == nil {
 		c.Close()
@@ -51,28 +52,40 @@ func TestKitClosesAtTestEnd_EverythingItHandedOut(t *testing.T) {
 	}
 }
 
-// TestKitClosesAtTestEnd_ClientAndLocksConnect: Client and ClientOption
-// reach the server with its password, and a Locks takes a lock there.
+// TestKitClosesAtTestEnd_ClientAndLocksConnect: Addr and Password reach
+// the server (a client of the program's own, rueidis here), a wrong
+// password does not, and Locks on Client and Locks take locks there.
 func TestKitClosesAtTestEnd_ClientAndLocksConnect(t *testing.T) {
 	srv := leasetest.Start(t)
 	if srv.Password() == "" || !strings.HasPrefix(srv.Addr(), "127.0.0.1:") {
 		t.Fatalf("Addr %q, password set %v; want loopback and a password", srv.Addr(), srv.Password() != "")
 	}
-	opt := srv.ClientOption()
-	opt.Password = "wrong"
+	opt := rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Password: "wrong"}
 	if c, err := rueidis.NewClient(opt); err == nil {
 		c.Close()
 		t.Error("a client with a wrong password connected")
 	}
-	client := srv.Client()
-	if got, err := client.Do(t.Context(), client.B().Ping().Build()).ToString(); err != nil || got != "PONG" {
+	opt.Password = srv.Password()
+	own, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if got, err := own.Do(t.Context(), own.B().Ping().Build()).ToString(); err != nil || got != "PONG" {
 		t.Fatalf("PING = %q, %v", got, err)
 	}
-	attempt, err := srv.Locks().TryAcquire(t.Context(), "report", time.Second)
-	if err != nil || !attempt.Acquired() {
-		t.Fatalf("TryAcquire = %v, %v; want acquired", attempt, err)
+	onClient, err := lease.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
 	}
-	attempt.Close()
+	defer onClient.Close()
+	for _, locks := range []*lease.Locks{srv.Locks(), onClient} {
+		attempt, err := locks.TryAcquire(t.Context(), "report", time.Second)
+		if err != nil || !attempt.Acquired() {
+			t.Fatalf("TryAcquire = %v, %v; want acquired", attempt, err)
+		}
+		attempt.Close()
+	}
 }
 
 // TestKitClosesAtTestEnd_NewServerNeedsClose: NewServer panics on an

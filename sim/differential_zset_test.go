@@ -22,7 +22,6 @@ const sortedSetsGolden = "testdata/sortedsets-redis70.txt"
 // Keys of the scripted steps below (one hash tag each, as conn names them).
 const (
 	semHolders = "{jobs}:sem"
-	semLimit   = "{jobs}:sem:limit"
 	rwWriter   = "{cache}:w"
 	rwReaders  = "{cache}:r"
 	farFuture  = "99999999999999" // a lease end in the year 5138: live
@@ -39,7 +38,7 @@ func evalScript(src, sha string, keys []string, args ...string) diffStep {
 
 func semAcquire(token, limit string) diffStep {
 	return evalScript(conn.SemaphoreAcquireScript, conn.SemaphoreAcquireScriptSHA,
-		[]string{semHolders, semLimit}, token, "60000", limit)
+		[]string{semHolders}, token, "60000", limit)
 }
 
 func holderScript(src, sha string, keys []string, args ...string) diffStep {
@@ -47,7 +46,7 @@ func holderScript(src, sha string, keys []string, args ...string) diffStep {
 }
 
 var (
-	semKeys = []string{semHolders, semLimit}
+	semKeys = []string{semHolders}
 	rwKeys  = []string{rwWriter, rwReaders}
 )
 
@@ -112,7 +111,7 @@ var sortedSetCommandSteps = []diffStep{
 // the scripts' own replies (lease reads are normalized).
 var lockScriptSteps = []diffStep{
 	evalScript(conn.SemaphoreAcquireScript, "", semKeys, "a", "60000", "2"), semAcquire("b", "2"), semAcquire("c", "2"),
-	semAcquire("c", "3"), a("ZCARD", semHolders), a("GET", semLimit), a("PTTL", semHolders), a("PTTL", semLimit),
+	semAcquire("c", "3"), a("ZCARD", semHolders), a("ZSCORE", semHolders, ""), a("PTTL", semHolders),
 	semAcquire("a", "2"), a("ZCARD", semHolders),
 	evalScript(conn.HolderCountScript, "", semKeys[:1]), evalScript(conn.HolderCountScript, conn.HolderCountScriptSHA, semKeys[:1]),
 	evalScript(conn.HolderLeaseScript, "", semKeys[:1], "a"), holderScript(conn.HolderLeaseScript, conn.HolderLeaseScriptSHA, semKeys[:1], "zz"),
@@ -123,16 +122,20 @@ var lockScriptSteps = []diffStep{
 	holderScript(conn.HolderRenewScript, conn.HolderRenewScriptSHA, semKeys, "zz", "30000"),
 	evalScript(conn.HolderReleaseScript, "", semKeys, "dead"), a("ZCARD", semHolders),
 	a("ZADD", semHolders, "1", "dead2"), semAcquire("c", "2"), a("ZCARD", semHolders),
-	holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, "a"), a("EXISTS", semHolders, semLimit),
-	holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, "b"), a("EXISTS", semHolders, semLimit),
+	holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, "a"), a("EXISTS", semHolders),
+	holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, "b"), a("EXISTS", semHolders),
 	holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, "b"),
-	a("ZADD", semHolders, "1", "dead3"), semAcquire("c", "3"), a("GET", semLimit), a("ZCARD", semHolders),
+	a("ZADD", semHolders, "1", "dead3"), semAcquire("c", "3"), a("ZSCORE", semHolders, ""), a("ZCARD", semHolders),
 	a("ZADD", semHolders, farFuture, "future"), semAcquire("d", "3"), semAcquire("e", "3"), semAcquire("e", "4"),
 	holderScript(conn.HolderCountScript, conn.HolderCountScriptSHA, semKeys[:1]),
-	a("DEL", semLimit), semAcquire("e", "4"), a("GET", semLimit),
+	a("DEL", semHolders+":limit"), semAcquire("e", "4"), a("ZSCORE", semHolders, ""),
+	a("ZREM", semHolders, ""), semAcquire("e", "3"), semAcquire("e", "4"), a("ZSCORE", semHolders, ""),
+	semAcquire("", "3"), holderScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, semKeys, ""),
+	holderScript(conn.HolderRenewScript, conn.HolderRenewScriptSHA, semKeys, "", "60000"),
+	holderScript(conn.HolderLeaseScript, conn.HolderLeaseScriptSHA, semKeys, ""),
 	a("SET", "str", "v"), a("RPUSH", "list", "x"),
-	evalScript(conn.SemaphoreAcquireScript, conn.SemaphoreAcquireScriptSHA, []string{"str", semLimit}, "a", "60000", "2"),
-	evalScript(conn.SemaphoreAcquireScript, conn.SemaphoreAcquireScriptSHA, []string{"{x}:sem", "list"}, "a", "60000", "2"),
+	evalScript(conn.SemaphoreAcquireScript, conn.SemaphoreAcquireScriptSHA, []string{"str"}, "a", "60000", "2"),
+	evalScript(conn.SemaphoreAcquireScript, conn.SemaphoreAcquireScriptSHA, []string{"list"}, "a", "60000", "2"),
 	evalScript(conn.HolderRenewScript, conn.HolderRenewScriptSHA, []string{"str"}, "a", "60000"),
 	evalScript(conn.HolderReleaseScript, conn.HolderReleaseScriptSHA, []string{"str"}, "a"),
 	evalScript(conn.HolderLeaseScript, conn.HolderLeaseScriptSHA, []string{"str"}, "a"),
@@ -165,6 +168,12 @@ var lockScriptSteps = []diffStep{
 	evalScript(conn.WriteAcquireScript, conn.WriteAcquireScriptSHA, []string{"{y}:w", "str"}, "w", "60000", "60000"),
 	evalScript(conn.WriteAcquireScript, conn.WriteAcquireScriptSHA, []string{"list", "str"}, "w", "60000", "60000"),
 	evalScript(conn.ReadAcquireScript, conn.ReadAcquireScriptSHA, []string{"{y}:w", "str"}, "r", "60000"),
+	evalScript(conn.ReadAcquireScript, conn.ReadAcquireScriptSHA, []string{"list", "{y}:r"}, "r", "60000"),
+	evalScript(conn.ReadAcquireScript, conn.ReadAcquireScriptSHA, []string{"str", "list"}, "r", "60000"),
+	evalScript(conn.WriteAcquireScript, conn.WriteAcquireScriptSHA, []string{"str", "list"}, "w", "60000", "60000"),
+	evalScript(conn.FencedAcquireScript, "", []string{"list", "{y}:fence"}, "f", "60000"),
+	evalScript(conn.FencedAcquireScript, conn.FencedAcquireScriptSHA, []string{"str", "list"}, "f", "60000"),
+	evalScript(conn.FencedAcquireScript, conn.FencedAcquireScriptSHA, []string{"{y}:lease", "list"}, "f", "60000"),
 }
 
 var (

@@ -93,7 +93,7 @@ type RenewalFailureError struct {
 
 // Error describes the failure without secrets.
 func (e *RenewalFailureError) Error() string {
-	return fmt.Sprintf("respire: lock renewal failed: %v", e.Err)
+	return fmt.Sprintf("lease: ownership lost: a renewal failed: %v", e.Err)
 }
 
 // Unwrap returns the renewal's error.

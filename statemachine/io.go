@@ -189,4 +189,7 @@ type Result struct {
 	Release ReleaseOutcome
 	Outcome Outcome
 	Err     error
+	// FenceErr is set for a caller whose uncertain command's fence failed
+	// (InputFenceDone with an error): the command may still run.
+	FenceErr error
 }

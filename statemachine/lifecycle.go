@@ -287,13 +287,11 @@ func (h *stepper) stepFenceDone(in Input) {
 	if h.fencesPending > 0 {
 		return
 	}
-	resetErr := h.fenceErr
-	if in.Err != nil {
-		resetErr = in.Err // a failed fence propagates to the reset caller
-	}
 	h.move(EventFenceDone, Lost)
-	h.resolveAll(waitFenceReset, Result{Err: resetErr, Outcome: OutcomeUncertain})
-	h.resolveAll(waitFenceRelease, Result{Err: h.fenceErr, Outcome: OutcomeUncertain})
+	// A failed fence reaches the callers as FenceErr, beside their command's
+	// uncertain error: the command may still run.
+	h.resolveAll(waitFenceReset, Result{Err: h.fenceErr, Outcome: OutcomeUncertain, FenceErr: in.Err})
+	h.resolveAll(waitFenceRelease, Result{Err: h.fenceErr, Outcome: OutcomeUncertain, FenceErr: in.Err})
 	h.fenceErr = nil
 	if h.releaseOp == 0 {
 		h.resolveAll(waitRelease, Result{Release: ReleaseNotOwned})

@@ -143,8 +143,8 @@ func TestUncertainResetIsFenced_AFailedFenceGoesToTheCaller(t *testing.T) {
 	d.done(op, OutcomeUncertain, errTimeout)
 	fenceErr := errors.New("fence denied")
 	eff = d.step(Input{Kind: InputFenceDone, Op: op, Err: fenceErr})
-	if r := resultOf(t, eff, c); !errors.Is(r.Err, fenceErr) {
-		t.Fatalf("result = %+v; want the fence error", r)
+	if r := resultOf(t, eff, c); !errors.Is(r.FenceErr, fenceErr) || !errors.Is(r.Err, errTimeout) {
+		t.Fatalf("result = %+v; want the fence error beside the renewal's uncertain one", r)
 	}
 }
 

@@ -82,7 +82,7 @@ var graph = []Edge{
 	edge(EventReleaseAnswered, Released, "A release on a released handle returns AlreadyReleased without sending.", Released),
 	edge(EventReleased, Released, "The delete returned 1: every waiting caller gets Released and the keep-alive ends with cause released.", Releasing),
 	edge(EventReleaseNotOwned, Lost, "The delete returned 0: the key was not ours; callers get NotOwned.", Releasing),
-	edge(EventReleaseNotSubmitted, Held, "The delete was provably not submitted (the starter's ctx ended before the hand-off, the session was found dead first, the dial failed): ownership is restored, the keep-alive keeps running, and a waiting joiner starts the next attempt.", Releasing),
+	edge(EventReleaseNotSubmitted, Held, "The delete was provably not submitted (the starter's ctx ended before the hand-off, the session was found dead first, the dial failed, the session's permission probe before it got no answer): ownership is restored, the keep-alive keeps running, and a waiting joiner starts the next attempt.", Releasing),
 	edge(EventReleaseRefused, Held, "The delete got a definite server error (e.g. NOPERM): it did not run, so ownership is restored and the error goes to the releasers; a retry may succeed.", Releasing),
 	edge(EventReleaseUncertain, Uncertain, "The delete's outcome is uncertain (anything after the hand-off, a locally closed socket included): the keep-alive is cancelled first, then the session that carried it is fenced.", Releasing),
 	edge(EventReleaseUncertainUnfenced, Lost, "The delete's outcome is uncertain and the client may not run CLIENT KILL: ownership is lost without a fence.", Releasing),

@@ -1,12 +1,13 @@
-// Command chaos runs a randomised fault campaign through the real client
+// Command chaos runs a randomised fault campaign through the wire engine
 // (make chaos): many seeded schedules of internal/chaos, each a few
-// processes of rueidis + lease behind a fault proxy, an outsider, and a
-// fault injector, checked against the lock's rules. It prints a progress
-// line, every failing seed with its violations and the command that replays
-// it, and the totals of what was exercised; the exit status is 1 when any
-// schedule broke a rule. The go-redis transport's campaign is the goredis
-// module's cmd/chaos (the same campaign, drawing rueidis or go-redis per
-// schedule): this module never links go-redis.
+// processes of lease on the root module's own client (internal/wire) behind
+// a fault proxy, an outsider, and a fault injector, checked against the
+// lock's rules. It prints a progress line, every failing seed with its
+// violations and the command that replays it, and the totals of what was
+// exercised; the exit status is 1 when any schedule broke a rule. Each
+// client adapter runs the same campaign on its client from its own module
+// (rueidislease/cmd/chaos, goredis/cmd/chaos): this module links no Redis
+// client for its locks.
 //
 //	go run ./cmd/chaos -runs 10000                      # sim nodes, every profile
 //	go run ./cmd/chaos -runs 200 -target 127.0.0.1:6379 -password …
@@ -24,4 +25,4 @@ import (
 	"github.com/respire-go/respire/internal/chaos"
 )
 
-func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, chaos.Rueidis)) }
+func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, chaos.Wire)) }

@@ -14,8 +14,8 @@ import (
 
 // fenced: worker-a's release is sent but its reply does not come back before
 // worker-a stops waiting, so whether the delete ran is unknown. The lock is
-// no longer held at once; Release returns when its ctx ends, saying the
-// fence is pending. The connection that carried the delete is killed
+// no longer held at once; Release returns once the fence answered (rule
+// FenceBeforeReturn), not before. The connection that carried the delete is killed
 // (CLIENT KILL ID … ADDR …, sent on another connection), so nothing still
 // queued on it can run later, and a later Release answers NotOwned only once
 // that kill has answered. The server holds the reply (a scripted fault).
@@ -28,29 +28,31 @@ func (s *stage) fenced(ctx context.Context) error {
 	gate, fenceGate := make(chan struct{}), make(chan struct{})
 	defer close(gate) // runs before lock.Close: the held reply is let go
 	s.srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Match: isRelease})
-	// The kill's answer is held too, until the caller has stopped waiting:
-	// otherwise it may come first, and the fence is no longer pending.
+	// The kill's answer is held too, to show that Release waits for it.
 	s.srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: fenceGate, Match: isFence})
 	letFenceGo := sync.OnceFunc(func() { close(fenceGate) })
 	defer letFenceGo()
 	mark := s.mark()
 	releaseCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watched := make(chan struct{})
-	go func() { // the caller stops waiting once the delete has reached the server
-		defer close(watched)
-		_ = s.waitFor(releaseCtx, mark, "the release", isRelease)
-		cancel()
-	}()
-	_, err = lock.Release(releaseCtx)
-	cancel()
-	<-watched
-	if !errors.Is(err, lease.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFencePending) {
-		return fmt.Errorf("release: want an unknown outcome with the fence pending, got %v", err)
+	released := make(chan error, 1)
+	go func() { _, err := lock.Release(releaseCtx); released <- err }()
+	if err := s.waitFor(ctx, mark, "the release", isRelease); err != nil {
+		return err
+	}
+	cancel() // the caller stops waiting once the delete has reached the server
+	if err := s.waitFor(ctx, mark, "the fence", isFence); err != nil {
+		return err
 	}
 	s.say("fenced", "worker-a Acquire(%v); the server holds the reply to its Release (a scripted fault)", longLease)
-	s.say("", "worker-a stops waiting → the error matches lease.ErrOutcomeUnknown and lease.ErrFencePending,")
+	s.say("", "worker-a stops waiting → Release waits for the fence: the delete may run until the kill answers,")
 	s.say("", "state %v: the lock is no longer held; its session is being fenced", lock.State())
+	letFenceGo()
+	err = <-released
+	if !errors.Is(err, lease.ErrOutcomeUnknown) || errors.Is(err, lease.ErrFencePending) {
+		return fmt.Errorf("release: want an unknown outcome, fenced, got %v", err)
+	}
+	s.say("", "the kill answers → Release returns: the error matches lease.ErrOutcomeUnknown, state %v", lock.State())
 	letFenceGo()
 	mark = s.mark()
 	outcome, err := lock.Release(ctx)

@@ -1,18 +1,21 @@
-// Command demo plays respire-go's main job on simulated Redis and Valkey
-// servers started in process (package sim), so nothing needs installing:
-// locks acquired, renewed, contended, lost, released and fenced, and a
-// holder paused past its lease whose late write a fencing token refuses,
-// followed by the wire commands each server version received and the
-// metrics each run recorded. `make demo` runs it.
+// Command demo shows in one screen why respire-go's locks are safe, on a
+// simulated Redis started in process (package sim), so nothing needs
+// installing: a holder paused past its lease, side by side with a naive
+// SET NX + DEL lock (two writers there, a refused stale write here); a lost
+// lock seen at once; a semaphore capping workers; an election handed over
+// on SIGTERM — each with the figure that matters, measured as it runs.
+// `make demo` runs it.
 //
-// The servers' expiry clocks are manual: the demo moves them forward to make
-// a lease expire, so the story and the commands it prints are the same on
-// every run (the keep-alive scenes wait a few hundred milliseconds of real
-// time for the background renewals they show).
+// With -wire it plays instead the lock's life (acquired, renewed,
+// contended, lost, released, fenced, paused) on each simulated server
+// version, with the commands each one received and the metrics each run
+// recorded: `make demo ARGS=-wire`. Those servers' expiry clocks are
+// manual, so the transcripts are the same on every run.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +26,14 @@ import (
 const budget = 30 * time.Second
 
 func main() {
+	wire := flag.Bool("wire", false, "play the lock's life on each simulated server version and print the commands each received")
+	flag.Parse()
+	play := runStory
+	if *wire {
+		play = runWire
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	err := run(ctx, os.Stdout)
+	err := play(ctx, os.Stdout)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)

@@ -41,7 +41,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testBudget)
 	defer cancel()
 	var buf bytes.Buffer
-	if err := run(ctx, &buf); err != nil {
+	if err := runWire(ctx, &buf); err != nil {
 		t.Fatalf("run: %v\n%s", err, buf.String())
 	}
 	out := buf.String()
@@ -55,7 +55,7 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	scenes := []string{
 		"acquired   worker-a Acquire",
 		"renewed    worker-a ResetExpiry(1m) → true, server PTTL 60000 ms",
-		"renewed in the background, server PTTL 1000 ms",
+		"renewed in the background, server PTTL 3000 ms",
 		"contended  worker-b TryAcquire → Acquired() = false",
 		"worker-b Acquire returned after the release → state Held",
 		"worker-b ResetExpiry(30s) → false, state Lost",
@@ -63,8 +63,9 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 		"context.Cause = ErrOwnershipLost",
 		"then Release → Released",
 		"Release again → AlreadyReleased (0 commands sent)",
-		"the error matches lease.ErrOutcomeUnknown and lease.ErrFencePending,",
+		"worker-a stops waiting → Release waits for the fence: the delete may run until the kill answers,",
 		"state Uncertain: the lock is no longer held; its session is being fenced",
+		"the kill answers → Release returns: the error matches lease.ErrOutcomeUnknown, state Lost",
 		"worker-a Release again → NotOwned (no delete sent), answered after waiting for the fence",
 		"once the session that carried the delete was killed with CLIENT KILL",
 		"CLIENT KILL ID <id of worker-a session> ADDR <addr>",
@@ -134,14 +135,17 @@ func TestRedactHidesTokensAndNamesConnections(t *testing.T) {
 	}
 }
 
-// TestDemoStopsWhenItsContextEnds: an expired budget fails the demo
-// instead of hanging it.
+// TestDemoStopsWhenItsContextEnds: an expired budget fails the demo, the
+// story and the wire transcripts, instead of hanging it.
 func TestDemoStopsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	if err := run(ctx, &bytes.Buffer{}); err == nil {
-		t.Fatal("run succeeded with an expired context")
+	if err := runStory(ctx, &bytes.Buffer{}); err == nil {
+		t.Fatal("runStory succeeded with an expired context")
+	}
+	if err := runWire(ctx, &bytes.Buffer{}); err == nil {
+		t.Fatal("runWire succeeded with an expired context")
 	}
 }
 
@@ -154,7 +158,7 @@ func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testBudget)
 	defer cancel()
 	var buf bytes.Buffer
-	if err := run(ctx, &buf); err != nil {
+	if err := runWire(ctx, &buf); err != nil {
 		t.Fatalf("run: %v\n%s", err, buf.String())
 	}
 	story := []string{

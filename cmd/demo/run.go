@@ -12,18 +12,18 @@ import (
 	"github.com/respire-go/respire/sim"
 )
 
-// run plays the story on every simulated profile (each on its own server,
+// runWire plays the lock's life on every simulated profile (each on its own server,
 // concurrently) and prints it to w, oldest profile first, ending with a
 // table of the commands each server version used. It blocks until done and
 // closes every server, client and lock it opened.
-func run(ctx context.Context, w io.Writer) error {
+func runWire(ctx context.Context, w io.Writer) error {
 	p := &printer{w: w}
 	p.line("respire-go demo: lease locks on simulated servers (package sim, in process).")
-	p.line("Two workers, each with its own rueidis client, share the lock %q.", lockKey)
+	p.line("Two workers, each with its own client, share the lock %q.", lockKey)
 	p.line("Each server's expiry clock is manual: the demo moves it to make leases expire.")
 	p.line("Under each scene (│): the commands the server received during it, connection")
 	p.line("set-up omitted, tokens redacted; \"worker-a session\" is the connection the lease")
-	p.line("library pins for every lock command, \"worker-a\" the rueidis client's own.")
+	p.line("library pins for every lock command, \"worker-a\" its others (fences, watched reads).")
 	p.line("After each server's scenes: the OpenTelemetry metrics the workers recorded.")
 	reports := make([]report, len(sim.Profiles))
 	stories := make([]bytes.Buffer, len(sim.Profiles))
@@ -63,9 +63,7 @@ func playProfile(ctx context.Context, p *printer, profile sim.Profile) (report, 
 	if err := s.play(ctx); err != nil {
 		return report{}, err
 	}
-	if err := printMetrics(ctx, p, s.reader); err != nil {
-		return report{}, err
-	}
+	printMetrics(p, s.store)
 	return s.report, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // keep-alive renews at about half the lease, in real time.
 const (
 	longLease  = 30 * time.Second
-	shortLease = time.Second
+	shortLease = 3 * time.Second
 )
 
 // acquired: worker-a takes the lock.

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/metric"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -30,27 +29,18 @@ var profileTitles = map[sim.Profile]string{
 	sim.Valkey90: "Valkey 9.0",
 }
 
-// worker is one process of the story: its own rueidis client (named, so the
-// wire log can tell whose connection sent what) and its own Locks.
+// worker is one process of the story: its own client (named, so the wire
+// log can tell whose connection sent what) and its own Locks.
 type worker struct {
 	name   string
-	client rueidis.Client
+	client *wire.Client
 	locks  *lease.Locks
 }
 
 func newWorker(addr, password, name string, meters metric.MeterProvider) (*worker, error) {
-	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:  []string{addr},
-		Password:     password,
-		ClientName:   name,
-		DisableCache: true, // the simulator sends no invalidations
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: connect: %w", name, err)
-	}
+	client := wire.New(wire.Options{Addrs: []string{addr}, Password: password, ClientName: name})
 	locks, err := lease.New(client, lease.WithMeterProvider(meters))
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
 	return &worker{name: name, client: client, locks: locks}, nil
@@ -77,8 +67,8 @@ type stage struct {
 	srv    *sim.Server
 	clock  *sim.ManualClock
 	a, b   *worker
-	meters *sdkmetric.MeterProvider // both workers' metrics, read back by reader
-	reader *sdkmetric.ManualReader
+	meters metric.MeterProvider // both workers' metrics, kept in store
+	store  *meterStore
 	report report
 	used   map[bool]map[int64]bool // per kind (extension?), the connections that sent one
 }
@@ -93,7 +83,7 @@ func openStage(ctx context.Context, p *printer, profile sim.Profile) (*stage, er
 		return nil, err
 	}
 	s := &stage{p: p, srv: srv, clock: clock, report: report{profile: profile}, used: map[bool]map[int64]bool{}}
-	s.meters, s.reader = newMeters()
+	s.meters, s.store = newMeters()
 	if s.a, err = newWorker(srv.Addr(), password, "worker-a", s.meters); err == nil {
 		s.b, err = newWorker(srv.Addr(), password, "worker-b", s.meters)
 	}
@@ -112,7 +102,6 @@ func (s *stage) close() {
 			w.close()
 		}
 	}
-	_ = s.meters.Shutdown(context.Background())
 	s.srv.Close()
 }
 

@@ -14,8 +14,8 @@ import (
 // lowercase hexadecimal characters); the demo prints <token> instead.
 var tokenPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// handshake reports whether a logged command is part of the rueidis
-// connection set-up (handshake, cluster-mode probe) rather than lock work. CLIENT ID, CLIENT INFO and
+// handshake reports whether a logged command is part of a
+// connection's set-up (handshake, cluster-mode probe) rather than lock work. CLIENT ID, CLIENT INFO and
 // CLIENT KILL are lock work (identity and fencing) and are kept.
 func handshake(args []string) bool {
 	if len(args) == 0 {
@@ -38,10 +38,10 @@ func handshake(args []string) bool {
 }
 
 // connNames maps each client id to a readable connection name: the
-// SETNAME the worker's rueidis client sent in its handshake, plus "session"
+// SETNAME the worker's client sent in its handshake, plus "session"
 // for the lease library's pinned sessions (the connections that asked
-// CLIENT ID), numbered from the second one on. Other connections are the
-// rueidis client's own, which it picks freely, so they are not numbered.
+// CLIENT ID), numbered from the second one on. Other connections (the
+// fence connection, a watcher's) are not numbered.
 func connNames(log []sim.Entry) map[int64]string {
 	workers := map[int64]string{}
 	for _, e := range log {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,16 @@ var aclRules = map[string]string{
 // managedPermissions are what managed locks add (identity and the fence).
 const managedPermissions = "+client|id +client|info +client|kill"
 
+// fencedPermissions are what a fencing-token lock adds (run --fenced: the
+// fenced acquisition's script reads the lease and the counter, the
+// counter's TTL, and INCRs it).
+const fencedPermissions = "+evalsha +eval +pttl +incr"
+
+// limitPermissions are what a semaphore's permits add (run --limit, and
+// status of a KEY whose semaphore exists: the semaphore's scripts and the
+// stored limit's ZSCORE).
+const limitPermissions = "+evalsha +eval +time +pttl +pexpire +del +zadd +zrem +zremrangebyscore +zcount +zscore"
+
 // cmdACL is `lockctl acl`. It takes the connection options like every
 // command (so that -h is never help) and connects to nothing.
 func cmdACL(args []string, g *connFlags, e *env) error {
@@ -25,6 +36,8 @@ func cmdACL(args []string, g *connFlags, e *env) error {
 	g.register(fs)
 	server := fs.String("server", "", "")
 	managed := fs.Bool("managed", false, "")
+	fenced := fs.Bool("fenced", false, "")
+	limit := fs.Bool("limit", false, "")
 	rest, err := parseFlags(fs, args, true)
 	if err != nil {
 		return flagError("lockctl acl", aclUsage, err, e)
@@ -39,11 +52,27 @@ func cmdACL(args []string, g *connFlags, e *env) error {
 	case !ok:
 		return usagef("acl: unknown --server %q (want %s)", *server, aclServers())
 	}
-	if *managed {
-		rule += " " + managedPermissions
+	for _, add := range []struct {
+		on    bool
+		rules string
+	}{{*managed, managedPermissions}, {*fenced, fencedPermissions}, {*limit, limitPermissions}} {
+		if add.on {
+			rule = withRules(rule, add.rules)
+		}
 	}
 	fmt.Fprintln(e.stdout, rule)
 	return nil
+}
+
+// withRules appends to rule each of rules' fields it does not have yet.
+func withRules(rule, rules string) string {
+	have := strings.Fields(rule)
+	for _, r := range strings.Fields(rules) {
+		if !slices.Contains(have, r) {
+			have = append(have, r)
+		}
+	}
+	return strings.Join(have, " ")
 }
 
 // aclServers lists the versions acl knows, oldest first.

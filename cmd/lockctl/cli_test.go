@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/acldoc"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -102,26 +102,36 @@ func TestHelpReadsLikeAManual(t *testing.T) {
 }
 
 // TestACLMatchesCompatibilityDoc: acl prints the exact ACL line of
-// docs/compatibility.md for each server, with the CLIENT permissions
-// appended for --managed.
+// docs/compatibility.md for each server, with what the page's table adds
+// for managed locks (--managed), fencing-token locks (--fenced) and
+// semaphores (--limit), each command once.
 func TestACLMatchesCompatibilityDoc(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/compatibility.md")
+	page, err := acldoc.Read("../../docs/compatibility.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(doc), "`"+managedPermissions+"`") {
-		t.Errorf("docs/compatibility.md no longer names %q for managed locks", managedPermissions)
+	uses := map[string]string{"--managed": "managed locks:", "--fenced": "coordination", "--limit": "Locks.Semaphore"}
+	for flag, label := range uses {
+		u, ok := page.Find(label)
+		if !ok {
+			t.Fatalf("docs/compatibility.md has no row %q for acl %s", label, flag)
+		}
+		uses[flag] = strings.Join(u.Commands, " ")
 	}
 	for _, server := range []string{"redis-7.0", "redis-8.4", "valkey-8.1", "valkey-9.0"} {
-		code, stdout, _ := runCLI(t, nil, "acl", "--server", server)
-		line := strings.TrimSuffix(stdout, "\n")
-		if code != 0 || !strings.Contains(string(doc), "`"+line+"`") {
-			t.Errorf("acl --server %s: exit %d, %q is not a line of docs/compatibility.md", server, code, line)
-		}
-		_, managed, _ := runCLI(t, nil, "acl", "--managed", "--server", server)
-		if managed != line+" "+managedPermissions+"\n" {
-			t.Errorf("acl --server %s --managed = %q", server, managed)
+		row := page.Rows[server]
+		for _, flags := range [][]string{nil, {"--managed"}, {"--managed", "--fenced"}, {"--managed", "--limit"},
+			{"--fenced"}, {"--managed", "--fenced", "--limit"}} {
+			var lists [][]string
+			for _, f := range flags {
+				lists = append(lists, strings.Fields(uses[f]))
+			}
+			want := acldoc.Line(acldoc.Compose(row, lists...)) + "\n"
+			code, stdout, stderr := runCLI(t, nil, append([]string{"acl", "--server", server}, flags...)...)
+			if code != 0 || stdout != want {
+				t.Errorf("acl --server %s %v: exit %d, %q, %q; want %q (docs/compatibility.md)", server, flags, code, stdout, stderr, want)
+			}
 		}
 	}
 }

@@ -16,6 +16,9 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/wire"
+
 	"github.com/respire-go/respire/sim"
 )
 
@@ -68,8 +71,18 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 // simulated server behind it.
 type backend struct {
 	client rueidis.Client
-	server *sim.Server // nil unless --sim
-	where  string      // the address(es), for messages
+	opt    rueidis.ClientOption // what client was made with
+	server *sim.Server          // nil unless --sim
+	where  string               // the address(es), for messages
+}
+
+// lockClient returns the client lease runs on: respire-go's own (the
+// library links no Redis client; the tool's other commands keep rueidis),
+// on the same servers with the same credentials, database and TLS.
+func (b *backend) lockClient() conn.Client {
+	o := b.opt
+	return wire.New(wire.Options{Addrs: o.InitAddress, Cluster: !o.ForceSingleClient, User: o.Username,
+		Password: o.Password, DB: o.SelectDB, TLS: o.TLSConfig, DialTimeout: o.Dialer.Timeout, Name: "lockctl"})
 }
 
 // close closes the client, then the simulator.
@@ -105,7 +118,7 @@ func (f *connFlags) open(getenv func(string) string) (*backend, error) {
 		}
 		return nil, connectError(b.where, err)
 	}
-	b.client = client
+	b.client, b.opt = client, opt
 	if f.cluster && client.Mode() != rueidis.ClientModeCluster {
 		b.close()
 		return nil, usagef("--cluster: %s is not a cluster node (cluster support disabled)", b.where)

@@ -5,7 +5,7 @@
 //	lockctl status [-q] [--fenced COUNTER] [--show-token] KEY...
 //	lockctl release KEY --token HEX
 //	lockctl watch [--interval 100ms] KEY...
-//	lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed]
+//	lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed] [--fenced] [--limit]
 //
 // run takes KEY (waiting up to --wait), keeps it alive while CMD runs in a
 // process group apart from lockctl's (the guard's, below), passes RESPIRE_LOCK_KEY (and, with --fenced,
@@ -13,7 +13,11 @@
 // SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to that group, and releases the lock
 // once CMD has exited. With --limit N, KEY names a lease semaphore and run
 // takes one of its N permits instead (RESPIRE_LOCK_LIMIT in CMD's
-// environment): at most N CMDs run at once wherever lockctl runs. CMD never
+// environment): at most N CMDs run at once wherever lockctl runs. A KEY is
+// one lock or one semaphore, never both: a plain (or fenced) run while KEY's
+// semaphore has a live permit, or a run --limit while KEY is held as a plain
+// lock, gives back what it took and exits 65 without running CMD (each run
+// checks once it holds, so the two kinds never both run CMD). CMD never
 // outlives its lock:
 //
 //   - If ownership is lost while CMD runs, CMD's group gets SIGTERM, then
@@ -46,13 +50,15 @@
 // and the owner label its holder set (lease.WithOwner, run --owner), never
 // the owner token unless --show-token is given, and exits 1
 // when a key has no owner (-q prints nothing, for `lockctl status -q KEY &&
-// ...`). Tokens have one written form: the upper-case hexadecimal of the
+// ...`); a KEY without owner whose semaphore has a live permit is shown as
+// that semaphore, and counts as held. Tokens have one written form: the upper-case hexadecimal of the
 // key's exact bytes (lease.Token.Hex), which status --show-token prints and
 // release --token reads. release deletes a key only if it holds the given
 // token (the raw-token release of package lease); watch polls GET and PTTL
 // and prints acquisitions, releases and expiries as timestamped lines, and
 // says when its connection is lost and back; acl prints the least-privilege
-// ACL rule of docs/compatibility.md.
+// ACL rule of docs/compatibility.md (--managed, --fenced and --limit add
+// what each kind of run needs).
 //
 // Connections follow the Redis tools' conventions: --url/-u or REDIS_URL
 // (redis://user:pass@host:port/db, rediss:// for TLS), --addr, redis-cli's
@@ -68,11 +74,13 @@
 //
 // Exit status: 0 or CMD's own status (128+N when CMD was killed by signal
 // N); 1 release found the key not held by the token, or status found a key
-// without owner; 64 usage error (EX_USAGE); 69 the server cannot be
-// reached or failed a command (EX_UNAVAILABLE); 70 an internal error
-// (EX_SOFTWARE); 75 the lock was not acquired, held by another owner for
-// the whole --wait (EX_TEMPFAIL); 76 ownership was lost while CMD ran; 77
-// the server refused the credentials or a permission (EX_NOPERM); 126/127
-// CMD could not be run / was not found. `lockctl --help` and `lockctl
+// without owner; 64 usage error (EX_USAGE); 65 run found KEY in use as the
+// other kind, a semaphore or a plain lock (EX_DATAERR); 69 the server
+// cannot be reached or failed a command (EX_UNAVAILABLE); 70 an internal
+// error (EX_SOFTWARE); 75 the lock was not acquired, held by another owner
+// for the whole --wait (EX_TEMPFAIL); 76 ownership was lost while CMD ran;
+// 77 the server refused the credentials or a permission (EX_NOPERM); 78 run
+// --limit gave another limit than KEY's live permits use (EX_CONFIG);
+// 126/127 CMD could not be run / was not found. `lockctl --help` and `lockctl
 // COMMAND --help` print the details.
 package main

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -21,6 +22,10 @@ func serverCode(err error) string {
 	if errors.As(err, &re) {
 		code, _, _ := strings.Cut(re.Error(), " ")
 		return code
+	}
+	var se *conn.ServerError // a reply to the locks' own client
+	if errors.As(err, &se) {
+		return se.Code
 	}
 	return ""
 }

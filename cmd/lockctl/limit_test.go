@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 )
 
 // TestLockctlRunLimit_AtMostNCommandsAtOnce: five 'lockctl run --limit 2'
 // on one KEY (separate processes, waiting) run their CMDs, never more than
 // two at once; each CMD sees RESPIRE_LOCK_LIMIT; a run with another limit
-// while permits are held is refused with the usage status, CMD not run;
+// while permits are held is refused with its own status (78), CMD not run;
 // when all are done the semaphore's keys are gone.
 func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 	t.Parallel()
@@ -26,23 +27,18 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		// while, and unmarks itself.
 		script := `touch "$2/run.$1"; ls "$2" | grep -c '^run\.' >> "$2/counts"; echo "$RESPIRE_LOCK_LIMIT" >> "$2/limits"; ` +
 			`sleep 0.3; rm "$2/run.$1"`
-		held := filepath.Join(dir, "held")
-		// The first permit is held until the mismatched limit was refused
-		// (the test then creates held.done), however long that takes.
+		held, release := filepath.Join(dir, "held"), filepath.Join(dir, "release")
 		holder := start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
-			"--", "sh", "-c", `echo started > "$1"; while [ ! -e "$1.done" ]; do sleep 0.02; done`, "sh", held)...)
+			"--", "sh", "-c", `echo started > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`, "sh", held, release)...)
 		eventually(t, 10*time.Second, "the first permit's CMD to start", fileHas(held, "started"))
 		ran := filepath.Join(dir, "mismatch")
 		code, _, stderr := runCLI(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "3",
 			"--", "sh", "-c", `echo ran > "$1"`, "sh", ran)...)
-		if code != exitUsage || !strings.Contains(stderr, "limit") {
-			t.Fatalf("another limit while a permit is held: exit %d, stderr %q; want %d naming the limit", code, stderr, exitUsage)
+		if code != exitLimitDiffers || !strings.Contains(stderr, "limit") {
+			t.Fatalf("another limit while a permit is held: exit %d, stderr %q; want %d naming the limit", code, stderr, exitLimitDiffers)
 		}
 		if _, err := os.Stat(ran); err == nil {
 			t.Fatal("CMD ran under a mismatched limit")
-		}
-		if err := os.WriteFile(held+".done", nil, 0o644); err != nil {
-			t.Fatal(err)
 		}
 		runs := filepath.Join(dir, "runs")
 		if err := os.Mkdir(runs, 0o755); err != nil {
@@ -52,6 +48,9 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		for i := range 5 {
 			procs = append(procs, start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
 				"--wait", patience.String(), "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
+		}
+		if err := os.WriteFile(release, nil, 0o600); err != nil { // the holder's CMD ends once the others are started
+			t.Fatal(err)
 		}
 		for _, p := range append(procs, holder) {
 			if code := p.wait(t, 40*time.Second); code != 0 {
@@ -79,7 +78,7 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 				t.Fatalf("RESPIRE_LOCK_LIMIT=%q; want 2", l)
 			}
 		}
-		n, err := tg.client.Do(context.Background(), tg.client.B().Exists().Key("{"+key+"}:sem", "{"+key+"}:sem:limit").Build()).AsInt64()
+		n, err := tg.client.Do(context.Background(), tg.client.B().Exists().Key("{"+key+"}:sem").Build()).AsInt64()
 		if err != nil || n != 0 {
 			t.Fatalf("the semaphore's keys after every run: %d exist (%v); want none", n, err)
 		}
@@ -105,7 +104,7 @@ func TestLockctlStatusSemaphore_CountsLivePermits(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, tg *target) {
 		key, free := uniqueKey(t, "semstatus"), uniqueKey(t, "semfree")
-		locks, err := lease.New(tg.client)
+		locks, err := lease.New(wire.New(wire.Options{Addrs: []string{tg.addr}, Password: tg.password}))
 		if err != nil {
 			t.Fatal(err)
 		}

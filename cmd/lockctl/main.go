@@ -13,17 +13,19 @@ import (
 // script can tell contention from a loss, a usage error, an unreachable
 // server and refused credentials.
 const (
-	exitOK          = 0
-	exitNotHeld     = 1   // release: the key was not held by that token; status: a KEY has no owner
-	exitUsage       = 64  // EX_USAGE: bad invocation (flags, arguments)
-	exitUnavailable = 69  // EX_UNAVAILABLE: the server cannot be reached, or failed a command
-	exitSoftware    = 70  // EX_SOFTWARE: a bug in lockctl
-	exitNotAcquired = 75  // EX_TEMPFAIL: another owner held the lock for the whole wait
-	exitLost        = 76  // ownership was lost while CMD ran
-	exitNoPerm      = 77  // EX_NOPERM: the server refused the credentials or a permission
-	exitCannotExec  = 126 // CMD exists but could not be started
-	exitNotFound    = 127 // CMD not found
-	exitSignalBase  = 128 // + N: CMD (or lockctl while waiting) ended by signal N
+	exitOK           = 0
+	exitNotHeld      = 1   // release: the key was not held by that token; status: a KEY has no owner
+	exitUsage        = 64  // EX_USAGE: bad invocation (flags, arguments)
+	exitOtherKind    = 65  // EX_DATAERR: run: KEY is in use as the other kind (a semaphore, or a plain lock)
+	exitUnavailable  = 69  // EX_UNAVAILABLE: the server cannot be reached, or failed a command
+	exitSoftware     = 70  // EX_SOFTWARE: a bug in lockctl
+	exitNotAcquired  = 75  // EX_TEMPFAIL: another owner held the lock for the whole wait
+	exitLost         = 76  // ownership was lost while CMD ran
+	exitNoPerm       = 77  // EX_NOPERM: the server refused the credentials or a permission
+	exitLimitDiffers = 78  // EX_CONFIG: run --limit: the semaphore's live permits use another limit
+	exitCannotExec   = 126 // CMD exists but could not be started
+	exitNotFound     = 127 // CMD not found
+	exitSignalBase   = 128 // + N: CMD (or lockctl while waiting) ended by signal N
 )
 
 // exitStatus is the error a command returns to end lockctl with code; msg,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -40,6 +41,7 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 	fs.StringVar(&r.req.counter, "fenced", "", "")
 	fs.BoolVar(&r.req.unfenced, "unfenced-renewal", false, "")
 	fs.IntVar(&r.req.limit, "limit", 0, "")
+	limitGiven := false
 	fs.StringVar(&r.req.owner, "owner", "", "")
 	ttl := newDuration(fs, "ttl", 30*time.Second, "")
 	wait := newDuration(fs, "wait", 0, "")
@@ -49,6 +51,7 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 		return nil, flagError("lockctl run", runUsage, err, e)
 	}
 	r.req.ttl, r.req.wait, r.grace = *ttl, *wait, *grace
+	fs.Visit(func(f *flag.Flag) { limitGiven = limitGiven || f.Name == "limit" })
 	switch {
 	case r.req.key == "":
 		return nil, usagef("run: missing --key; see 'lockctl run --help'")
@@ -58,7 +61,7 @@ func parseRun(args []string, g *connFlags, e *env) (*runArgs, error) {
 		return nil, usagef("run: --ttl must be positive (got %v)", r.req.ttl)
 	case r.req.counter == r.req.key:
 		return nil, usagef("run: --fenced must name a counter key other than --key")
-	case r.req.limit < 0 || r.req.limit > maxLimit:
+	case limitGiven && (r.req.limit < 1 || r.req.limit > maxLimit):
 		return nil, usagef("run: --limit must be between 1 and %d (got %d)", maxLimit, r.req.limit)
 	case r.req.limit > 0 && r.req.counter != "":
 		return nil, usagef("run: --limit and --fenced do not go together (a semaphore's permits have no fencing token)")
@@ -97,7 +100,7 @@ func cmdRun(args []string, g *connFlags, e *env) error {
 	if r.req.unfenced {
 		opts = append(opts, lease.WithUnfencedRenewal())
 	}
-	locks, err := lease.New(b.client, opts...)
+	locks, err := lease.New(b.lockClient(), opts...)
 	if err != nil {
 		return usagef("run: %v", err)
 	}
@@ -112,6 +115,9 @@ func cmdRun(args []string, g *connFlags, e *env) error {
 		return exitWith(signalStatus(sig))
 	case err != nil:
 		return acquireError(r.req, err)
+	}
+	if err := checkOneKind(b.client, locks, r.req, lock, e); err != nil {
+		return err
 	}
 	return hold(lock, r, sigs, e)
 }
@@ -142,7 +148,7 @@ func acquireInterruptibly(locks *lease.Locks, req acquireRequest, sigs <-chan os
 func acquireError(req acquireRequest, err error) error {
 	switch {
 	case errors.Is(err, lease.ErrLimitMismatch):
-		return usagef("run: %v (every 'lockctl run --limit' on %s must give the same limit)", err, req.key)
+		return failf(exitLimitDiffers, "run: %v (every 'lockctl run --limit' on %s must give the same limit)", err, showKey(req.key))
 	case errors.Is(err, lease.ErrInvalidName):
 		return usagef("run: %v", err)
 	case errors.Is(err, lease.ErrNotAcquired) && req.limit > 0:

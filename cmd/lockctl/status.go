@@ -83,16 +83,13 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 	defer cancel()
 	free := false
 	for _, key := range keys {
-		st, err := readKey(ctx, b.client, key)
+		line, held, err := keyLine(ctx, b, key, *showToken, *quiet)
 		if err != nil {
 			return failf(serverStatus(err), "status %s: %v", showKey(key), err)
 		}
-		free = free || !st.present
-		switch {
-		case !*quiet:
-			fmt.Fprintln(e.stdout, lockLine(key, st, *showToken))
-		case *showToken && st.present:
-			fmt.Fprintln(e.stdout, tokenText(st.value))
+		free = free || !held
+		if line != "" {
+			fmt.Fprintln(e.stdout, line)
 		}
 	}
 	for _, counter := range counters {
@@ -105,7 +102,7 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 		}
 	}
 	for _, name := range semaphores {
-		line, live, err := semaphoreLine(ctx, b.client, name)
+		line, live, err := semaphoreLine(ctx, b, name)
 		if err != nil {
 			return failf(serverStatus(err), "status %s: %v", showKey(name), err)
 		}
@@ -120,11 +117,59 @@ func cmdStatus(args []string, g *connFlags, e *env) error {
 	return nil
 }
 
+// keyLine describes KEY as status prints it (the line is "" when nothing
+// is to be printed: -q, or -q --show-token of a KEY without a token), and
+// held reports whether KEY is in use: its lock has an owner, or, when it
+// has none, the semaphore KEY ('lockctl run --limit') has a live permit —
+// a KEY is one lock or one semaphore. The semaphore is looked at only when
+// its holders key exists (a GET answered WRONGTYPE), so a lock user needs
+// no more permissions where no semaphore is.
+func keyLine(ctx context.Context, b *backend, key string, showToken, quiet bool) (line string, held bool, err error) {
+	st, err := readKey(ctx, b.client, key)
+	if err != nil {
+		return "", false, err
+	}
+	if !st.present {
+		if line, live, err := semaphoreOf(ctx, b, key); err != nil || live {
+			return quietly(line, quiet), live, err
+		}
+	}
+	switch {
+	case !quiet:
+		return lockLine(key, st, showToken), st.present, nil
+	case showToken && st.present:
+		return tokenText(st.value), true, nil
+	}
+	return "", st.present, nil
+}
+
+// semaphoreOf describes the semaphore name when it has a live permit
+// (live), sending nothing beyond a GET when it has no holders key.
+func semaphoreOf(ctx context.Context, b *backend, name string) (line string, live bool, err error) {
+	sem, err := conn.NewSemaphore("", name, 1)
+	if err != nil {
+		return "", false, nil // no semaphore can have this name
+	}
+	err = b.client.Do(ctx, b.client.B().Get().Key(sem.HoldersKey).Build()).Error()
+	if !isWrongType(err) {
+		return "", false, nil // no sorted set there (GET's own failures show in the lock's read)
+	}
+	return semaphoreLine(ctx, b, name)
+}
+
+// quietly is line, or "" with -q.
+func quietly(line string, quiet bool) string {
+	if quiet {
+		return ""
+	}
+	return line
+}
+
 // semaphoreLine describes the semaphore name as 'lockctl run --limit' uses
 // it: its live permits, by the server's clock (lease.Semaphore.Holders),
 // and the limit stored with them; live reports whether one is.
-func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (line string, live bool, err error) {
-	locks, err := lease.New(client)
+func semaphoreLine(ctx context.Context, b *backend, name string) (line string, live bool, err error) {
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return "", false, err
 	}
@@ -136,19 +181,35 @@ func semaphoreLine(ctx context.Context, client rueidis.Client, name string) (lin
 	if n == 0 {
 		return showKey(name) + ": semaphore, no live permit", false, nil
 	}
-	keys, err := conn.NewSemaphore("", name, 1)
-	if err != nil {
-		return "", false, err
-	}
-	limit, err := readKey(ctx, client, keys.LimitKey)
+	limit, err := storedLimit(ctx, b.client, name)
 	if err != nil {
 		return "", false, err
 	}
 	line = fmt.Sprintf("%s: semaphore, %d live permit%s", showKey(name), n, plural(n))
-	if limit.present {
-		line += " (limit " + limit.value + ")"
+	if limit != "" {
+		line += " (limit " + limit + ")"
 	}
 	return line, true, nil
+}
+
+// storedLimit reads the limit stored with the semaphore name: the negated
+// score of conn.SemaphoreLimitMember in its holders key (ZSCORE), "" when
+// none is stored.
+func storedLimit(ctx context.Context, client rueidis.Client, name string) (string, error) {
+	keys, err := conn.NewSemaphore("", name, 1)
+	if err != nil {
+		return "", err
+	}
+	score, err := client.Do(ctx, client.B().Zscore().Key(keys.HoldersKey).Member(conn.SemaphoreLimitMember).Build()).AsFloat64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	case score >= 0 || score < -conn.MaxSemaphoreLimit:
+		return "", nil
+	}
+	return strconv.FormatInt(int64(-score), 10), nil
 }
 
 // plural is "s" unless n is 1.
@@ -249,7 +310,7 @@ func cmdRelease(args []string, g *connFlags, e *env) error {
 		return err
 	}
 	defer b.close()
-	locks, err := lease.New(b.client)
+	locks, err := lease.New(b.lockClient())
 	if err != nil {
 		return usagef("release: %v", err)
 	}

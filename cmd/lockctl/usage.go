@@ -26,6 +26,9 @@ const exitUsageText = `Exit status:
     1        release: the key was not held by that token (nothing deleted);
              status: a KEY has no owner
    64        usage error: bad flags or arguments (EX_USAGE)
+   65        run: KEY is in use as the other kind: a semaphore with a live permit
+             (run --limit) beside a plain run, or a plain lock beside run --limit;
+             nothing was run (EX_DATAERR)
    69        the server cannot be reached, or failed a command (connection lost,
              LOADING, READONLY, ...) (EX_UNAVAILABLE)
    70        an internal error of lockctl (EX_SOFTWARE)
@@ -33,6 +36,8 @@ const exitUsageText = `Exit status:
    76        run: ownership was lost while CMD ran (CMD got SIGTERM, then SIGKILL)
    77        the server refused the credentials (WRONGPASS, NOAUTH) or a permission
              (NOPERM; for run, e.g. CLIENT KILL: see --unfenced-renewal) (EX_NOPERM)
+   78        run --limit: KEY's live permits use another limit (or none is stored
+             with them); nothing was run (EX_CONFIG)
   126, 127   run: CMD could not be executed / was not found (nothing acquired)
 `
 
@@ -69,6 +74,12 @@ const runUsage = `Usage: lockctl run --key KEY [--ttl 30s] [--wait DURATION] [--
 Acquire KEY, run CMD while keeping the lease alive, release KEY when CMD exits.
 With --limit N, KEY names a lease semaphore: at most N CMDs run at once, on
 every machine that runs 'lockctl run --limit N --key KEY'.
+
+A KEY is one lock or one semaphore, never both: a run without --limit (plain
+or --fenced) while KEY's semaphore has a live permit, or a run with --limit
+while KEY is held as a plain lock, gives back what it took and exits 65
+without running CMD. (Each run checks after it holds, so two runs of the two
+kinds that start together never both run CMD: at worst both exit 65.)
 
 CMD runs in a process group apart from lockctl's (led by the guard, below) with
 RESPIRE_LOCK_KEY=KEY (and, with --fenced, RESPIRE_FENCING_TOKEN=N) added to its
@@ -113,10 +124,11 @@ Options:
       --fenced COUNTER   take a fencing token from the counter key COUNTER in the same
                          atomic step and pass it as RESPIRE_FENCING_TOKEN (in a cluster,
                          KEY and COUNTER need one hash tag: {job}:lock, {job}:fence)
-      --limit N          KEY is a semaphore of N permits (1 to 1000000): take one of them,
-                         not the whole key (waiting as --wait says while all N are held);
-                         CMD also gets RESPIRE_LOCK_LIMIT=N. Every run on KEY must give the
-                         same N: another limit is refused (exit 64) while a permit is held.
+      --limit N          KEY is a semaphore of N permits (1 to 1000000; anything else,
+                         0 included, is a usage error): take one of them, not the whole
+                         key (waiting as --wait says while all N are held); CMD also gets
+                         RESPIRE_LOCK_LIMIT=N. Every run on KEY must give the same N:
+                         another limit is refused (exit 78) while a permit is held.
                          Not with --fenced
       --grace DURATION   time between SIGTERM and SIGKILL on loss (default 10s)
       --unfenced-renewal renew without CLIENT ID/KILL permission (see 'lockctl acl'):
@@ -127,8 +139,10 @@ Options:
       --help             show this help
 
 ` + durationsText + `
-The user needs the ACL of 'lockctl acl --server VERSION --managed'; --fenced also
-runs a script, which needs +evalsha +eval +exists +get +pttl +incr +set.
+The user needs the ACL of 'lockctl acl --server VERSION --managed', with --fenced
+that of 'lockctl acl --server VERSION --managed --fenced', with --limit that of
+'lockctl acl --server VERSION --managed --limit'. (A plain run also reads KEY's
+semaphore key with GET, and counts its permits only where it exists.)
 
 ` + connUsage + `
 ` + exitUsageText
@@ -141,11 +155,13 @@ live (PTTL) and the owner label its holder set (label "...": lease.WithOwner,
 lockctl run --owner; no byte of the token); for each --fenced COUNTER, the
 fencing counter's value; for each --semaphore KEY (the semaphore 'lockctl run
 --limit N --key KEY' takes permits of), its live permits and the limit stored
-with them. Exits 0 when every KEY is held (and every semaphore has a live
-permit) and 1 otherwise (counters do not count), so
-'lockctl status -q KEY && ...' runs only while KEY is held. Sends only GET and
-PTTL (the user needs +get +pttl); --semaphore also sends the holder count
-script (+evalsha +eval, as run --limit needs).
+with them. A KEY is one lock or one semaphore: a KEY without owner whose
+semaphore has a live permit is shown as --semaphore shows it, and is held.
+Exits 0 when every KEY is held (and every semaphore has a live permit) and 1
+otherwise (counters do not count), so 'lockctl status -q KEY && ...' runs only
+while KEY is in use. Sends GET and PTTL (the user needs +get +pttl), and GET of
+KEY's semaphore key; only where that exists, and for --semaphore, the holder
+count script and ZSCORE of the stored limit (the rule of 'lockctl acl --limit').
 
 Options:
   -q                     quiet: print nothing, only the exit status (with
@@ -205,18 +221,22 @@ Options:
 ` + durationsText + `
 ` + connUsage
 
-const aclUsage = `Usage: lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed]
+const aclUsage = `Usage: lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed] [--fenced] [--limit]
 
 Print the least-privilege ACL SETUSER rule for a lock user on that server version
 (docs/compatibility.md). The rule covers the raw-token API (status's GET, release);
 --managed adds the CLIENT permissions managed locks need to fence uncertain
-commands, which 'lockctl run' uses. 'lockctl status' and 'watch' also need +pttl.
-Replace the user name and >pw with your own. acl connects to nothing: connection
-options are accepted (so -h is never help) and ignored.
+commands, which 'lockctl run' uses; --fenced adds what 'run --fenced' needs,
+--limit what 'run --limit' and 'status' of a semaphore need (give them with
+--managed for run). 'lockctl status' and 'watch' also need +pttl. Replace the user
+name and >pw with your own. acl connects to nothing: connection options are
+accepted (so -h is never help) and ignored.
 
 Options:
       --server VERSION   the server version
       --managed          add +client|id +client|info +client|kill
+      --fenced           add ` + fencedPermissions + `
+      --limit            add ` + limitPermissions + `
       --help             show this help
 `
 

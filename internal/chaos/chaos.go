@@ -69,7 +69,7 @@ type Options struct {
 	// Password of Target's default user.
 	Password string
 	// Transport is the client the processes run their locks on (the zero
-	// Transport is Rueidis).
+	// Transport is Wire).
 	Transport Transport
 }
 
@@ -217,7 +217,11 @@ func (r Result) Replay() string {
 		tags = " -tags " + strings.Join(buildTags, ",")
 	}
 	cmd := fmt.Sprintf("go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
-	if r.Transport != "" && r.Transport != Rueidis.Name { // the goredis module's campaign
+	switch r.Transport {
+	case "", Wire.Name:
+	case "rueidis": // the rueidislease module's campaign
+		cmd = fmt.Sprintf("cd rueidislease && go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
+	default: // the goredis module's campaign
 		cmd = fmt.Sprintf("cd goredis && go run%s ./cmd/chaos -runs 1 -seed %d -transport %s", tags, r.Seed, r.Transport)
 	}
 	if r.Target != "" {
@@ -234,7 +238,7 @@ func Run(opt Options) Result {
 	start := time.Now()
 	p := newPlan(opt.Seed)
 	if opt.Transport.Locks == nil {
-		opt.Transport = Rueidis
+		opt.Transport = Wire
 	}
 	res := Result{Seed: opt.Seed, Transport: opt.Transport.Name, Target: opt.Target}
 	if opt.Target == "" {

@@ -217,10 +217,9 @@ type tokenScript struct {
 }
 
 var (
-	onceAcquired = []tokenScript{{conn.SemaphoreAcquireScriptSHA, conn.SemaphoreAcquireScript, 2},
+	onceAcquired = []tokenScript{{conn.SemaphoreAcquireScriptSHA, conn.SemaphoreAcquireScript, 1},
 		{conn.ReadAcquireScriptSHA, conn.ReadAcquireScript, 2}}
-	onceReleased = []tokenScript{{conn.HolderReleaseScriptSHA, conn.HolderReleaseScript, 2}, // a permit
-		{conn.HolderReleaseScriptSHA, conn.HolderReleaseScript, 1}} // a read hold
+	onceReleased = []tokenScript{{conn.HolderReleaseScriptSHA, conn.HolderReleaseScript, 1}} // a permit or a read hold
 )
 
 // scriptToken returns ARGV[1] of a run (EVALSHA or EVAL) of one of scripts.

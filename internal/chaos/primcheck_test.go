@@ -103,8 +103,8 @@ func TestRWLockWriterPreferring_TheChaosCheckerCountsWhatTheWritersOwnTriesLeft(
 
 func TestUncertainWriteNeverReplayed_TheChaosCheckerCountsPermitAndReaderScripts(t *testing.T) {
 	history := []sim.Execution{
-		exec(1, 5, ":1\r\n", "EVALSHA", conn.SemaphoreAcquireScriptSHA, "2", "{s}:sem", "{s}:sem:limit", "p", "200", "2"),
-		exec(2, 5, ":1\r\n", "EVALSHA", conn.HolderReleaseScriptSHA, "2", "{s}:sem", "{s}:sem:limit", "p"),
+		exec(1, 5, ":1\r\n", "EVALSHA", conn.SemaphoreAcquireScriptSHA, "1", "{s}:sem", "p", "200", "2"),
+		exec(2, 5, ":1\r\n", "EVALSHA", conn.HolderReleaseScriptSHA, "1", "{s}:sem", "p"),
 		exec(3, 5, ":2\r\n", "EVALSHA", conn.WriteAcquireScriptSHA, "2", "{rw}:w", "{rw}:r", "w", "200", "1030"),
 		exec(4, 5, ":1\r\n", "EVALSHA", conn.WriteAcquireScriptSHA, "2", "{rw}:w", "{rw}:r", "w", "200", "1030"),
 	}
@@ -112,7 +112,7 @@ func TestUncertainWriteNeverReplayed_TheChaosCheckerCountsPermitAndReaderScripts
 		t.Fatalf("one permit taken and released, a writer waiting then taking: %v; want none", got)
 	}
 	history = append(history,
-		exec(5, 6, ":1\r\n", "EVAL", conn.SemaphoreAcquireScript, "2", "{s}:sem", "{s}:sem:limit", "p", "200", "2"),
+		exec(5, 6, ":1\r\n", "EVAL", conn.SemaphoreAcquireScript, "1", "{s}:sem", "p", "200", "2"),
 		exec(6, 6, ":1\r\n", "EVALSHA", conn.ReadAcquireScriptSHA, "2", "{rw}:w", "{rw}:r", "r", "200"),
 		exec(7, 6, ":1\r\n", "EVALSHA", conn.ReadAcquireScriptSHA, "2", "{rw}:w", "{rw}:r", "r", "200"),
 		exec(8, 6, ":0\r\n", "EVALSHA", conn.HolderReleaseScriptSHA, "1", "{rw}:r", "r"),

@@ -56,7 +56,7 @@ func newPrimPlan(seed uint64) primPlan {
 func (p primPlan) keys() []string {
 	sem, _ := conn.NewSemaphore("", p.sem, p.limit)
 	rw, _ := conn.NewRWLock("", p.rw)
-	return []string{sem.HoldersKey, sem.LimitKey, rw.WriterKey, rw.ReadersKey}
+	return []string{sem.HoldersKey, rw.WriterKey, rw.ReadersKey}
 }
 
 // primDecision is one iteration of a primitive worker: what it takes, and

@@ -94,7 +94,7 @@ func setUp(opt Options, p plan) (s *schedule, err error) {
 	}
 	tr := opt.Transport
 	if tr.Locks == nil {
-		tr = Rueidis
+		tr = Wire
 	}
 	for i := range p.processes {
 		var opts []lease.Option

@@ -2,13 +2,11 @@ package chaos
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
 
-	"github.com/redis/rueidis"
-
+	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -20,8 +18,8 @@ type Dial func(ctx context.Context, addr string) (net.Conn, error)
 // Transport is the client a schedule's processes run their locks on. The
 // campaign may draw one per schedule from the seed (DrawTransport).
 type Transport struct {
-	// Name names the transport in reports and replay commands ("rueidis",
-	// "goredis").
+	// Name names the transport in reports and replay commands ("wire",
+	// "rueidis", "goredis").
 	Name string
 	// Locks connects a new client to addr with password, opening every
 	// socket with dial, and returns lease.Locks on it (with opts) and a
@@ -30,21 +28,16 @@ type Transport struct {
 	Locks func(addr, password string, dial Dial, opts ...lease.Option) (locks *lease.Locks, closeClient func(), err error)
 }
 
-// Rueidis is the transport of lease.New over a rueidis client (the default
-// of Options.Transport).
-var Rueidis = Transport{Name: "rueidis", Locks: rueidisLocks}
+// Wire is the transport of lease.New over the root module's own client
+// (internal/wire; the default of Options.Transport). Each adapter module
+// runs the campaign on its client with a Transport of its own.
+var Wire = Transport{Name: "wire", Locks: wireLocks}
 
-func rueidisLocks(addr, password string, dial Dial, opts ...lease.Option) (*lease.Locks, func(), error) {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, Password: password,
-		DialCtxFn: func(ctx context.Context, dst string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			return dial(ctx, dst)
-		}})
-	if err != nil {
-		return nil, nil, fmt.Errorf("rueidis.NewClient: %w", err)
-	}
+func wireLocks(addr, password string, dial Dial, opts ...lease.Option) (*lease.Locks, func(), error) {
+	client := wire.New(wire.Options{Addrs: []string{addr}, Password: password,
+		Dial: func(ctx context.Context, dst string) (net.Conn, error) { return dial(ctx, dst) }})
 	locks, err := lease.New(client, opts...)
 	if err != nil {
-		client.Close()
 		return nil, nil, fmt.Errorf("lease.New: %w", err)
 	}
 	return locks, client.Close, nil

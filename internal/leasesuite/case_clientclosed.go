@@ -117,12 +117,12 @@ func caseClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 		}
 		last := time.Duration(0)
 		for _, k := range all {
-			if cause := k.err(); cause != lease.ErrClientClosed {
+			if cause := k.err(); !errors.Is(cause, lease.ErrClientClosed) {
 				t.Fatalf("the %s keep-alive's cause %v; want ErrClientClosed", k.name, cause)
 			}
 			last = max(last, k.lock.RemainingEstimate())
 		}
-		if cause := context.Cause(ka.Context()); cause != lease.ErrClientClosed {
+		if cause := context.Cause(ka.Context()); !errors.Is(cause, lease.ErrClientClosed) {
 			t.Fatalf("KeepAlive.Context's cause %v; want ErrClientClosed", cause)
 		}
 
@@ -190,7 +190,7 @@ func caseClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	eventually(t, "the closed client noticed", func() bool { return locks.Driver().Transport().ClientAlive() != nil })
 	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
 	eventually(t, "a's keep-alive ended", func() bool { return ownedKeepAliveErr(a) != nil })
-	if err := ownedKeepAliveErr(a); err != lease.ErrClientClosed {
+	if err := ownedKeepAliveErr(a); !errors.Is(err, lease.ErrClientClosed) {
 		t.Fatalf("a's keep-alive ended with %v; want ErrClientClosed", err)
 	}
 	srv.ResetLog()             // the detection
@@ -198,7 +198,7 @@ func caseClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	eventually(t, "b's retry settled", func() bool {
 		return ownedKeepAliveErr(b) != nil || b.RemainingEstimate() > estimateOf(time.Minute)-time.Second
 	})
-	if err := ownedKeepAliveErr(b); err != lease.ErrClientClosed {
+	if err := ownedKeepAliveErr(b); !errors.Is(err, lease.ErrClientClosed) {
 		t.Errorf("b's keep-alive: %v; want it ended with ErrClientClosed", err)
 	}
 	if n := countArgs(srv.Log(), "SET", "b"); n != 0 {
@@ -255,7 +255,7 @@ func caseClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T
 	if young := time.Since(testBinaryStart); young >= lease.DefaultIdleCheck {
 		t.Skipf("the process is %v old: not within its first idle-check period", young)
 	}
-	if err := ownedKeepAliveErr(lock); err != lease.ErrClientClosed {
+	if err := ownedKeepAliveErr(lock); !errors.Is(err, lease.ErrClientClosed) {
 		t.Fatalf("the keep-alive ended with %v; want ErrClientClosed", err)
 	}
 }

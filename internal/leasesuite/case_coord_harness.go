@@ -110,9 +110,10 @@ func coordClient(t *testing.T, addrs []string, password string) rueidis.Client {
 
 // newCoordinator builds Locks (with prefix) and a Coordinator on client;
 // the Locks is closed when the test ends.
-func newCoordinator(t *testing.T, tr Transport, addrs []string, password, prefix string) *coordination.Coordinator {
+func newCoordinator(t *testing.T, tr Transport, addrs []string, password, prefix string,
+	opts ...lease.Option) *coordination.Coordinator {
 	t.Helper()
-	locks := newLocks(t, tr, clientOf(addrs, "", password, false)).WithKeyPrefix(prefix)
+	locks := newLocks(t, tr, clientOf(addrs, "", password, false), opts...).WithKeyPrefix(prefix)
 	c, err := coordination.New(locks)
 	if err != nil {
 		t.Fatalf("New: %v", err)

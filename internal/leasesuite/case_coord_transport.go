@@ -28,7 +28,9 @@ func proxied(t *testing.T, tr Transport, s coordServer) (*coordination.Coordinat
 		t.Fatalf("fault proxy: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	c := newCoordinator(t, tr, []string{p.Addr()}, s.password, s.prefix)
+	// No idle check's PING ahead of a command: the command a stall holds must
+	// be the one the test sends, however long the machine took to get there.
+	c := newCoordinator(t, tr, []string{p.Addr()}, s.password, s.prefix, lease.WithIdleCheck(time.Hour))
 	t.Cleanup(func() { p.UnstallAll(faultproxy.Both) })
 	return c, p
 }
@@ -79,7 +81,8 @@ func waitReplyHeld(t *testing.T, p *faultproxy.Proxy) {
 // A ResetExpiry of a fenced lock whose reply does not come back before its
 // ctx ends has an unknown outcome: the lock is no longer held at once, its
 // Context ends with a loss, and the connection that carried the renewal is
-// fenced with CLIENT KILL; once the kill answered, the lock is Lost.
+// fenced with CLIENT KILL; ResetExpiry returns only once the kill answered
+// (rule FenceBeforeReturn), and the lock is Lost then.
 func caseFencedLockUncertainRenewalIsFencedOverRealSockets(t *testing.T, tr Transport) {
 	forEachCoordServer(t, tr, func(t *testing.T, s coordServer) {
 		c, p := proxied(t, tr, s)
@@ -98,20 +101,28 @@ func caseFencedLockUncertainRenewalIsFencedOverRealSockets(t *testing.T, tr Tran
 		go func() { _, err := lock.ResetExpiry(resetCtx, time.Minute); done <- err }()
 		waitReplyHeld(t, p)
 		cancel()
-		if err := <-done; !errors.Is(err, lease.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("ResetExpiry cut off after the send = %v; want an unknown outcome", err)
-		}
+		waitDone(t, work) // not held from the moment the outcome became unknown
 		if st := lock.State(); st == lease.StateHeld {
 			t.Fatal("the lock stayed Held although its renewal's outcome is unknown")
 		}
-		waitDone(t, work)
 		var loss *lease.LossError
 		if cause := context.Cause(work); !errors.As(cause, &loss) || loss.Reason != lease.LossRenewalUnknown {
 			t.Fatalf("cause %v; want a *lease.LossError, renewal outcome unknown", cause)
 		}
 		eventuallyTrue(t, "the fence on the server", func() bool { return coordKills(t, s) > before })
+		select {
+		case err := <-done: // the kill's answer is held: the fence cannot have answered
+			t.Fatalf("ResetExpiry returned before its fence answered: %v", err)
+		default:
+		}
 		p.UnstallAll(faultproxy.Both) // the kill's answer arrives
-		eventuallyTrue(t, "Lost once the fence answered", func() bool { return lock.State() == lease.StateLost })
+		if err := <-done; !errors.Is(err, lease.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) ||
+			errors.Is(err, lease.ErrFencePending) {
+			t.Fatalf("ResetExpiry cut off after the send = %v; want an unknown outcome, fenced", err)
+		}
+		if st := lock.State(); st != lease.StateLost {
+			t.Fatalf("state %v once ResetExpiry returned; want Lost (the fence answered)", st)
+		}
 		if s.srv != nil {
 			assertFenceKilledTheRenewalsConnection(t, s)
 		}

@@ -147,16 +147,22 @@ func caseLeaseContextErrIsExact_AfterAPausePastTheLease(t *testing.T, tr Transpo
 const pausedHolderEnv = "RESPIRE_LEASE_PAUSED_HOLDER"
 
 // TestPausedHolderHelper is not a test: run by
-// TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck in a
+// TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck (and
+// TestLeaseContextErrIsExact_APausedKeepAliveHolderSeesTheEndOnItsFirstCheck) in a
 // child process (GOMAXPROCS=1), it takes a 1 s lock on the sim node at
 // $RESPIRE_LEASE_PAUSED_HOLDER, prints HELD, then does units of work for as
 // long as Lock.Context().Err() and a ContextFrom context's Err are nil. A
 // unit done more than the lease after the acquisition returned is printed
-// as VIOLATION; the end as ENDED.
+// as VIOLATION; the end as ENDED. With $RESPIRE_LEASE_PAUSED_KEEPALIVE set
+// it is the keep-alive holder instead (pausedKeepAliveHolder).
 func casePausedHolderHelper(t *testing.T, tr Transport) {
 	addr := os.Getenv(pausedHolderEnv)
 	if addr == "" {
 		t.Skip("helper process of TestLeaseContextErrIsExact_APausedProcessSeesTheEndOnItsFirstCheck")
+	}
+	if os.Getenv(pausedKeepAliveEnv) != "" {
+		pausedKeepAliveHolder(t, tr, addr)
+		return
 	}
 	locks := newLocks(t, tr, clientOf([]string{addr}, "", simPassword, false), lease.WithoutPush())
 	const ttl = time.Second

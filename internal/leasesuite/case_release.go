@@ -116,8 +116,8 @@ func caseReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences
 	gate := make(chan struct{})
 	defer close(gate)
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Command: "DELEX", Gate: gate})
-	// The kill's answer is held until Release has returned: otherwise it may
-	// come first, and the fence is no longer pending when Release reports.
+	// The kill's answer is held: Release must not return before it
+	// (rule FenceBeforeReturn).
 	fenceGate := make(chan struct{})
 	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: fenceGate, Match: func(args []string) bool {
 		return isKill(sim.Entry{Args: args})
@@ -129,10 +129,16 @@ func caseReleaseThatMayHaveReachedTheServerLosesTheLockCancelsKeepAliveAndFences
 	go func() { _, err := lock.Release(releaseCtx); released <- err }()
 	del := waitLog(t, srv, isCommand("DELEX"))
 	cancel()
-	err = <-released
+	waitLog(t, srv, isKill) // the fence ran; its answer is held
+	select {
+	case err := <-released:
+		t.Fatalf("Release returned before its fence answered: %v", err)
+	default:
+	}
 	letFenceGo()
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFencePending) {
-		t.Fatalf("Release = %v; want the cancellation, classified uncertain, fence pending", err)
+	err = <-released
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, conn.ErrOutcomeUnknown) || errors.Is(err, lease.ErrFencePending) {
+		t.Fatalf("Release = %v; want the cancellation, classified uncertain, once fenced", err)
 	}
 	if cause := context.Cause(lock.Context()); !errors.Is(cause, lease.ErrOwnershipLost) {
 		t.Fatalf("keep-alive cause %v; want ErrOwnershipLost", cause)

@@ -42,6 +42,21 @@ func (t *Tracker) Wait() { _ = t.WaitUntil(nil) }
 // is), reporting whether nothing ran any more when it returned. Work still
 // running then goes on; a later Wait or WaitUntil waits for it.
 func (t *Tracker) WaitUntil(stop <-chan struct{}) bool {
+	return t.WaitWith(func(idle <-chan struct{}) bool {
+		select {
+		case <-idle:
+			return true
+		case <-stop:
+			return false
+		}
+	})
+}
+
+// WaitWith is WaitUntil with the blocking receive left to wait, which
+// blocks until idle is closed (returning true) or it gives up (false): for
+// a caller that must block through a scheduler of its own (a simulator's
+// tasks).
+func (t *Tracker) WaitWith(wait func(idle <-chan struct{}) bool) bool {
 	t.waiting.Add(1)
 	defer t.waiting.Add(-1)
 	for {
@@ -55,9 +70,7 @@ func (t *Tracker) WaitUntil(stop <-chan struct{}) bool {
 		}
 		idle := t.idle
 		t.mu.Unlock()
-		select {
-		case <-idle:
-		case <-stop:
+		if !wait(idle) {
 			return false
 		}
 	}

@@ -1,9 +1,11 @@
-// Package dst is respire-go's deterministic simulator: it runs the driver
+// Package dst is respire-go's deterministic simulator: it runs the code
 // production runs — actor.Driver, with its timer heap, renewal batches,
 // fences, clean-ups, settling of uncertain acquisitions and push hub,
-// stepping the real statemachine.Handle — in several simulated client
-// processes, each with its own Driver over a simulated conn.Transport,
-// against in-process simulated servers (sim.Engine), all on one goroutine.
+// stepping the real statemachine.Handle, over the wire engine
+// conn.Engine — in several simulated client processes, each over a
+// simulated client library whose connections reach in-process simulated
+// servers (sim.Engine) through a seeded network, all on one goroutine. It
+// simulates connections and time, nothing else.
 //
 // This package is part of respire-go's implementation: applications use
 // the lease and coordination packages. Its API may change in any release,
@@ -17,15 +19,15 @@
 // client, a timer of a process's clock firing, a task resuming, a user
 // decision or a user cancellation. Each connection stays FIFO; connections
 // interleave freely. Each process reads its own monotonic clock running at
-// 1±Options.DriftPPM (its actor.Clock, clock.go). Every goroutine the
-// driver starts and every user call is a task (tasks.go, the process's
-// actor.Spawn): a coroutine that runs on the scheduler's goroutine until it
+// 1±Options.DriftPPM (its actor.Clock, clock.go), which the driver and the
+// engine share. Every goroutine the driver or the engine starts and every
+// user call is a task (tasks.go, the process's actor.Spawn): a coroutine that runs on the scheduler's goroutine until it
 // waits and is resumed by an event of its own, so which task runs next is
 // the scheduler's choice too. Every random choice goes through a named
 // shouldX predicate, so a schedule is a pure function of its Options: the
 // same seed gives a byte-identical transcript. Swarm derives varied
 // Options (which faults, how often, which server profile, push on or off,
-// a command timeout or none) from the seed alone.
+// a command timeout or none, which kind of client) from the seed alone.
 //
 // # The workload
 //
@@ -39,38 +41,55 @@
 // calls, permits of a lease semaphore and read and write holds of a
 // read/write lock (prims.go: actor.AcquireSpec's Kind, WireKey and Limit,
 // as lease.Semaphore and lease.RWLock build them), whose scripts the
-// sessions run (scripts.go: EVALSHA, EVAL after NOSCRIPT, holders'
-// renewals in the renewal batches); their keys never move slots, a
+// engine's sessions run (EVALSHA, EVAL after NOSCRIPT, holders' renewals
+// in the renewal batches); their keys never move slots, a
 // failover keeps the whole keyspace (sim.Engine.Failover), and a process
 // may crash for good (Options.CrashPercent). With push on, the watchers
 // track sorted-set members too (WatchScoreMany: CLIENT CACHING YES +
 // ZSCORE), so waiting permits and readers and keep-alive holders of them
-// are woken by the sets' changes, as over conn.Pool.
+// are woken by the sets' changes.
 //
-// # Transport
+// # Connections and time: the only simulated parts
 //
-// The simulated transport (transport.go, session.go, exchange.go, ops.go,
-// fence.go, watch.go) does what conn.Pool does over rueidis, with conn's
-// pure protocol (conn.Op.Machine: the SET IFEQ → EVALSHA → EVAL and DELEX
-// → DELIFEQ → EVALSHA → EVAL ladders, the fenced script), capability
-// memory per session, the identity handshake (CLIENT ID and CLIENT INFO),
-// redirects (MOVED corrects the process's slot map, ASK sends ASKING),
-// shared fences (CLIENT KILL ID … ADDR … on a control connection) and, with
-// push on, a tracking watcher per node (HELLO 3, CLIENT TRACKING ON OPTIN
-// NOLOOP, CLIENT CACHING YES + GET; the engine's invalidations travel back
-// on it in order, and its end tells the driver that everything tracked
-// there is forgotten). Its errors are *conn.Error values classified as conn
-// classifies them: nothing written when the ctx ended first, the session
-// was retired or found dead first (NoticeDeadPercent), or the route aborted
-// (not submitted); a caller that gives up after the write gets an
-// uncertain error and the session goes on; a connection lost under a
-// command is classified by conn.ClassifyTransport. Connections behave as
-// rueidis' sockets do on real sockets: one the process closes itself while
-// commands are in flight (a retired session) answers them with
-// rueidis.ErrClosing once its drain gives up, while the server still runs
-// what it already read; one the server closes is noticed late — writes
-// into it vanish and end with io.EOF.
+// Each process runs what production runs: the driver (actor.Driver) over
+// the wire engine (conn.Engine: sessions shared by many locks, the
+// identity handshake, capability memory, fences on a per-node fence
+// connection, MOVED/ASK and READONLY, liveness PINGs, push watchers,
+// classification), each with the process's Clock and Spawn. Under the
+// engine sits a simulated client library, a conn.Client (simclient.go),
+// as FoundationDB's Sim2Conn sits under the real FlowTransport and
+// TigerBeetle's message bus under the real replica: Dial opens a
+// simulated connection to a node (a round trip: HELLO 3), Conn.Do writes a
+// pipeline onto the seeded network and reads its replies in order,
+// Listen opens a connection that hands the node's invalidations to the
+// engine, Mode and Nodes tell the topology a client knows (standalone, or
+// cluster when the schedule moves a slot: every node answers CLUSTER SLOTS
+// from the schedule's slot map, cluster.go), Closed says whether the user
+// closed it. Swarm draws the client's kind: pipelined connections and
+// listeners that carry the tracked reads (rueidis', valkey-go's), or
+// connections that take one pipeline at a time — the engine's drainer
+// then batches its callers — with listen-only listeners the engine
+// REDIRECTs tracking to (go-redis'), or pipelined ones with listen-only
+// listeners (Options.Unpipelined, Options.ListenRedirect).
 //
+// The simulated connection (simconn.go, network.go) behaves as a client's
+// socket does on real sockets: conn.ErrNotWritten only when nothing was
+// written (the ctx ended first, the client closed it, it was known dead,
+// a write waiting for in-flight capacity gave up); a connection the server
+// closed is noticed late — writes into it vanish and end in io.EOF — or
+// found dead before the write (Options.NoticeDeadPercent); one the client
+// closes while commands are in flight (the engine retiring a session after
+// a fence or a redirect, Transport.RetireAll) still has them run by the
+// server and answers them with errClosedLocally once its drain gives up;
+// a caller that stops waiting leaves its commands to their fate. No
+// session, fence, redirect, watcher or classification code lives here.
+//
+// The checker still judges every operation: the engine reports when it
+// starts and ends each one (conn.Observer.Op) and which command it hands
+// to a connection for it (conn.Observer.Command), and every command a
+// simulated connection writes is attributed to its operation
+// (attribute.go).
+
 // # Faults
 //
 // Connection loss before or after the server runs a command, replies late
@@ -82,9 +101,12 @@
 // right after ASKING, then MOVED), ACL changes denying CLIENT, DELEX, DELIFEQ
 // or EVALSHA, cancellation at every point where a call can be cancelled,
 // writes delayed while waiting for in-flight capacity, GC-style process
-// pauses longer than the lease, a process closing one of its busy sessions,
-// an outsider killing every client of a node, invalidations lost or delayed
-// on a live watcher, and an outsider overwriting a held key.
+// pauses longer than the lease, a process's engine retiring its sessions
+// (Transport.RetireAll, as Locks.Close does: busy connections closed by the
+// engine itself), an outsider killing every client of a node, processes
+// crashing for good, invalidations lost or delayed on a live listener, and
+// an outsider overwriting a held key. Each is a fault of connections,
+// servers or time; none touches the engine or the driver.
 //
 // # Fencing-token locks
 //
@@ -100,8 +122,8 @@
 //
 // Checked after every event (checker.go, beliefs.go), on the driver's own
 // state (Lock.LeaseDeadline, its keep-alive's and its context's end) and on
-// what the transport records per operation (mapped to handles by owner
-// token): (1) a handle that believes it holds a key, less the drift bound,
+// the wire, per operation of the engine (attribute.go; mapped to handles by
+// owner token): (1) a handle that believes it holds a key, less the drift bound,
 // is the server's owner (unless an outsider overwrote it); (2) a command of
 // a token that is not the owner never extends, deletes or creates the key;
 // (3) no uncertain write is replayed, a fallback follows only the exact
@@ -112,7 +134,7 @@
 // was told, which the core lets go on while it fences the uncertain one
 // (compared with the token, neither can make anyone an owner) —, and an
 // operation ends "not submitted" only when its last written command was
-// answered; (4) a live
+// answered, and no lock write belongs to no operation; (4) a live
 // keep-alive or lock context ends before the server-side lease can have
 // expired (the lock's context by its Done, closed by the driver's timer:
 // its exact Err is not asked); (5) a fenced connection runs nothing after its CLIENT KILL
@@ -133,16 +155,23 @@
 // is refused only while limit permits are live on the server (an ended
 // lease frees its permit at its lease end). Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the
-// runtime is invariant 0. A failing run
+// runtime is invariant 0, and so is the engine calling Do on a
+// non-pipelined connection while another Do is in progress. A failing run
 // reports its seed and the command that replays it (Result.Replay).
 //
-// Mutations break the simulated transport on purpose (Options.Mutation) to
-// prove the checker catches them; the driver's own mutation is a build tag
-// of package actor (respire_mutation_renewal: the renewer ignores its
-// renewal's answer), which the simulator catches within 1,000 schedules
-// (make dst-mutation; at seed 5) and the real-socket chaos campaign too
-// (make chaos-mutation). A binary built with a mutation tag names it in
-// its replay commands.
+// Mutations break the simulated client library or the wire on purpose
+// (Options.Mutation, mutations.go: a client that makes up a confirming
+// reply, answers a fence itself, claims a command in flight on a socket it
+// closed was never written, hands out a stale fencing token; commands
+// rewritten on their way) to prove the checker catches them under the
+// shipped engine and driver. The shipped code's own mutations are build
+// tags: the engine's (respire_mutation_errclosing, package conn: an error
+// of a connection the engine closed itself taken as not submitted), the
+// driver's (respire_mutation_renewal, package actor: the renewer ignores
+// its renewal's answer) and the semaphore's (respire_mutation_semlimit);
+// the simulator catches each within 1,000 schedules (make dst-mutation)
+// and the real-socket chaos campaign too (make chaos-mutation). A binary
+// built with a mutation tag names it in its replay commands.
 //
 // Nothing in this package is safe for concurrent use: a run belongs to one
 // goroutine. Independent runs may go in parallel (cmd/simcampaign does).

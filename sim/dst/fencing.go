@@ -51,11 +51,14 @@ func (w *world) handOut(p *process, rec *opRun, replied int64) int64 {
 // afterScriptExec numbers every fenced script run that handed out a token
 // (the server's order of hand-out, across failovers and slot moves).
 func (w *world) afterScriptExec(r *request, reply conn.Reply) {
-	if r.op == nil || !isFencedCommand(r.cmd) || reply.Kind != conn.ReplyBulk {
+	if !isFencedCommand(r.cmd) || reply.Kind != conn.ReplyBulk {
 		return
 	}
 	w.scriptRuns++
-	r.op.scriptRun = w.scriptRuns
+	r.scriptRun = w.scriptRuns
+	if r.op != nil {
+		r.op.scriptRun = w.scriptRuns
+	}
 	w.stats.FencingTokens++
 }
 
@@ -73,7 +76,7 @@ func (n *node) migratingMultiKey(w *world, cmd conn.Command, owner *node, m *mig
 	case !multi:
 		return conn.Reply{}, false
 	case owner == n && m.to != n && present == 0:
-		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[cmd.Key])) + " " + m.to.addr}, true
+		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[3])) + " " + m.to.addr}, true
 	case owner == n && m.to != n && present == 1, m.to == n && asking && present < 2:
 		return tryAgain(), true
 	}
@@ -87,17 +90,19 @@ func (n *node) fencedKeysPresent(w *world, cmd conn.Command) (present int, ok bo
 	if !isFencedCommand(cmd) {
 		return 0, false
 	}
-	if n.state(w, cmd.Args[cmd.Key]).found {
+	if n.state(w, cmd.Args[3]).found {
 		present++
 	}
-	if parseReply([]byte(n.engine.AdminExec("EXISTS", cmd.Args[cmd.Key+1]))).Int == 1 {
+	if parseReply([]byte(n.engine.AdminExec("EXISTS", cmd.Args[4]))).Int == 1 {
 		present++
 	}
 	return present, true
 }
 
+// isFencedCommand reports whether cmd runs the fenced acquisition script
+// (EVALSHA or EVAL; its keys are the lease key and the counter).
 func isFencedCommand(cmd conn.Command) bool {
-	return (cmd.Args[0] == "EVALSHA" || cmd.Args[0] == "EVAL") && cmd.Key == 3 && len(cmd.Args) > 4 && cmd.Args[2] == "2"
+	return len(cmd.Args) > 5 && family(cmd) == "script:"+conn.FencedAcquireScriptSHA
 }
 
 // tryAgain is the cluster's answer to a multi-key command whose keys are

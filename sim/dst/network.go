@@ -5,15 +5,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/respire-go/respire/conn"
 )
 
-// connection is one simulated TCP connection from a process to a node.
-// Requests arrive at the server in the order they were written and
-// replies — and, on a watcher, invalidation pushes — come back in order
-// (TCP); the scheduler interleaves connections freely.
+// connection is one simulated TCP connection from a process's client to a
+// node. Requests arrive at the server in the order they were written and
+// replies — and, on a listener, invalidations — come back in order (TCP);
+// the scheduler interleaves connections freely. The client's side of it
+// is a simConn (simconn.go).
 type connection struct {
 	id         int64
 	proc       *process
@@ -21,9 +20,10 @@ type connection struct {
 	generation int   // node generation it was opened to
 	clientID   int64 // the server's CLIENT ID for it
 	addr       string
-	role       string      // "session", "control" or "watch"
-	session    *simSession // role "session": the session it carries
-	watch      *watcher    // role "watch": the watcher it carries
+	role       string       // "conn" (Client.Dial) or "listen" (Client.Listen)
+	sc         *simConn     // the client's conn.Conn for it
+	listener   *simListener // the invalidations it receives go to it
+	lostErr    error        // what its unanswered commands failed with once it closed
 	closed     bool
 	abandoned  bool       // closed by the client; written commands still run
 	retired    bool       // no new commands; closed once the written ones are answered
@@ -47,12 +47,28 @@ type answer struct {
 // request is one command written on a connection.
 type request struct {
 	cmd     conn.Command
-	op      *opRun // the lock operation it belongs to; nil for identity, fence and watch traffic
+	op      *opRun // the lock operation it belongs to; nil for the engine's own traffic
 	conn    *connection
 	onReply func(conn.Reply)
-	onLost  func(err error) // the connection died before the reply arrived; err is what rueidis reports
+	onLost  func(err error) // the connection died before the reply arrived; err is what the client reports
 	settled bool
 	ordered bool // a release: no SET of its token could run after it (invariant 8)
+	late    bool // written after its operation ended uncertain (attribute.go)
+	// a fenced acquisition that handed out a token: the script run, in
+	// server order (invariant 6)
+	scriptRun int64
+}
+
+// opLabel names r's operation in the transcript: " (op N)", " (op N,
+// late)", or "" for none.
+func (r *request) opLabel() string {
+	switch {
+	case r.op == nil:
+		return ""
+	case r.late:
+		return " (op " + strconv.FormatInt(r.op.id, 10) + ", late)"
+	}
+	return " (op " + strconv.FormatInt(r.op.id, 10) + ")"
 }
 
 // open connects p to node n.
@@ -61,14 +77,14 @@ func (w *world) open(p *process, n *node, role string) *connection {
 	c.addr = "10.0.0." + strconv.Itoa(p.index+1) + ":" + strconv.FormatInt(40000+c.id, 10)
 	c.clientID = n.engine.NewClient(c.addr)
 	w.conns = append(w.conns, c)
+	n.byID[c.clientID] = c
 	w.trace.logf(w, p, "", "connect %s to %s id=%d", role, n.name, c.clientID)
 	return c
 }
 
-// stale reports whether c can no longer be used by its process.
-func (c *connection) stale() bool {
-	return c == nil || c.closed || c.abandoned || c.retired || c.generation != c.node.generation
-}
+// closingErr is what a command in flight on c fails with when the
+// process closed c itself.
+func (c *connection) closingErr() error { return errClosedLocally }
 
 // label names c in messages: "connection id=<client id> to <node>".
 func (c *connection) label() string {
@@ -125,7 +141,7 @@ func (w *world) arrive(c *connection) {
 	w.takePushes(n)
 	if c.abandoned {
 		if len(c.toServer) == 0 {
-			w.closeConn(c, rueidis.ErrClosing)
+			w.closeConn(c, c.closingErr())
 		}
 		return
 	}
@@ -159,7 +175,9 @@ func (w *world) deliver(c *connection) {
 	a := c.toClient[0]
 	c.toClient = c.toClient[1:]
 	if a.r == nil {
-		w.pushArrived(c, a)
+		if c.listener != nil {
+			c.listener.pushed(w, a.keys, a.flush)
+		}
 		return
 	}
 	r := a.r
@@ -169,9 +187,10 @@ func (w *world) deliver(c *connection) {
 	w.removeInFlight(c, r)
 	r.settled = true
 	w.check.onReply(w, r, a.reply)
+	w.noteFence(c, r, a.reply)
 	r.onReply(a.reply)
 	if c.retired && len(c.inFlight) == 0 {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 	}
 }
 
@@ -202,26 +221,23 @@ func (w *world) serverClose(c *connection) {
 	w.schedule(c.proc, notice, func() { w.closeConn(c, io.EOF) })
 }
 
-// closeConn kills c on both sides: the server forgets it, its session or
-// watcher is retired (the process knows the socket is closed), and every
+// closeConn kills c on both sides: the server forgets it, the client
+// knows the socket is closed (a listener's handler is told), and every
 // unanswered request on it is lost with err, each noticed by the process
 // as its own event.
 func (w *world) closeConn(c *connection, err error) {
 	if c.closed {
 		return
 	}
-	c.closed = true
+	c.closed, c.lostErr = true, err
 	if c.generation == c.node.generation && !c.serverGone {
 		c.node.engine.CloseClient(c.clientID)
 	}
+	if l := c.listener; l != nil {
+		l.connectionEnded()
+	}
 	lost := c.inFlight
 	c.inFlight, c.toServer, c.toClient = nil, nil, nil
-	if s := c.session; s != nil {
-		s.t.forget(s)
-	}
-	if wt := c.watch; wt != nil {
-		wt.t.retireWatcher(wt)
-	}
 	for _, r := range lost {
 		w.schedule(c.proc, w.now+w.opt.LatencyMin, func() {
 			if !r.settled {
@@ -232,18 +248,19 @@ func (w *world) closeConn(c *connection, err error) {
 	}
 }
 
-// retireConn closes c as rueidis' Close does: no new command goes to it,
-// the replies of commands already written are still read, then the socket
-// is closed. The wait for those replies is bounded: once the escape time
-// has passed, the requests still unanswered fail with rueidis.ErrClosing
-// although the server may still run them.
+// retireConn closes c as a client's Close of a busy socket does (rueidis'
+// does exactly this): no new command goes to it, the replies of commands
+// already written are still read, then the socket is closed. The wait for
+// those replies is bounded: once the escape time has passed, the requests
+// still unanswered fail with errClosedLocally although the server may
+// still run them.
 func (w *world) retireConn(c *connection) {
 	if c.closed || c.retired {
 		return
 	}
 	c.retired = true
 	if len(c.inFlight) == 0 {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 		return
 	}
 	w.schedule(c.proc, w.now+w.between(0, 2*w.opt.LatencyMax), func() {
@@ -254,9 +271,9 @@ func (w *world) retireConn(c *connection) {
 	})
 }
 
-// abandon closes c from the client side, as rueidis' Close does when its
+// abandon closes c from the client side, as a client's Close does when its
 // drain gives up: the process stops waiting for its replies (each
-// unanswered request fails with rueidis.ErrClosing), but commands already
+// unanswered request fails with errClosedLocally), but commands already
 // written still reach the server and run; the server drops the connection
 // once they have.
 func (w *world) abandon(c *connection) {
@@ -266,18 +283,15 @@ func (w *world) abandon(c *connection) {
 	c.abandoned = true
 	lost := c.inFlight
 	c.inFlight = nil
-	if s := c.session; s != nil {
-		s.t.forget(s)
-	}
 	for _, r := range lost {
 		w.schedule(c.proc, w.now, func() {
 			if !r.settled {
 				r.settled = true
-				r.onLost(rueidis.ErrClosing)
+				r.onLost(c.closingErr())
 			}
 		})
 	}
 	if len(c.toServer) == 0 || c.serverGone {
-		w.closeConn(c, rueidis.ErrClosing)
+		w.closeConn(c, c.closingErr())
 	}
 }

@@ -24,7 +24,7 @@ type node struct {
 	resumeAt   time.Duration
 	keys       []string // every key the workload uses (lock keys and their fencing counters)
 	cache      map[string]keyCache
-	watchers   map[int64]*connection // tracking watchers' connections by CLIENT ID (current generation)
+	byID       map[int64]*connection // every connection by CLIENT ID (current generation)
 }
 
 func newNode(w *world, profile sim.Profile, keys []string) *node {
@@ -32,7 +32,7 @@ func newNode(w *world, profile sim.Profile, keys []string) *node {
 	n := &node{index: i, name: "n" + strconv.Itoa(i+1), addr: "10.0.1." + strconv.Itoa(i+1) + ":6379",
 		engine:  sim.NewEngine(sim.Config{Profile: profile, Clock: w}),
 		profile: profile, generation: 1, keys: keys, cache: map[string]keyCache{},
-		watchers: map[int64]*connection{}}
+		byID: map[int64]*connection{}}
 	w.nodes = append(w.nodes, n)
 	return n
 }
@@ -43,6 +43,9 @@ func newNode(w *world, profile sim.Profile, keys []string) *node {
 func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 	if n.engine.Killed(c.clientID) {
 		return conn.Reply{}, false
+	}
+	if slots, ok := w.clusterSlots(r.cmd); ok {
+		return slots, true
 	}
 	if moved, ok := n.moved(w, c, r.cmd); ok {
 		w.trace.logf(w, c.proc, "", "%s answered %s with %s", n.name, r.cmd.Args[0], moved.Text)
@@ -60,7 +63,11 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 	w.stats.Commands++
 	reply := parseReply(out)
 	if w.trace.enabled {
-		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, replyString(reply))
+		w.trace.logf(w, c.proc, "", "%s ran %s on id=%d%s -> %s", n.name, w.trace.redact(r.cmd.Args), c.clientID, r.opLabel(),
+			replyString(reply))
+	}
+	if isClientKill(r.cmd) {
+		w.reapKilled() // the server closes the killed connections at once
 	}
 	w.check.afterExec(w, c, r, before)
 	w.check.afterMemberExec(w, c, r, reply)
@@ -133,7 +140,7 @@ func (n *node) failover(w *world, profile sim.Profile) {
 	old := n.engine
 	n.engine, n.profile = next, profile
 	n.generation++
-	clear(n.watchers)
+	clear(n.byID)
 	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {
@@ -160,11 +167,11 @@ func (n *node) moved(w *world, c *connection, cmd conn.Command) (conn.Reply, boo
 	}
 	asking := c.asking
 	c.asking = false
-	if cmd.Key < 0 || cmd.Key >= len(cmd.Args) {
+	key := routingKey(cmd.Args)
+	if key == "" {
 		return conn.Reply{}, false
 	}
-	key := cmd.Args[cmd.Key]
-	owner, slot := w.owner[key], strconv.Itoa(sim.Slot(key))
+	owner, slot := w.ownerOf(key), strconv.Itoa(sim.Slot(key))
 	m := w.migrating[key]
 	if reply, redirected := n.migratingMultiKey(w, cmd, owner, m, asking); redirected {
 		return reply, true
@@ -176,6 +183,15 @@ func (n *node) moved(w *world, c *connection, cmd conn.Command) (conn.Reply, boo
 		return conn.Reply{}, false
 	}
 	return conn.Reply{Kind: conn.ReplyError, Text: "MOVED " + slot + " " + owner.addr}, true
+}
+
+// ownerOf is the node that owns key's slot: the workload's keys where the
+// schedule put them, every other key on the first node.
+func (w *world) ownerOf(key string) *node {
+	if n := w.owner[key]; n != nil {
+		return n
+	}
+	return w.nodes[0]
 }
 
 // migration is a slot moving between two nodes (ASK phase).
@@ -242,52 +258,6 @@ func (n *node) denyACL(w *world, perm string) {
 	w.trace.logf(w, nil, "", "fault: ACL denies %s (%s)", perm, trimCRLF(reply))
 }
 
-// parseReply decodes one RESP2 or RESP3 reply into conn's client-neutral
-// form. Arrays and maps are reduced to their length (the lock path never
-// needs them); a verbatim string is a bulk string.
-func parseReply(b []byte) conn.Reply {
-	if len(b) < 3 {
-		return conn.Reply{Kind: conn.ReplyError, Text: "ERR empty reply"}
-	}
-	line, rest := b[1:], []byte(nil)
-	for i := 1; i+1 < len(b); i++ {
-		if b[i] == '\r' && b[i+1] == '\n' {
-			line, rest = b[1:i], b[i+2:]
-			break
-		}
-	}
-	switch b[0] {
-	case '+':
-		return conn.Reply{Kind: conn.ReplyStatus, Text: string(line)}
-	case '-':
-		return conn.Reply{Kind: conn.ReplyError, Text: string(line)}
-	case ':':
-		n, _ := strconv.ParseInt(string(line), 10, 64)
-		return conn.Reply{Kind: conn.ReplyInt, Int: n}
-	case '$', '=':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 || len(rest) < n {
-			return conn.Reply{Kind: conn.ReplyNil}
-		}
-		text := string(rest[:n])
-		if b[0] == '=' && len(text) >= 4 {
-			text = text[4:] // RESP3 verbatim: "txt:" first
-		}
-		return conn.Reply{Kind: conn.ReplyBulk, Text: text}
-	case '_':
-		return conn.Reply{Kind: conn.ReplyNil}
-	case ',':
-		return conn.Reply{Kind: conn.ReplyBulk, Text: string(line)} // RESP3 double (a ZSCORE on a watcher)
-	case '*', '%':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 {
-			return conn.Reply{Kind: conn.ReplyNil}
-		}
-		return conn.Reply{Kind: conn.ReplyInt, Int: int64(n), Text: "array"}
-	}
-	return conn.Reply{Kind: conn.ReplyError, Text: "ERR unparsable reply"}
-}
-
 func trimCRLF(s string) string {
 	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
 		s = s[:len(s)-1]
@@ -306,6 +276,18 @@ func replyString(r conn.Reply) string {
 		return ":" + strconv.FormatInt(r.Int, 10)
 	case conn.ReplyNil:
 		return "(nil)"
+	case conn.ReplyArray:
+		return "*" + strconv.Itoa(len(r.Array))
 	}
 	return "$" + strconv.Itoa(len(r.Text))
+}
+
+// reapKilled marks every connection the server killed as closed by the
+// server (the process notices it a little later).
+func (w *world) reapKilled() {
+	for _, c := range w.conns {
+		if !c.closed && c.generation == c.node.generation && c.node.engine.Killed(c.clientID) {
+			w.serverClose(c)
+		}
+	}
 }

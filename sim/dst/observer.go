@@ -67,5 +67,12 @@ func (o *observer) Fence(ctx context.Context, _ *actor.Lock) (context.Context, f
 	return ctx, func(error) {}
 }
 
-// RenewalSent implements actor.Observer.
-func (o *observer) RenewalSent(*actor.Lock, time.Duration, time.Duration) {}
+// RenewalSent implements actor.Observer: the renewals the renewer hands
+// to the wire together (one Session.ExtendMany) share their time, so a
+// new time is a new batch.
+func (o *observer) RenewalSent(_ *actor.Lock, _, now time.Duration) {
+	if p := o.p; !p.renewedOnce || p.lastRenewalSent != now {
+		p.renewedOnce, p.lastRenewalSent = true, now
+		o.w.stats.RenewalBatches++
+	}
+}

@@ -65,12 +65,23 @@ type Options struct {
 	DelayWritePercent     int // per command: it waits up to 5ms for in-flight capacity first
 	CloseSessionPercent   int // per tick: a process closes one of its sessions itself, busy or not (another lock's fence, Locks.Close)
 	KillClientsPercent    int // per tick: an outsider kills every client of a node (CLIENT KILL TYPE normal)
+	CloseClientPercent    int // per tick: a process's user closes its Redis client under its locks (conn.Client.Closed)
 	DropPushPercent       int // per invalidation: the server's push to a watcher is lost (the connection lives)
 	DelayPushPercent      int // per invalidation: it reaches the watcher up to LeaseMax/2 late (and so does what follows it)
 	// OverwritePercent is per tick: an outsider overwrites a held key with
 	// its own token (no lock can prevent that); its holder must learn of
 	// it (invariant 9) and is exempt from invariant 1 meanwhile.
 	OverwritePercent int
+	// Unpipelined gives the processes' clients connections that take one
+	// pipeline at a time (conn.Conn.Pipelined false, as go-redis'), so
+	// that the engine batches its callers itself; by default they are
+	// pipelined (rueidis, valkey-go).
+	Unpipelined bool
+	// ListenRedirect gives the clients listen-only listeners (go-redis'
+	// way: the engine tracks with REDIRECT on a connection of its own); by
+	// default a listener is a RESP3 connection that carries the tracked
+	// reads too.
+	ListenRedirect bool
 	// NoticeDeadPercent is the chance that a process finds a session the
 	// server closed dead before writing on it (conn's idle PING or death
 	// watch); otherwise the write vanishes into the dead socket. Default 50.
@@ -162,6 +173,7 @@ func swarm(seed uint64, withPrims bool) Options {
 	if r.IntN(4) == 0 {
 		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
 	}
+	o.clientKind(rand.New(rand.NewPCG(seed, 0xc11e47)))
 	prims := rand.New(rand.NewPCG(seed, 0x5e3a40e))
 	if withPrims {
 		o.primitives(prims)
@@ -195,10 +207,28 @@ func swarm(seed uint64, withPrims bool) Options {
 	o.CloseSessionPercent = pick(3)
 	o.KillClientsPercent = pick(2)
 	o.pushFaults(rand.New(rand.NewPCG(seed, 0xd209)))
+	if f := rand.New(rand.NewPCG(seed, 0xc105ed)); f.IntN(8) == 0 {
+		o.CloseClientPercent = 1 // drawn apart, so that the other choices of a seed stay what they were
+	}
 	if o.Primitives && prims.IntN(3) == 0 {
 		o.CrashPercent = 1
 	}
 	return o
+}
+
+// clientKind draws from r (a PRNG of its own, so that the other choices
+// of a seed stay what they were) which kind of client library the
+// processes run on: rueidis' kind (pipelined connections, listeners that
+// carry the tracked reads) one seed in two, go-redis' kind (one pipeline
+// at a time, the engine batching; listen-only listeners, REDIRECT) one in
+// four, and pipelined connections with listen-only listeners one in four.
+func (o *Options) clientKind(r *rand.Rand) {
+	switch r.IntN(4) {
+	case 0:
+		o.Unpipelined, o.ListenRedirect = true, true
+	case 1:
+		o.ListenRedirect = true
+	}
 }
 
 // primitives draws from r (a PRNG of its own, so that the other choices
@@ -280,5 +310,6 @@ func (o Options) pushProbe() bool {
 	return (!o.WithoutPush || o.judgePush) && o.OverwritePercent > 0 && o.DropBeforeExecPercent == 0 && o.DropAfterExecPercent == 0 &&
 		o.DelayReplyPercent == 0 && o.PauseNodePercent == 0 && o.FailoverPercent == 0 && o.MoveSlotPercent == 0 &&
 		o.DenyACLPercent == 0 && o.PauseProcessPercent == 0 && o.DelayWritePercent == 0 &&
-		o.CloseSessionPercent == 0 && o.KillClientsPercent == 0 && o.DropPushPercent == 0 && o.DelayPushPercent == 0
+		o.CloseSessionPercent == 0 && o.KillClientsPercent == 0 && o.DropPushPercent == 0 && o.DelayPushPercent == 0 &&
+		o.CloseClientPercent == 0
 }

@@ -32,7 +32,7 @@ func (r *primitive) keys() []string {
 	if r.isRW {
 		return []string{r.rw.WriterKey, r.rw.ReadersKey}
 	}
-	return []string{r.sem.HoldersKey, r.sem.LimitKey}
+	return []string{r.sem.HoldersKey}
 }
 
 // newPrimitives makes the schedule's semaphore and read/write lock, their
@@ -155,7 +155,7 @@ func (n *node) failoverInPlace(w *world, profile sim.Profile) {
 	}
 	n.profile = profile
 	n.generation++
-	clear(n.watchers)
+	clear(n.byID)
 	w.stats.Failovers++
 	w.trace.logf(w, nil, "", "fault: %s fails over to %s in place (generation %d)", n.name, profile, n.generation)
 	for _, c := range w.conns {

@@ -1,8 +1,6 @@
 package dst
 
 import (
-	"bytes"
-	"strconv"
 	"time"
 )
 
@@ -12,8 +10,8 @@ import (
 func (w *world) takePushes(n *node) {
 	for _, id := range n.engine.PushTargets() {
 		msgs := n.engine.TakePushes(id)
-		c := n.watchers[id]
-		if c == nil || c.closed || c.abandoned {
+		c := n.byID[id]
+		if c == nil || c.listener == nil || c.closed || c.abandoned {
 			continue
 		}
 		for _, msg := range msgs {
@@ -37,33 +35,6 @@ func (w *world) takePushes(n *node) {
 
 func (w *world) shouldDropPush() bool  { return w.chance(w.opt.DropPushPercent) }
 func (w *world) shouldDelayPush() bool { return w.chance(w.opt.DelayPushPercent) }
-
-// invalidatePush is the head of a RESP3 tracking invalidation.
-var invalidatePush = []byte(">2\r\n$10\r\ninvalidate\r\n")
-
-// parsePush reads a RESP3 invalidation: its keys, or flush for the null
-// that means everything; ok is false for any other message.
-func parsePush(msg []byte) (keys []string, flush, ok bool) {
-	rest, ok := bytes.CutPrefix(msg, invalidatePush)
-	if !ok {
-		return nil, false, false
-	}
-	if len(rest) == 0 || rest[0] != '*' {
-		return nil, true, true // "_": a flush
-	}
-	line, rest, _ := bytes.Cut(rest[1:], []byte("\r\n"))
-	n, err := strconv.Atoi(string(line))
-	for ; err == nil && n > 0 && len(rest) > 0 && rest[0] == '$'; n-- {
-		line, rest, _ = bytes.Cut(rest[1:], []byte("\r\n"))
-		size, err := strconv.Atoi(string(line))
-		if err != nil || size < 0 || size+2 > len(rest) {
-			break
-		}
-		keys = append(keys, string(rest[:size]))
-		rest = rest[size+2:]
-	}
-	return keys, false, true
-}
 
 // cron is the servers' active expiry (real servers run it in the
 // background): every few milliseconds each node deletes the keys whose

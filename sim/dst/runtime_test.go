@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -122,8 +123,17 @@ func TestParseReply(t *testing.T) {
 		{"_\r\n", conn.Reply{Kind: conn.ReplyNil}},
 		{"$3\r\na\r\n\r\n", conn.Reply{Kind: conn.ReplyBulk, Text: "a\r\n"}},
 		{"-ERR syntax error\r\n", conn.Reply{Kind: conn.ReplyError, Text: "ERR syntax error"}},
+		{"=15\r\ntxt:id=7 addr=x\r\n", conn.Reply{Kind: conn.ReplyBulk, Text: "id=7 addr=x"}},
+		{",1.5\r\n", conn.Reply{Kind: conn.ReplyBulk, Text: "1.5"}},
+		{"#t\r\n", conn.Reply{Kind: conn.ReplyInt, Int: 1}},
+		{"*-1\r\n", conn.Reply{Kind: conn.ReplyNil}},
+		{"*2\r\n:1\r\n*1\r\n$1\r\nk\r\n", conn.Reply{Kind: conn.ReplyArray, Array: []conn.Reply{
+			{Kind: conn.ReplyInt, Int: 1}, {Kind: conn.ReplyArray, Array: []conn.Reply{{Kind: conn.ReplyBulk, Text: "k"}}}}}},
+		{"%1\r\n+proto\r\n:3\r\n", conn.Reply{Kind: conn.ReplyArray, Array: []conn.Reply{
+			{Kind: conn.ReplyStatus, Text: "proto"}, {Kind: conn.ReplyInt, Int: 3}}}},
+		{"*2\r\n:1\r\n", conn.Reply{Kind: conn.ReplyError, Text: "ERR unparsable reply"}},
 	} {
-		if got := parseReply([]byte(tc.wire)); got != tc.want {
+		if got := parseReply([]byte(tc.wire)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("parseReply(%q) = %+v; want %+v", tc.wire, got, tc.want)
 		}
 	}

@@ -20,12 +20,13 @@ type Stats struct {
 	FencingTokens int // fencing tokens handed out by the fenced script
 	LocalCloses   int // sessions a process closed itself
 	ClientKills   int // outsiders' CLIENT KILL TYPE normal
+	ClientCloses  int // processes whose user closed their Redis client
 	Recoveries    int // handles that left Recovering for Held
 	Pushes        int // invalidations that reached a watcher
 	PushesLost    int // invalidations lost on a live watcher (a fault)
 	Overwrites    int // outsiders' overwrites of a held key
 	// What the driver did (package actor, the driver production runs):
-	RenewalBatches int // batches of keep-alive renewals its renewers sent (Session.ExtendMany)
+	RenewalBatches int // batches of keep-alive renewals its renewers sent (Session.ExtendMany), by the observer
 	Settled        int // uncertain acquisitions it settled (fence, read) for a waiting caller
 	Cleanups       int // clean-ups of abandoned acquisitions it started
 	HolderReads    int // its push hub's owner-compared reads for keep-alive holders
@@ -61,6 +62,7 @@ func (s *Stats) Add(o Stats) {
 	s.FencingTokens += o.FencingTokens
 	s.LocalCloses += o.LocalCloses
 	s.ClientKills += o.ClientKills
+	s.ClientCloses += o.ClientCloses
 	s.Recoveries += o.Recoveries
 	s.Pushes += o.Pushes
 	s.PushesLost += o.PushesLost

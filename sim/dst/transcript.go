@@ -86,6 +86,8 @@ func (t *transcript) redact(args []string) string {
 			out[i] = "<cap>"
 		case a == conn.FencedAcquireScript || a == conn.FencedAcquireScriptSHA:
 			out[i] = "<fenced>"
+		case i == 1 && strings.EqualFold(args[0], "EVAL"):
+			out[i] = "<" + strings.TrimPrefix(family(conn.Command{Args: args}), "script:")[:12] + ">"
 		default:
 			out[i] = a
 		}

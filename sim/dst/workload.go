@@ -121,17 +121,34 @@ func (w *world) chaos() {
 			w.pauseProcess(p, w.between(w.opt.LeaseMax, 2*w.opt.LeaseMax))
 		}
 	case w.shouldCloseSession():
-		w.closeSomeSession(w.procs[w.rng.IntN(len(w.procs))], n)
+		w.retireSessions(w.procs[w.rng.IntN(len(w.procs))])
 	case w.shouldKillClients():
 		w.killClients(n)
 	case w.shouldOverwrite():
 		w.overwrite(w.keys[w.rng.IntN(len(w.keys))])
 	case w.shouldCrashProcess():
 		w.crashProcess(w.procs[w.rng.IntN(len(w.procs))])
+	case w.shouldCloseClient():
+		w.closeClient(w.procs[w.rng.IntN(len(w.procs))])
 	}
 }
 
-func (w *world) shouldOverwrite() bool { return w.chance(w.opt.OverwritePercent) }
+func (w *world) shouldOverwrite() bool   { return w.chance(w.opt.OverwritePercent) }
+func (w *world) shouldCloseClient() bool { return w.chance(w.opt.CloseClientPercent) }
+
+// closeClient is p's user closing its Redis client under its locks (the
+// engine never closes it): from now on the client reports itself closed
+// (conn.Client.Closed) and dials nothing, so the engine refuses every
+// command as not submitted; what was in flight goes on. The user keeps
+// calling the driver.
+func (w *world) closeClient(p *process) {
+	if p.client.closed != nil || p.crashed {
+		return
+	}
+	p.client.closed = errClientClosed
+	w.stats.ClientCloses++
+	w.trace.logf(w, p, "", "fault: the user closes the process's Redis client")
+}
 
 // overwrite is an outsider's SET of a held key with a token of its own (a
 // lease of LeaseMax): no lock can prevent that, but a keep-alive holder
@@ -152,18 +169,17 @@ func (w *world) overwrite(key string) {
 	w.trace.logf(w, nil, "", "fault: an outsider overwrites %s on %s", key, n.name)
 }
 
-// closeSomeSession closes p's session to n locally, busy or not, as
-// another lock's fence or Locks.Close would: commands in flight on it get
-// their replies, or rueidis.ErrClosing once the close gives up waiting.
-func (w *world) closeSomeSession(p *process, n *node) {
-	t := p.transport
-	if n.index >= len(t.sessions) || t.sessions[n.index] == nil {
+// retireSessions makes p's engine retire every session it has open
+// (Transport.RetireAll, as Locks.Close does), busy or not: the engine
+// closes their connections itself, and commands in flight on them get
+// their replies, or errClosedLocally once the close gives up waiting,
+// while the server may still run them.
+func (w *world) retireSessions(p *process) {
+	if p.crashed {
 		return
 	}
-	s := t.sessions[n.index]
-	w.stats.LocalCloses++
-	w.trace.logf(w, p, "", "fault: closing session id=%d locally with %d command(s) in flight", s.conn.clientID, len(s.conn.inFlight))
-	t.retire(s)
+	w.trace.logf(w, p, "", "fault: the process retires its sessions")
+	p.spawn.Go(p.engine.RetireAll)
 }
 
 // killClients is an outsider's CLIENT KILL TYPE normal on n: the server

@@ -16,9 +16,10 @@ import (
 
 	respiregoredis "github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
 )
 
-// newRespire is lease.New(client), TryAcquire + Lock.Release; its
+// newRespire is rueidislease.New(client), TryAcquire + Lock.Release; its
 // keep-alive is Acquire(..., lease.WithKeepAlive()), Lock.Context (which ends
 // when the lock is lost) and Lock.Close; it waits with
 // Acquire(..., lease.WithWaitUntilDone()), woken by invalidation pushes.
@@ -64,7 +65,7 @@ func respireImpl(srv *server, c calls, ttl time.Duration, opts ...lease.Option) 
 	if err != nil {
 		return nil, err
 	}
-	locks, err := lease.New(client, opts...)
+	locks, err := rueidislease.New(client, opts...)
 	if err != nil {
 		client.Close()
 		return nil, err

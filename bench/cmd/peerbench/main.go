@@ -4,7 +4,7 @@
 //
 //   - raw-rueidis and raw-go-redis: SET NX PX + EVALSHA compare-and-delete by
 //     hand, the same wire work as a lock, with no library around it;
-//   - respire-go: lease.New(client), TryAcquire + Lock.Release;
+//   - respire-go: rueidislease.New(client), TryAcquire + Lock.Release;
 //   - redsync v4 (goredis/v9 pool), bsm/redislock, rueidislock: each at its
 //     defaults, as a user would call it (see impls_peers.go).
 //

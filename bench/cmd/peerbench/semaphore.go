@@ -270,8 +270,8 @@ func rawSem(client rueidis.Client, c calls, ttl time.Duration) (func(name string
 		}
 		token, lim := newToken(), fmt.Sprint(limit)
 		ctx, cancel := c.call()
-		n, err := client.Do(ctx, client.B().Evalsha().Sha1(conn.SemaphoreAcquireScriptSHA).Numkeys(2).
-			Key(sem.HoldersKey, sem.LimitKey).Arg(token, ms, lim).Build()).AsInt64()
+		n, err := client.Do(ctx, client.B().Evalsha().Sha1(conn.SemaphoreAcquireScriptSHA).Numkeys(1).
+			Key(sem.HoldersKey).Arg(token, ms, lim).Build()).AsInt64()
 		cancel()
 		if err != nil || n != 1 {
 			return nil, err
@@ -279,8 +279,8 @@ func rawSem(client rueidis.Client, c calls, ttl time.Duration) (func(name string
 		return func() error {
 			ctx, cancel := c.call()
 			defer cancel()
-			n, err := client.Do(ctx, client.B().Evalsha().Sha1(conn.HolderReleaseScriptSHA).Numkeys(2).
-				Key(sem.HoldersKey, sem.LimitKey).Arg(token).Build()).AsInt64()
+			n, err := client.Do(ctx, client.B().Evalsha().Sha1(conn.HolderReleaseScriptSHA).Numkeys(1).
+				Key(sem.HoldersKey).Arg(token).Build()).AsInt64()
 			if err == nil && n != 1 {
 				err = errNotOwned
 			}

@@ -1,8 +1,9 @@
 // Command chaos is cmd/chaos's randomised fault campaign (internal/chaos)
 // with the go-redis transport: each schedule's processes run their locks on
 // go-redis (goredis.New over a redis.Client through the fault proxy) or on
-// rueidis, drawn from the schedule's seed (-transport draw, the default),
-// or all on one (-transport goredis, -transport rueidis). It prints the
+// the root module's own client (wire), drawn from the schedule's seed
+// (-transport draw, the default), or all on one (-transport goredis,
+// -transport wire). It prints the
 // first seed, a progress line, every failing seed with the command that
 // replays it, the totals and the schedules per transport; the exit status
 // is 1 when any schedule broke a rule.
@@ -36,4 +37,4 @@ var goRedis = chaos.Transport{Name: "goredis", Locks: func(addr, password string
 	return locks, func() { _ = client.Close() }, nil
 }}
 
-func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, goRedis, chaos.Rueidis)) }
+func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, goRedis, chaos.Wire)) }

@@ -1,0 +1,205 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respire-go/respire/conn"
+)
+
+var (
+	// errConnClosed: the engine closed the connection.
+	errConnClosed = errors.New("the go-redis connection was closed")
+	// errAbandoned: Do returned before go-redis did (ctx's deadline, or
+	// Close): the commands may have run, and the connection is never used
+	// again; its socket is dropped once go-redis returns.
+	errAbandoned = errors.New("go-redis had not returned: the connection is abandoned")
+)
+
+// closeBound is how long, at most, a round trip may keep Close waiting: one
+// go-redis may keep longer runs on a goroutine of its own, left at once.
+const closeBound = time.Second
+
+// ownBound bounds a round trip go-redis would let wait forever (deadlines
+// from ctx only, and ctx has none), so that a goroutine left on a frozen
+// server ends.
+const ownBound = 10 * time.Second
+
+// gconn is conn.Conn over one go-redis EphemeralConn (its socket is
+// dropped, never pooled again, when it is closed): one Do at a time, as
+// the engine does on a Conn that is not Pipelined; Err and Close are safe
+// for concurrent use.
+type gconn struct {
+	cl      *client
+	node    string
+	rc      *redis.Conn
+	w       witness
+	done    chan struct{} // cap 1: a round trip on its own goroutine returned
+	closing chan struct{} // closed by Close
+
+	mu        sync.Mutex
+	broken    error // set once: nothing more is written on rc
+	busy      bool  // a round trip is on rc
+	closed    bool
+	abandoned bool // Do left the round trip, whose goroutine closes rc
+}
+
+// newConn returns the conn.Conn of rc, a Conn of a client of cl's, to node.
+func newConn(cl *client, node string, rc *redis.Conn) *gconn {
+	c := &gconn{cl: cl, node: node, rc: rc, done: make(chan struct{}, 1), closing: make(chan struct{})}
+	rc.AddHook(witnessHook{&c.w})
+	return c
+}
+
+// Pipelined implements conn.Conn: false, a go-redis Conn carries one round
+// trip at a time (two goroutines sharing one read each other's replies).
+func (c *gconn) Pipelined() bool { return false }
+
+// Err implements conn.Conn: the error that broke the connection, or nil.
+func (c *gconn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
+}
+
+// Close implements conn.Conn: a Do in flight returns at once (within
+// closeBound when go-redis ends it by then), and the socket is dropped
+// once go-redis returns.
+func (c *gconn) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	close(c.closing)
+	if c.broken == nil {
+		c.broken = errConnClosed
+	}
+	if !c.busy {
+		_ = c.rc.Close()
+	}
+}
+
+// Do implements conn.Conn: cmds in one round trip. It returns by ctx's
+// deadline at the latest, and at once on Close: a round trip go-redis does
+// not end within closeBound by itself (ctx's deadline, with
+// ContextTimeoutEnabled) runs on a goroutine of its own, left, the
+// connection broken, at the deadline or on Close (rule
+// GoRedisReturnsByTheDeadline). A bare cancellation is ignored, as go-redis
+// ignores it: a batch goes on for the engine's other callers.
+func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {
+	if err := ctx.Err(); err != nil {
+		return notWritten(err)
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if err := c.begin(); err != nil {
+		return notWritten(err)
+	}
+	c.w.prepare(ctx, cmds)
+	if hasDeadline && c.cl.ctxDeadlines && time.Until(deadline) <= closeBound {
+		c.w.send(ctx, c.rc)
+		return c.finish(len(cmds), replies)
+	}
+	var expired <-chan time.Time
+	if hasDeadline {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	go c.roundTripper(ctx)
+	left := errConnClosed
+	select {
+	case <-c.done:
+		return c.finish(len(cmds), replies)
+	case <-expired:
+		left = context.DeadlineExceeded
+	case <-c.closing:
+	}
+	c.abandon()
+	c.cl.learnFailure(c)
+	return fmt.Errorf("%w: %w", errAbandoned, left)
+}
+
+// begin marks a round trip in flight, unless the connection is closed or
+// broken (nothing more is written on it once a round trip failed).
+func (c *gconn) begin() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return c.broken
+	}
+	c.busy = true
+	return nil
+}
+
+// roundTripper sends the prepared round trip on a goroutine Do may leave;
+// one Do left closes the connection when go-redis returns.
+func (c *gconn) roundTripper(ctx context.Context) {
+	if _, ok := ctx.Deadline(); !ok && c.cl.ctxDeadlines && !c.cl.timeouts {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ownBound)
+		defer cancel()
+	}
+	c.w.send(ctx, c.rc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.abandoned {
+		c.busy = false
+		_ = c.rc.Close()
+		return
+	}
+	c.done <- struct{}{} // under mu: abandon sees it, or this sees abandon's mark
+}
+
+// abandon breaks the connection whose round trip Do left.
+func (c *gconn) abandon() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.abandoned, c.broken = true, errAbandoned
+	select {
+	case <-c.done: // it returned in the same moment: nobody else closes rc
+		c.busy = false
+		_ = c.rc.Close()
+	default:
+	}
+}
+
+// finish classifies the round trip of n commands just made, fills replies
+// (those read before a failure) and ends it; a failure breaks the
+// connection (go-redis would redial it, or read a late reply on it) unless
+// a hook stopped the round trip before go-redis.
+func (c *gconn) finish(n int, replies []conn.Reply) error {
+	unwritten, err := c.w.outcome(n)
+	for i, r := range c.w.record {
+		if unwritten || r.transport != nil || errors.Is(err, errHookAltered) {
+			break
+		}
+		replies[i] = r.reply
+	}
+	c.mu.Lock()
+	c.busy = false
+	if err != nil && err != errNotHandedOff && c.broken == nil {
+		c.broken = err
+	}
+	if c.closed {
+		_ = c.rc.Close()
+	}
+	c.mu.Unlock()
+	if err == nil {
+		return nil
+	}
+	c.cl.learnFailure(c)
+	if unwritten {
+		return notWritten(c.cl.closedCause(err))
+	}
+	return err
+}
+
+// notWritten wraps err, the cause of a round trip that wrote nothing.
+func notWritten(err error) error { return fmt.Errorf("%w: %w", conn.ErrNotWritten, err) }

@@ -1,0 +1,161 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
+)
+
+// ioOptions are client options whose I/O go-redis bounds differently: at
+// its defaults (ReadTimeout 5 s, no ctx deadlines), with ctx deadlines and
+// no timeout (the options of issue 27's 60 s Close), with a long
+// ReadTimeout, and with both.
+var ioOptions = map[string]func(*redis.Options){
+	"defaults":                   func(*redis.Options) {},
+	"ctx-deadlines-no-timeout":   func(o *redis.Options) { o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout = true, -1, -1 },
+	"read-timeout-30s":           func(o *redis.Options) { o.ReadTimeout = 30 * time.Second },
+	"ctx-deadlines-read-30s":     func(o *redis.Options) { o.ContextTimeoutEnabled, o.ReadTimeout = true, 30*time.Second },
+	"ctx-deadlines-read-timeout": func(o *redis.Options) { o.ContextTimeoutEnabled, o.ReadTimeout = true, 200*time.Millisecond },
+}
+
+// doneWithin is how much later than a bound a call may return on a loaded
+// machine (race detector, two cores); every bound broken here was broken
+// by seconds (go-redis' 5 s default timeout) or for ever.
+const doneWithin = 2 * time.Second
+
+// TestGoRedisReturnsByTheDeadline_FrozenServer: on a frozen server
+// (SIGSTOP), with each of ioOptions, a round trip returns by its ctx's
+// deadline (not at go-redis' ReadTimeout, nor never), with an error that
+// is not ErrNotWritten (its SET ran once the server resumed); the
+// connection is broken from then on — the next round trip fails at once
+// with ErrNotWritten, never reading the late reply — and Close returns at
+// once.
+func TestGoRedisReturnsByTheDeadline_FrozenServer(t *testing.T) {
+	for name, opts := range ioOptions {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, _, client := private(t, false, opts)
+			cn := dial(t, newAdapter(t, client), srv.Addr)
+			k := key(t, "k")
+			if _, err := do(ctxFor(t, 5*time.Second), cn, "GET", k); err != nil {
+				t.Fatal(err)
+			}
+			freeze(t, srv)
+			start := time.Now()
+			_, err := do(ctxFor(t, 300*time.Millisecond), cn, "SET", k, "v")
+			if took := time.Since(start); err == nil || errors.Is(err, conn.ErrNotWritten) || took > 300*time.Millisecond+doneWithin {
+				t.Fatalf("on a frozen server: %v after %v, want an error that is not ErrNotWritten at the deadline", err, took)
+			}
+			if cn.Err() == nil {
+				t.Fatal("the connection is not broken after its round trip failed")
+			}
+			start = time.Now()
+			if _, err := do(ctxFor(t, 5*time.Second), cn, "GET", k); !errors.Is(err, conn.ErrNotWritten) || time.Since(start) > doneWithin {
+				t.Fatalf("the next round trip: %v after %v, want ErrNotWritten at once", err, time.Since(start))
+			}
+			start = time.Now()
+			cn.Close()
+			if took := time.Since(start); took > doneWithin {
+				t.Fatalf("Close took %v", took)
+			}
+			thaw(t, srv)
+			eventuallyGet(t, client, k, "v")
+		})
+	}
+}
+
+// TestGoRedisReturnsByTheDeadline_CloseEndsADoInFlight: Close of a
+// connection whose round trip hangs on a frozen server ends that Do at
+// once, with an error that is not ErrNotWritten, whatever its ctx (a far
+// deadline, or none: the engine's flat-combining caller) and the options.
+func TestGoRedisReturnsByTheDeadline_CloseEndsADoInFlight(t *testing.T) {
+	for name, opts := range ioOptions {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, _, client := private(t, false, opts)
+			for _, ctx := range []context.Context{ctxFor(t, time.Minute), context.Background()} {
+				cn := dial(t, newAdapter(t, client), srv.Addr)
+				if _, err := do(ctxFor(t, 5*time.Second), cn, "PING"); err != nil {
+					t.Fatal(err)
+				}
+				freeze(t, srv)
+				done := make(chan error, 1)
+				go func() { _, err := do(ctx, cn, "SET", key(t, "k"), "v"); done <- err }()
+				time.Sleep(100 * time.Millisecond) // written, waiting for the reply
+				start := time.Now()
+				cn.Close()
+				select {
+				case err := <-done:
+					if err == nil || errors.Is(err, conn.ErrNotWritten) {
+						t.Fatalf("the Do Close ended: %v, want an error that is not ErrNotWritten", err)
+					}
+				case <-time.After(closeWait + doneWithin):
+					t.Fatalf("the Do in flight still runs %v after Close", time.Since(start))
+				}
+				thaw(t, srv)
+			}
+		})
+	}
+}
+
+// closeWait is how long Close may let a Do in flight run (closeBound).
+const closeWait = closeBound
+
+// eventuallyGet waits until k holds want.
+func eventuallyGet(t *testing.T, client *redis.Client, k, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := client.Get(ctxFor(t, time.Second), k).Result()
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s = %q, %v; want %q", k, got, err, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBoundedLocksClose_GoRedisOptionsOnAFrozenServer: Locks.Close on a
+// frozen server (SIGSTOP) with a keep-alive lock and a release in flight
+// returns within CloseGrace + 1 s + FenceTimeout whatever the go-redis
+// client's I/O options (ioOptions: with ContextTimeoutEnabled and no
+// ReadTimeout it took until the server resumed, 60 s; with a 30 s
+// ReadTimeout, 28.8 s).
+func TestBoundedLocksClose_GoRedisOptionsOnAFrozenServer(t *testing.T) {
+	const bound = lease.CloseGrace + time.Second + lease.FenceTimeout
+	for name, opts := range ioOptions {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, _, client := private(t, false, opts)
+			locks, err := New(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := locks.Acquire(ctxFor(t, 5*time.Second), key(t, "held"), 30*time.Second, lease.WithKeepAlive())
+			if err != nil {
+				t.Fatal(err)
+			}
+			released, err := locks.Acquire(ctxFor(t, 5*time.Second), key(t, "released"), 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			freeze(t, srv)
+			go func() { _, _ = released.Release(context.Background()) }()
+			time.Sleep(100 * time.Millisecond)
+			start := time.Now()
+			locks.Close()
+			if took := time.Since(start); took > bound+doneWithin {
+				t.Fatalf("Locks.Close took %v on a frozen server, want at most %v", took, bound)
+			}
+			_ = held
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package rueidislease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+)
+
+// Client is conn.Client over a rueidis.Client: the seam the wire engine
+// dials through. Every connection it hands out is a dedicated client of
+// the user's client (a socket of its own, with the user's dialer, TLS,
+// authentication and RESP3). Create it with NewClient; it is safe for
+// concurrent use and never closes the user's client.
+type Client struct {
+	client rueidis.Client
+	mode   conn.Mode
+
+	closed    atomic.Bool  // the user's client was found closed
+	lastProbe atomic.Int64 // nanoseconds since probeEpoch of the last probe
+}
+
+// NewClient wraps client (it sends nothing).
+func NewClient(client rueidis.Client) *Client {
+	c := &Client{client: client, mode: conn.ModeStandalone}
+	switch client.Mode() {
+	case rueidis.ClientModeCluster:
+		c.mode = conn.ModeCluster
+	case rueidis.ClientModeSentinel:
+		c.mode = conn.ModeSentinel
+	}
+	return c
+}
+
+// Name implements conn.Client.
+func (c *Client) Name() string { return "rueidis" }
+
+// Mode implements conn.Client.
+func (c *Client) Mode() conn.Mode { return c.mode }
+
+// Nodes implements conn.Client: the addresses of rueidis' node clients (a
+// Sentinel client's one node is the master it follows). It never blocks.
+func (c *Client) Nodes(context.Context) ([]string, error) {
+	nodes := c.client.Nodes()
+	out := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		out = append(out, addr)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Dial implements conn.Client: a dedicated client of node's rueidis node
+// client. A cluster node rueidis has not discovered yet (added after it
+// read the topology) is learned first (see learnNode); a Sentinel client
+// whose master is no longer node answers conn.ErrUnknownNode.
+func (c *Client) Dial(ctx context.Context, node string) (conn.Conn, error) {
+	nc, err := c.nodeClient(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := nc.Dedicate()
+	return &rconn{d: d}, nil
+}
+
+// nodeClient returns rueidis' client of node.
+func (c *Client) nodeClient(ctx context.Context, node string) (rueidis.Client, error) {
+	if nc, ok := c.client.Nodes()[node]; ok {
+		return nc, nil
+	}
+	if c.mode == conn.ModeCluster {
+		c.learnNode(ctx, node)
+		if nc, ok := c.client.Nodes()[node]; ok {
+			return nc, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", conn.ErrUnknownNode, node)
+}
+
+// learnNode makes the cluster client learn node, which the cluster says
+// serves some slot: rueidis learns nodes from MOVED replies to its own
+// commands, never from our connections' redirects. So one harmless read
+// (GET, which every least-privilege user of a lock may run) of a key of a
+// slot node serves goes through the client, which follows the MOVED and
+// connects to node. The reply is dropped.
+func (c *Client) learnNode(ctx context.Context, node string) {
+	slots, err := c.client.Do(ctx, c.client.B().Arbitrary("CLUSTER", "SLOTS").Build()).ToArray()
+	if err != nil {
+		return
+	}
+	for _, r := range slots {
+		fields, err := r.ToArray()
+		if err != nil || len(fields) < 3 {
+			continue
+		}
+		master, err := fields[2].ToArray()
+		if err != nil || len(master) < 2 {
+			continue
+		}
+		host, _ := master[0].ToString()
+		port, _ := master[1].AsInt64()
+		if net.JoinHostPort(host, strconv.FormatInt(port, 10)) == node {
+			start, _ := fields[0].AsInt64()
+			c.client.Do(ctx, c.client.B().Get().Key(c.keyOf(uint16(start))).Build())
+			return
+		}
+	}
+}
+
+// keyOf returns a short key of slot (found by trying hash tags).
+func (c *Client) keyOf(slot uint16) string {
+	for n := 0; ; n++ {
+		key := "{" + strconv.Itoa(n) + "}"
+		if cmd := c.client.B().Get().Key(key).Build(); cmd.Slot() == slot {
+			return key
+		}
+	}
+}
+
+// Closed implements conn.Client. rueidis leaves dedicated clients working
+// after its Close, and has no call that tells a closed client without a
+// command; but its closed client answers every command at once with
+// rueidis.ErrClosing, sending nothing. So Closed pings through the user's
+// client when the last probe is older than probeGap: a closed client
+// answers at once, twice in a row (a pipeline connection being replaced
+// says ErrClosing once), and is remembered; an open one is waited for at
+// most probeWait (a busy connection never delays the caller longer), and
+// counts as open. The PING's ctx is a cancellation, never a deadline: on
+// the user's pipeline connection an expired deadline would make rueidis
+// close it under the application's commands. A call made within probeGap
+// of the client's close may still be sent; every later one is refused.
+func (c *Client) Closed() error {
+	if c.closed.Load() {
+		return rueidis.ErrClosing
+	}
+	now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
+	if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := time.AfterFunc(probeWait, cancel)
+	defer t.Stop()
+	defer cancel()
+	for range 2 {
+		if err := c.client.Do(ctx, c.client.B().Ping().Build()).Error(); !errors.Is(err, rueidis.ErrClosing) {
+			return nil
+		}
+	}
+	c.closed.Store(true)
+	return rueidis.ErrClosing
+}
+
+// probeGap bounds how often Closed asks; probeWait how long it waits for
+// an open client's answer.
+const (
+	probeGap  = 10 * time.Millisecond
+	probeWait = time.Millisecond
+)
+
+var probeEpoch = time.Now()
+
+// The adapter is a conn.Client.
+var _ conn.Client = (*Client)(nil)

@@ -1,0 +1,79 @@
+package rueidislease_test
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/internal/leasesuite"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
+)
+
+// rueidisSuite is the lease behaviour suite's transport over this adapter:
+// New on a rueidis client (client-side caching unless Client.Plain).
+var rueidisSuite = leasesuite.Transport{Name: "rueidis", Locks: suiteLocks, Sentinel: suiteSentinel,
+	ServerError: suiteServerError, FenceOnOwnConn: true}
+
+func suiteServerError(err error) (string, bool) {
+	var redisErr *rueidis.RedisError
+	if !errors.As(err, &redisErr) {
+		return "", false
+	}
+	return redisErr.Error(), true
+}
+
+func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease.Locks, func()) {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs, Username: c.User, Password: c.Password,
+		DisableCache: c.Plain})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient(%v, user %q): %v", c.Addrs, c.User, err)
+	}
+	var once sync.Once
+	closeClient := func() { once.Do(client.Close) }
+	t.Cleanup(closeClient)
+	locks, err := rueidislease.New(client, opts...)
+	if err != nil {
+		t.Fatalf("rueidislease.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks, closeClient
+}
+
+func suiteSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
+	t.Helper()
+	if master == "" {
+		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
+	}
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: sentinels, Password: password, DisableCache: true,
+		Sentinel: rueidis.SentinelOption{MasterSet: master, Password: password,
+			TopologyRefreshInterval: time.Second}, // a missed +switch-master must not pin the client
+	})
+	if err != nil {
+		t.Fatalf("Sentinel client: %v", err)
+	}
+	t.Cleanup(client.Close)
+	locks, err := rueidislease.New(client, opts...)
+	if err != nil {
+		t.Fatalf("rueidislease.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks
+}
+
+// TestRueidisLeaseSuite_EveryCase runs every case of lease's behaviour
+// suite (internal/leasesuite) on rueidis through this adapter: none is
+// skipped.
+func TestRueidisLeaseSuite_EveryCase(t *testing.T) {
+	for _, c := range leasesuite.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			c.Run(t, rueidisSuite)
+		})
+	}
+}

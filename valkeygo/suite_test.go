@@ -1,0 +1,79 @@
+package valkeygo_test
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/respire-go/respire/internal/leasesuite"
+	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/valkeygo"
+)
+
+// valkeySuite is the lease behaviour suite's transport over this adapter:
+// New on a valkey-go client (client-side caching unless Client.Plain).
+var valkeySuite = leasesuite.Transport{Name: "valkey-go", Locks: suiteLocks, Sentinel: suiteSentinel,
+	ServerError: suiteServerError, FenceOnOwnConn: true}
+
+func suiteServerError(err error) (string, bool) {
+	var valkeyErr *valkey.ValkeyError
+	if !errors.As(err, &valkeyErr) {
+		return "", false
+	}
+	return valkeyErr.Error(), true
+}
+
+func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease.Locks, func()) {
+	t.Helper()
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: c.Addrs, Username: c.User, Password: c.Password,
+		DisableCache: c.Plain})
+	if err != nil {
+		t.Fatalf("valkey.NewClient(%v, user %q): %v", c.Addrs, c.User, err)
+	}
+	var once sync.Once
+	closeClient := func() { once.Do(client.Close) }
+	t.Cleanup(closeClient)
+	locks, err := valkeygo.New(client, opts...)
+	if err != nil {
+		t.Fatalf("valkeygo.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks, closeClient
+}
+
+func suiteSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
+	t.Helper()
+	if master == "" {
+		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
+	}
+	client, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: sentinels, Password: password, DisableCache: true,
+		Sentinel: valkey.SentinelOption{MasterSet: master, Password: password,
+			TopologyRefreshInterval: time.Second}, // a missed +switch-master must not pin the client
+	})
+	if err != nil {
+		t.Fatalf("Sentinel client: %v", err)
+	}
+	t.Cleanup(client.Close)
+	locks, err := valkeygo.New(client, opts...)
+	if err != nil {
+		t.Fatalf("valkeygo.New: %v", err)
+	}
+	t.Cleanup(locks.Close)
+	return locks
+}
+
+// TestValkeyGoLeaseSuite_EveryCase runs every case of lease's behaviour
+// suite (internal/leasesuite) on valkey-go through this adapter: none is
+// skipped.
+func TestValkeyGoLeaseSuite_EveryCase(t *testing.T) {
+	for _, c := range leasesuite.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			c.Run(t, valkeySuite)
+		})
+	}
+}
