@@ -13,8 +13,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/valkey-io/valkey-go"
+
 	respiregoredis "github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/rueidislease"
+	"github.com/respire-go/respire/valkeygo"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -58,7 +62,7 @@ const burstTTL = 3 * time.Second
 //	bash scripts/with-servers.sh env -C bench go test -run '^$' -bench DeadlineBurst -benchtime 1x ./
 func BenchmarkDeadlineBurst(b *testing.B) {
 	b.Run("rueidis", func(b *testing.B) {
-		locks, err := lease.New(newClient(b))
+		locks, err := rueidislease.New(newClient(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,6 +74,20 @@ func BenchmarkDeadlineBurst(b *testing.B) {
 		client := redis.NewClient(&redis.Options{Addr: addr, Password: password})
 		defer client.Close()
 		locks, err := respiregoredis.New(client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer locks.Close()
+		runBurst(b, locks)
+	})
+	b.Run("valkeygo", func(b *testing.B) {
+		addr, password := server(b)
+		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: password, DisableCache: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer client.Close()
+		locks, err := valkeygo.New(client)
 		if err != nil {
 			b.Fatal(err)
 		}

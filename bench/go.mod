@@ -15,12 +15,13 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/looplab/fsm v1.0.3 // indirect
 	github.com/respire-go/respire/goredis v0.0.0
+	github.com/respire-go/respire/valkeygo v0.0.0
+	github.com/valkey-io/valkey-go v1.0.80
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/respire-go/respire => ../
@@ -28,3 +29,5 @@ replace github.com/respire-go/respire => ../
 replace github.com/respire-go/respire/goredis => ../goredis
 
 replace github.com/respire-go/respire/rueidislease => ../rueidislease
+
+replace github.com/respire-go/respire/valkeygo => ../valkeygo
