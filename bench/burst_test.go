@@ -18,8 +18,8 @@ import (
 	respiregoredis "github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/rueidislease"
-	"github.com/respire-go/respire/valkeygo"
 	sm "github.com/respire-go/respire/statemachine"
+	"github.com/respire-go/respire/valkeygo"
 )
 
 // burstLocks is how many locks BenchmarkDeadlineBurst lets run out at once
