@@ -23,6 +23,7 @@ type schedule struct {
 	procs    []*process
 	outsider *outsider
 
+	wire        *wireLog       // the acquisition scripts the processes sent (a real server, Wire transport), else nil
 	kaCallbacks sync.WaitGroup // the keep-alive contexts' AfterFunc callbacks
 	dialed      sync.Map       // a process's socket's local address -> the process's index
 }
@@ -58,6 +59,7 @@ type observation struct {
 	holdings  []*holding
 	writes    []outsiderWrite
 	history   []sim.Execution // nil on a real server
+	wire      []wireExec      // on a real server with the Wire transport: the read/write lock's scripts as sent and answered
 	log       []sim.Entry     // the sim node's arrivals (nil on a real server)
 	final     map[string]keyState
 	readErr   error // reading the final state failed
@@ -95,6 +97,12 @@ func setUp(opt Options, p plan) (s *schedule, err error) {
 	tr := opt.Transport
 	if tr.Locks == nil {
 		tr = Wire
+	}
+	if s.srv.sim == nil && tr.Name == Wire.Name {
+		// A real server records no executions: the processes' clients log
+		// when the read/write lock's scripts were sent and answered.
+		s.wire = &wireLog{}
+		tr.Locks = wireLocksLogged(s.wire)
 	}
 	for i := range p.processes {
 		var opts []lease.Option
@@ -176,6 +184,9 @@ func (s *schedule) run() observation {
 		obs.members, obs.readErr = s.readMembers(obs.holdings)
 	}
 	obs.history = s.srv.history()
+	if s.wire != nil {
+		obs.wire = s.wire.all()
+	}
 	if s.srv.sim != nil {
 		obs.log = s.srv.sim.Log()
 	}
