@@ -104,16 +104,23 @@ func notSentError(ctx context.Context, err error) error {
 
 // renewalSession routes key to its session and checks that managed renewal
 // may run there (see renewalPermit). It blocks for the routing and, once per
-// session, the probe.
+// session, the probe. A probe refused because its session was retired
+// first (a client that breaks a connection when a caller's ctx cuts a
+// round trip short, as go-redis does) is tried once on a fresh session.
 func (d *Driver) renewalSession(ctx context.Context, wireKey string) (conn.Session, error) {
-	s, err := d.sessionFor(ctx, wireKey)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		s, err := d.sessionFor(ctx, wireKey)
+		if err != nil {
+			return nil, err
+		}
+		_, err = d.renewalPermit(ctx, s)
+		if err == nil {
+			return s, nil
+		}
+		if attempt > 0 || !conn.RetriableOnFreshSession(err) {
+			return nil, err
+		}
 	}
-	if _, err := d.renewalPermit(ctx, s); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // renewalPermit reports whether renewals may run on s: fenced when the user

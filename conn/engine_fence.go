@@ -109,7 +109,8 @@ func (s *session) endFence(call *killCall) {
 // answered or given up; a drainer's batch in flight on s is answered
 // Uncertain once it answered.
 func (e *Engine) sendFence(ctx context.Context, s *session, id Identity) error {
-	s.link.markRetired() // nothing new is handed to s from now on
+	s.fencing.Store(true) // a transport error its kill causes is no reason of its own
+	s.link.markRetired()  // nothing new is handed to s from now on
 	defer e.retireSession(s, RetiredFenced)
 	var err error
 	for attempt := 0; attempt < fenceAttempts; attempt++ {

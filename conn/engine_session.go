@@ -31,6 +31,7 @@ type session struct {
 	demoted  atomic.Bool // its node stopped being the primary (Sentinel)
 	opened   atomic.Bool // its handshake answered (before it, no idle PING)
 	reported atomic.Bool // its retirement was told to the observer
+	fencing  atomic.Bool // a fence of it started: its retirement reason is "fenced"
 
 	fenceMu       sync.Mutex
 	fence         *killCall // the latest CLIENT KILL of this session (see Engine.Fence)
@@ -78,6 +79,9 @@ func (s *session) Close() { s.e.retireSession(s, RetiredClosed) }
 
 // reportRetired tells the observer, once, why s was retired.
 func (s *session) reportRetired(reason RetireReason) {
+	if reason != RetiredFenced && s.fencing.Load() {
+		return // the fence reports it once the kill answered or was given up
+	}
 	if !s.reported.CompareAndSwap(false, true) {
 		return
 	}

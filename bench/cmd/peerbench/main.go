@@ -2,9 +2,12 @@
 // libraries users would otherwise pick, on one private redis-server, in one
 // run, so the numbers can be rerun by anyone:
 //
-//   - raw-rueidis and raw-go-redis: SET NX PX + EVALSHA compare-and-delete by
-//     hand, the same wire work as a lock, with no library around it;
+//   - raw-rueidis, raw-go-redis and raw-valkey-go: SET NX PX + EVALSHA
+//     compare-and-delete by hand, the same wire work as a lock, with no
+//     library around it;
 //   - respire-go: rueidislease.New(client), TryAcquire + Lock.Release;
+//     respire-go-goredis and respire-go-valkeygo: the same on goredis.New
+//     and valkeygo.New;
 //   - redsync v4 (goredis/v9 pool), bsm/redislock, rueidislock: each at its
 //     defaults, as a user would call it (see impls_peers.go).
 //

@@ -92,7 +92,7 @@ func (r *report) markdown() string {
 		"lease %v for every implementation; -ctx request = a context.WithTimeout(%v) per call. "+
 		"Cells are the median (min–max) over the repetitions; counts are totals. "+
 		"× columns divide medians: by raw-rueidis (in the waiting tables by respire-go-poll, respire-go with lease.WithoutPush()), "+
-		"by raw-go-redis (the client under respire-go-goredis, redsync and redislock; – where it does not run), "+
+		"by its client's raw floor (raw-go-redis under respire-go-goredis, redsync and redislock; raw-valkey-go under respire-go-valkeygo; raw-rueidis under the rest; – where it does not run), "+
 		"and by the best of the peers (redsync, redislock, rueidislock) for that column. The waiting tables (hand-off, loss, "+
 		"held-cost, watch) run under the first -ctx mode only.\n\n",
 		r.cfg.reps, r.cfg.ttl, r.cfg.timeout)
@@ -126,9 +126,19 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-// rawGoRedis is the implementation the go-redis side is compared with:
-// the same go-redis client by hand.
-const rawGoRedis = "raw-go-redis"
+// rawOf is the implementation name is compared with in the "× its
+// client raw" column: the same client by hand (raw-go-redis under
+// respire-go-goredis, redsync and redislock; raw-valkey-go under
+// respire-go-valkeygo; raw-rueidis under the rest).
+func rawOf(name string) string {
+	switch {
+	case strings.Contains(name, "valkey"):
+		return "raw-valkey-go"
+	case strings.Contains(name, "go-redis"), strings.Contains(name, "goredis"), name == "redsync", name == "redislock":
+		return "raw-go-redis"
+	}
+	return "raw-rueidis"
+}
 
 // table writes one scenario's table for one mode.
 func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
@@ -137,7 +147,7 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 		header = append(header, m.header)
 		if m.ratio {
 			best := r.bestPeer(mode, sc, m)
-			header = append(header, "× "+sc.baseImpl(), "× "+rawGoRedis, "× best peer ("+orDash(best)+")")
+			header = append(header, "× "+sc.baseImpl(), "× its client raw", "× best peer ("+orDash(best)+")")
 		}
 	}
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
@@ -162,7 +172,7 @@ func (r *report) table(b *strings.Builder, mode string, sc *scenario) {
 				row = append(row, spread(vals))
 			}
 			if m.ratio {
-				row = append(row, r.ratio(mode, sc, m, im.name, sc.baseImpl()), r.ratio(mode, sc, m, im.name, rawGoRedis),
+				row = append(row, r.ratio(mode, sc, m, im.name, sc.baseImpl()), r.ratio(mode, sc, m, im.name, rawOf(im.name)),
 					r.ratio(mode, sc, m, im.name, r.bestPeer(mode, sc, m)))
 			}
 		}

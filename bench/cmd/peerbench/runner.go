@@ -20,6 +20,8 @@ var constructors = []struct {
 	{"respire-go", newRespire},
 	{"respire-go-poll", newRespirePoll},
 	{"respire-go-goredis", newRespireGoredis},
+	{"raw-valkey-go", newRawValkeygo},
+	{"respire-go-valkeygo", newRespireValkeygo},
 	{"redsync", newRedsync},
 	{"redislock", newRedislock},
 	{"rueidislock", newRueidislock},
