@@ -229,13 +229,6 @@ func (e *Engine) wait() {
 	})
 }
 
-// isClosed reports whether Close was called.
-func (e *Engine) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
-}
-
 // retireLink retires l with reason: the session it belongs to, if any, is
 // retired (and forgotten as its node's current one); a fence or watcher
 // link just closes.

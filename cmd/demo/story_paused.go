@@ -55,7 +55,7 @@ func (s *storyStage) pausedNaive(ctx context.Context) (naiveRun, error) {
 	store := &naiveStore{}
 	start := time.Now() // before A's SET: its key cannot expire before start + pausedLease
 	if ok, err := setNX(clientA, "A"); err != nil || !ok {
-		return run, fmt.Errorf("A's SET NX = %v, %w", ok, errors.Join(err, errNotOK))
+		return run, fmt.Errorf("the SET NX of A = %v, %w", ok, errors.Join(err, errNotOK))
 	}
 	for { // B polls every 10 ms, as a naive waiter does
 		ok, err := setNX(clientB, "B")

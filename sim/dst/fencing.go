@@ -31,23 +31,6 @@ func (w *world) nodeKeys() []string {
 // shouldFence decides whether a new handle is a fenced lock.
 func (w *world) shouldFence() bool { return w.chance(w.opt.FencedPercent) }
 
-// handOut is the fencing token the transport hands the driver for a
-// fenced acquisition of rec that took the lock with replied: the script's
-// reply, or under MutationReuseFencingToken the process's own stale view
-// of the counter (its last token + 1). The script run that answered is
-// remembered by owner token for invariant 6.
-func (w *world) handOut(p *process, rec *opRun, replied int64) int64 {
-	counter := counterKey(rec.key)
-	token := replied
-	if w.opt.Mutation == MutationReuseFencingToken {
-		token = p.lastFencingToken[counter] + 1
-	}
-	p.lastFencingToken[counter] = token
-	w.check.scriptRunOf[rec.token] = rec.scriptRun
-	w.trace.logf(w, p, "", "fencing token %d handed out (script run #%d)", token, rec.scriptRun)
-	return token
-}
-
 // afterScriptExec numbers every fenced script run that handed out a token
 // (the server's order of hand-out, across failovers and slot moves).
 func (w *world) afterScriptExec(r *request, reply conn.Reply) {
