@@ -9,26 +9,35 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ## v9.23, and goredis/go.mod requires it, so no build can pick an older one).
 GOREDIS_MINORS ?= v9.23.0
 
-.PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt
+.PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt install-check
 
-## test: install/start private redis-servers, run every test with -race, stop the servers (the
+## test: the root module and the three adapter modules at once (scripts/parallel.sh; each with
+## servers of its own): install/start private redis-servers, run every test with -race, stop the servers (the
 ## deterministic simulator runs on one OS thread, where -race finds nothing: sim/dst and
 ## TestSimulate's budget run without it, on the shipped code all the same); the
 ## rueidis adapter's tests (rueidislease/ is its own module: the whole lease suite on rueidis); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
+## The root module's tests include the install check (see install-check).
 test:
-	bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/sim/dst$$')
+	bash scripts/parallel.sh \
+	  "root=bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v '/sim/dst\$$')" \
+	  "rueidislease=bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./..." \
+	  "goredis=bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do bash scripts/goredis-minor.sh \$$v -race -count=1 -timeout 15m ./... || exit 1; done'" \
+	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..."
 	$(GO) test -count=1 -timeout 15m ./sim/dst
 	$(GO) test -count=1 -timeout 15m -run '^TestSimulate$$' ./sim
-	bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./...
-	bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do \
-	  bash scripts/goredis-minor.sh $$v -race -count=1 -timeout 10m ./... || exit 1; done'
 	cd bench && $(GO) test -count=1 ./cmd/...
 	$(MAKE) allocs
 	$(MAKE) chaos-mutation
 	$(MAKE) dst-mutation
+
+## install-check: RELEASING.md's check alone (also part of test): every module published from the
+## working tree in a throw-away file module proxy; in a fresh module with an empty module cache,
+## each README install line, then a build of every README Go snippet.
+install-check:
+	$(GO) test -count=1 -v -run 'TestEveryModuleInstalls|TestReadmeSnippetsCompile' ./internal/installcheck
 
 ## demo: why the locks are safe, in one screen, on an embedded simulated server (nothing to install);
 ## ARGS=-wire plays a lock's life on each simulated server version with the commands each received.
@@ -52,21 +61,28 @@ allocs:
 ## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
 ## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
 ## schedule in 60, mostly by lease-outlived in a partition, so it gets 600: each check stops at the
-## first violation) and a semaphore that admits one permit more than its limit.
+## first violation), a semaphore that admits one permit more than its limit, guarded-write
+## scripts that skip their ownership check (caught by no-guarded-write-after-takeover) and a fair
+## queue that grants to the waiter behind the head (caught by fair-order on the replayed queue).
 chaos-mutation:
 	$(GO) run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 	$(GO) run -tags respire_mutation_renewal ./cmd/chaos -runs 600 -expect-violation
 	$(GO) run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_guard ./cmd/chaos -runs 300 -expect-violation
+	$(GO) run -tags respire_mutation_fairhead ./cmd/chaos -runs 300 -expect-violation
 
 ## dst-mutation: the deterministic simulator, which runs the shipped driver over the shipped wire
 ## engine, must catch the engine's mutation (an error of a connection it closed itself taken as "not
-## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer) and conn's
-## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) within
-## 1,000 schedules each.
+## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer), conn's
+## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) and conn's
+## guard mutation (the guarded-write scripts skip their ownership check) and the fair-head
+## mutation (the fair queue grants to the waiter behind the head) within 1,000 schedules each.
 dst-mutation:
 	$(GO) test -count=1 -tags respire_mutation_errclosing ./sim -run TestSimulatorRunsTheShippedEngine_CatchesTheEnginesErrClosingMutation
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
+	$(GO) test -count=1 -tags respire_mutation_guard ./sim -run TestNoGuardedWriteAfterTakeover_TheSimulatorCatchesTheGuardMutation
+	$(GO) test -count=1 -tags respire_mutation_fairhead ./sim -run TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

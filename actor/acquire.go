@@ -38,6 +38,10 @@ type AcquireSpec struct {
 	// permit's semaphore limit (≥ 1).
 	Kind  Kind
 	Limit int
+	// Fair, when not nil, makes the acquisition wait in the lock's queue
+	// (fair.go): its tries keep one token while it waits, and the hold's
+	// release hands the lock on to the queue.
+	Fair *FairSpec
 }
 
 // Acquire takes spec.WireKey under a fresh token per try (SET NX PX on
@@ -73,7 +77,14 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 	if lock == nil && t.marker != "" {
 		d.abandonMarker(spec.WireKey, t.marker) // the writer gives up: readers need not wait for its marker's end
 	}
-	if lock == nil || spec.Fenced == nil || !spec.Fenced.Reply.Unconfirmed() {
+	if lock == nil && t.fairToken != "" {
+		d.leaveQueue(spec.fairResource(), t.fairToken) // the waiter gives up: its place and any grant go to the next
+	}
+	if lock == nil || spec.Fenced == nil {
+		return lock, err
+	}
+	if !spec.Fenced.Reply.Unconfirmed() {
+		lock.setFencing(spec.Fenced.CounterKey, spec.Fenced.Reply.FencingToken) // its guarded writes check the fence
 		return lock, err
 	}
 	spec.Fenced.Reply.NotReplicated = true
@@ -92,6 +103,9 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 		sleep, again := t.poll.Next(d.clock.Now(), d.jitter())
 		if !again {
 			return nil, err // the last try's answer: not acquired, or its error
+		}
+		if t.spec.Fair != nil {
+			return t.fairWaiting(ctx, sleep)
 		}
 		if d.push != nil && t.spec.Kind != KindWrite { // a waiting writer polls: each try refreshes its marker
 			return t.pushed(ctx, sleep)
@@ -171,7 +185,11 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	d := t.d
 	lock := d.tries.get(d)
 	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, t.token(), uint16(t.spec.KeyStart)
-	lock.setKind(t.spec.Kind)
+	kind := t.spec.Kind
+	if t.spec.Fair != nil {
+		kind |= kindFair
+	}
+	lock.setKind(kind)
 	t.answer = tryAnswer{}
 	if t.spec.KeepAlive {
 		// Shared, and it keeps no values: holding ctx would keep a
@@ -202,7 +220,10 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	res, _ := lock.collect(id)
 	refused := lock.h.State() == sm.NotAcquired
 	lock.mu.Unlock()
-	if t.spec.Kind == KindWrite {
+	switch {
+	case t.spec.Fair != nil:
+		t.afterFair(lock.token, refused, res.OK, res.Err)
+	case t.spec.Kind == KindWrite:
 		t.afterWrite(lock.token, res, refused)
 	}
 	switch {
@@ -232,7 +253,7 @@ func (t *tries) execute(ctx context.Context, lock *Lock, j job) event {
 		res, err = t.d.acquireOn(cmdCtx, lock.wireKey, t.spec.acquireOp(lock.token, t.ms, t.markerMs), j.route)
 	}
 	outcome := acquireOutcome(res.Owned, err)
-	t.answer.waiting = res.Waiting
+	t.answer.waiting, t.answer.position = res.Waiting, int(res.Holders)
 	t.answer.uncertain = t.answer.uncertain || outcome == sm.OutcomeUncertain
 	return event{kind: eventDone, op: j.op, outcome: outcome, err: err}
 }

@@ -15,6 +15,9 @@ type standaloneOnly struct{ conn.Transport }
 
 func (standaloneOnly) Cluster() bool { return false }
 
+// SetPrimarySwitchHandler: New registers one; a standalone transport never calls it.
+func (standaloneOnly) SetPrimarySwitchHandler(func(old, now string)) {}
+
 // TestSimulatorRunsTheShippedDriver_CommandTimeoutIsATimerOfTheClock: the
 // command timeout of a driver on a clock other than the real one is a
 // timer of that clock (a simulation's virtual time), so it ends exactly

@@ -80,6 +80,8 @@ type Driver struct {
 
 	mu       sync.Mutex
 	renewers map[string]*renewer // per node address
+	// waiterRenewers renew fair waiters' leases, per node address.
+	waiterRenewers map[string]*renewer
 
 	timers timerHeap // every lock's renewal and deadline timers (timers.go)
 	tries  tryPool   // Locks for acquisition tries, reused after a refusal (acquire.go)
@@ -118,6 +120,9 @@ func New(cfg Config) *Driver {
 	d.stop, d.stopWork = context.WithCancel(context.Background())
 	if cfg.Push {
 		d.push = newPushHub(d)
+	}
+	if !d.cluster {
+		cfg.Transport.SetPrimarySwitchHandler(d.primarySwitched)
 	}
 	return d
 }

@@ -55,6 +55,13 @@ const (
 	// the owner-compared read that followed found it deleted, expired or
 	// holding another owner's token (see WithoutPush).
 	LossReadRefused
+	// LossGuardRefused: a guarded write's script found the key deleted or
+	// another owner's, and wrote nothing.
+	LossGuardRefused
+	// LossFenceRefused: a guarded write's script found a larger fencing
+	// token in the fence record (a later holder wrote through the lock's
+	// counter), and wrote nothing.
+	LossFenceRefused
 )
 
 var lossReasonNames = [...]string{
@@ -64,6 +71,8 @@ var lossReasonNames = [...]string{
 	LossDeadline:         "deadline",
 	LossDeadlineInFlight: "deadline-in-flight",
 	LossReadRefused:      "read-refused",
+	LossGuardRefused:     "guard-refused",
+	LossFenceRefused:     "fence-refused",
 }
 
 // lossReasonTexts say how a lock was lost, in a user's words, after
@@ -75,6 +84,8 @@ var lossReasonTexts = [...]string{
 	LossDeadline:         "the lease ended before a renewal was confirmed",
 	LossDeadlineInFlight: "the lease ended while a renewal or release had no answer yet",
 	LossReadRefused:      "another owner took or deleted the key",
+	LossGuardRefused:     "a guarded write found another owner on the key, or none, and wrote nothing",
+	LossFenceRefused:     "a guarded write found a larger fencing token that already wrote, and wrote nothing",
 }
 
 // String returns the reason's name, for example "deadline".
@@ -196,6 +207,10 @@ func LossReasonOf(r sm.Reason) LossReason {
 		return LossDeadlineInFlight
 	case sm.ReasonReadRefused:
 		return LossReadRefused
+	case sm.ReasonGuardRefused:
+		return LossGuardRefused
+	case sm.ReasonFenceRefused:
+		return LossFenceRefused
 	}
 	return 0
 }

@@ -31,7 +31,7 @@ const (
 
 // String names the kind.
 func (k Kind) String() string {
-	switch k {
+	switch k.base() {
 	case KindMutex:
 		return "mutex"
 	case KindPermit:
@@ -46,10 +46,10 @@ func (k Kind) String() string {
 
 // member reports whether the lease is a member of a sorted set (a permit,
 // a read hold) rather than a key's value.
-func (k Kind) member() bool { return k == KindPermit || k == KindRead }
+func (k Kind) member() bool { k = k.base(); return k == KindPermit || k == KindRead }
 
 // Kind returns what the lock holds. It does not block.
-func (l *Lock) Kind() Kind { return l.kind }
+func (l *Lock) Kind() Kind { return l.kind.base() }
 
 // setKind records the lock's kind; l is not shared yet.
 func (l *Lock) setKind(k Kind) { l.kind = k }
@@ -63,7 +63,7 @@ type leaseRef struct {
 }
 
 // ref returns the lock's lease.
-func (l *Lock) ref() leaseRef { return leaseRef{key: l.wireKey, token: l.token, kind: l.Kind()} }
+func (l *Lock) ref() leaseRef { return leaseRef{key: l.wireKey, token: l.token, kind: l.kind} }
 
 // markerOf returns the waiting marker a writer trying with token may have
 // left in the writer key writerKey: a mutex-like value ("waiting:" +
@@ -75,7 +75,7 @@ func markerOf(writerKey, token string) leaseRef {
 
 // renew returns the renewal of the lease to ms from now.
 func (r leaseRef) renew(ms int64) conn.Op {
-	switch r.kind {
+	switch r.kind.base() {
 	case KindPermit:
 		return conn.SemaphoreOfHolders(r.key, 0).RenewOp(r.token, ms)
 	case KindRead:
@@ -84,8 +84,12 @@ func (r leaseRef) renew(ms int64) conn.Op {
 	return conn.ExtendOp(r.key, r.token, ms)
 }
 
-// release returns the compare-and-delete of the lease.
+// release returns the compare-and-delete of the lease; a fair hold's is
+// its queue's release, which hands the lock on at once.
 func (r leaseRef) release() conn.Op {
+	if r.kind&kindFair != 0 {
+		return fairResource(r.key, r.kind, 0).ReleaseOp(r.token)
+	}
 	switch r.kind {
 	case KindPermit:
 		return conn.SemaphoreOfHolders(r.key, 0).ReleaseOp(r.token)
@@ -98,7 +102,7 @@ func (r leaseRef) release() conn.Op {
 // read returns the read of the lease that changes nothing: GET of a key,
 // the lease read of a member.
 func (r leaseRef) read() conn.Op {
-	switch r.kind {
+	switch r.kind.base() {
 	case KindPermit:
 		return conn.SemaphoreOfHolders(r.key, 0).LeaseOp(r.token)
 	case KindRead:
@@ -118,8 +122,14 @@ func (r leaseRef) held(res conn.Result) bool {
 
 // acquireOp returns the acquisition of one try with token for ms: SET NX
 // PX, or the semaphore's, the reader's or the writer's script (a writer
-// waiting for readers sets its marker for markerMs).
+// waiting for readers sets its marker for markerMs), or, for a fair
+// acquisition, the queue's try (a single one when the caller does not
+// wait).
 func (s *AcquireSpec) acquireOp(token string, ms, markerMs int64) conn.Op {
+	if s.Fair != nil {
+		once := s.Wait <= 0 && !s.UntilDone
+		return s.fairResource().TryOp(token, ms, s.Fair.waiterMillis(), once)
+	}
 	switch s.Kind {
 	case KindPermit:
 		return conn.SemaphoreOfHolders(s.WireKey, s.Limit).AcquireOp(token, ms)

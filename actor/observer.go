@@ -31,9 +31,14 @@ type Observer interface {
 func (l *Lock) AcquireSpan() *trace.SpanContext {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.acquireSpan
+	return l.AcquireSpanLocked()
 }
 
 // AcquireSpanLocked is AcquireSpan for an Observer's Stepped, which runs
 // with l's mutex held.
-func (l *Lock) AcquireSpanLocked() *trace.SpanContext { return l.acquireSpan }
+func (l *Lock) AcquireSpanLocked() *trace.SpanContext {
+	if l.side == nil {
+		return nil
+	}
+	return l.side.acquireSpan
+}

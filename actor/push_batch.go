@@ -24,6 +24,9 @@ type checkBatch struct {
 	// order from the read's from on, or one of no member when none is.
 	members  []conn.MemberRead
 	mresults []conn.WatchReadResult
+	// fairJudged are the fair waiters whose reservations the member reads
+	// from holderRead.fairResult on look for (push_fair.go).
+	fairJudged []*fairWaiter
 }
 
 // holderRead is one owner-compared read of a key for its holders.
@@ -34,6 +37,10 @@ type holderRead struct {
 	from, to int      // checkBatch.judged[from:to]: the holders registered when it was sent
 	result   int      // its result: in results (a GET), or, for a sorted set, the first of its member reads
 	member   bool     // a sorted set: read member by member
+	// A sorted set's reservation reads for its fair waiters:
+	// checkBatch.fairJudged[fairFrom:fairTo], their results in mresults
+	// from fairResult on.
+	fairFrom, fairTo, fairResult int
 }
 
 // addRead adds r's commands to the batch: a GET of its key, or, for a
@@ -53,7 +60,9 @@ func (b *checkBatch) addRead(r *holderRead) {
 	for _, l := range b.judged[r.from:r.to] {
 		b.members = append(b.members, conn.MemberRead{Key: r.key, Member: l.token})
 	}
-	if r.from == r.to {
+	r.fairResult = len(b.members)
+	b.fairMemberReads(r)
+	if r.from == r.to && r.fairFrom == r.fairTo {
 		b.members = append(b.members, conn.MemberRead{Key: r.key}) // tracks the key for its waiters
 	}
 }

@@ -254,7 +254,7 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 	if len(b.reads) == 0 {
 		return false
 	}
-	b.keys, b.judged, b.members = b.keys[:0], b.judged[:0], b.members[:0]
+	b.keys, b.judged, b.members, b.fairJudged = b.keys[:0], b.judged[:0], b.members[:0], b.fairJudged[:0]
 	for i := range b.reads {
 		r := &b.reads[i]
 		r.e.recheck = false
@@ -293,6 +293,7 @@ func (h *pushHub) readForHolders(b *checkBatch) {
 		var found bool
 		var err error
 		refuted, found, err = h.judgeLocked(refuted, b, r)
+		h.fairReadLocked(b, r)
 		if h.settleReadLocked(r, found, err) {
 			again = append(again, r)
 		}
@@ -300,6 +301,7 @@ func (h *pushHub) readForHolders(b *checkBatch) {
 	clear(b.reads[len(again):])
 	b.reads = again
 	clear(b.judged) // no ended holder stays reachable from the buffers between rounds
+	clear(b.fairJudged)
 	clear(b.results)
 	clear(b.mresults)
 	clear(b.members)
@@ -347,7 +349,7 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 		}
 	}
 	holders := h.held.get(r.key) != nil
-	again = e.recheck && err == nil && holders && !h.closed
+	again = e.recheck && err == nil && (holders || len(e.fair) > 0) && !h.closed
 	if err != nil || !found || e.recheck && !again {
 		h.passBatonLocked(e) // free, unknown, or changed since: the next local waiter tries
 	}
@@ -362,8 +364,17 @@ func (h *pushHub) settleReadLocked(r holderRead, found bool, err error) (again b
 }
 
 // pushCheckRetry is the pause before a holder's read that failed (the
-// node or its watcher unreachable) is tried again.
-const pushCheckRetry = 250 * time.Millisecond
+// node or its watcher unreachable) is tried again, and the longest a
+// waiter whose read failed sleeps before it tries again (rule
+// RestartWithoutPersistence): short, so that a server restarted empty is
+// read within about this much of answering again — a dial to a node that
+// is down fails at once, and one read carries every key of a node.
+const pushCheckRetry = 20 * time.Millisecond
+
+// pushReadBound bounds the read a woken waiter makes before it tries (see
+// heldAfterChange): a watcher that does not answer delays the try by that
+// much at most.
+const pushReadBound = 250 * time.Millisecond
 
 // retryCheckLocked reads key again for its holders after pushCheckRetry,
 // unless they are gone or Locks.Close began by then; h.mu is held.

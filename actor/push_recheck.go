@@ -14,7 +14,7 @@ import (
 // refuse the SET NX, and the read has tracked it again, so the waiter
 // parks once more without trying. Only a key found missing, or changed
 // again during the read, or a read that failed or took longer than
-// pushCheckRetry, is tried at once. A
+// pushReadBound, is tried at once. A
 // renewal thus costs each waiting process one tracked read instead of a
 // SET NX and a read; a release costs it a read before its SET NX.
 
@@ -60,9 +60,9 @@ func (h *pushHub) heldAfterChange(ctx context.Context, key string, w *pushWaiter
 	e.verify, e.arming = false, true
 	gen := e.gen
 	h.mu.Unlock()
-	// Bounded as a failed read's pause is (pushCheckRetry): a watcher that
-	// does not answer delays the try by that much at most.
-	readCtx, cancel := h.d.bound(ctx, pushCheckRetry)
+	// Bounded (pushReadBound): a watcher that does not answer delays the
+	// try by that much at most.
+	readCtx, cancel := h.d.bound(ctx, pushReadBound)
 	_, _, found, err := h.d.transport.WatchRead(readCtx, key)
 	cancel()
 	h.mu.Lock()

@@ -77,6 +77,7 @@ type pushKey struct {
 	recheck bool          // an invalidation (or a new holder) came during that read
 	member  bool          // a sorted set (a semaphore's holders, a lock's readers): read with ZSCORE, never GET
 	shared  bool          // its waiters can all get in at once (readers waiting on a writer key): a change wakes every one
+	fair    []*fairWaiter // fair waiters of this process whose grant a change of the key may be (push_fair.go)
 }
 
 // waitOn is what a waiting acquisition waits for a change of: its key, and
@@ -124,7 +125,7 @@ func (h *pushHub) entry(key string) *pushKey {
 
 // forget drops key's entry once nobody cares; h.mu is held.
 func (h *pushHub) forget(key string, e *pushKey) {
-	if len(e.waiters) == 0 && !e.arming && !e.queued && !e.check && h.keys[key] == e {
+	if len(e.waiters) == 0 && len(e.fair) == 0 && !e.arming && !e.queued && !e.check && h.keys[key] == e {
 		delete(h.keys, key)
 	}
 }
@@ -176,6 +177,9 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		h.startCheckLocked(key)
 	case e != nil:
 		h.passChangedLocked(e)
+	}
+	if e != nil && len(e.fair) > 0 {
+		h.fairChangedLocked(key, e)
 	}
 }
 

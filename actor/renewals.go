@@ -16,6 +16,31 @@ type renewal struct {
 	ttl   time.Duration
 	route *conn.Route   // the lock's Route for op (records the carrier, may abort)
 	due   time.Duration // when the renewal was due (its timer's time); 0: not timer-driven
+	// waiter, instead of lock, is a fair waiter whose waiter lease (held
+	// with waiterToken) this renews (fair_wait.go).
+	waiter      *fairWaiter
+	waiterToken string
+}
+
+// done delivers the renewal's completion to its lock or its waiter.
+func (rn renewal) done(res conn.Result, outcome sm.Outcome, err error, unfenced bool) {
+	if rn.waiter != nil {
+		rn.waiter.renewed(rn.waiterToken, res, err)
+		return
+	}
+	rn.lock.deliverDone(rn.op, outcome, err, unfenced)
+}
+
+// request is the renewal as the session's batch carries it.
+func (rn renewal) request() conn.ExtendRequest {
+	if w := rn.waiter; w != nil {
+		return conn.ExtendRequest{Op: w.resource.RenewOp(rn.waiterToken, w.waiterMs)}
+	}
+	rq := conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token, TTLMillis: ceilMillis(rn.ttl), Route: rn.route}
+	if k := rn.lock.Kind(); k.member() {
+		rq.Op = rn.lock.ref().renew(rq.TTLMillis) // a permit's or reader's script, in the same pipeline
+	}
+	return rq
 }
 
 // Bounds of a renewer: a batch carries at most maxRenewalBatch renewals and
@@ -32,8 +57,9 @@ const (
 // lock. Its senders (through the driver's Spawn) run only while renewals are pending.
 // It is safe for concurrent use.
 type renewer struct {
-	d    *Driver
-	node string
+	d       *Driver
+	node    string
+	waiters bool // it renews fair waiters' leases (fair_wait.go), which need no fencing permission
 
 	mu      sync.Mutex
 	queue   []renewal
@@ -130,12 +156,12 @@ func (r *renewer) send(batch []renewal) {
 			s, err = r.d.transport.SessionFor(ctx, r.node)
 		}
 		unfenced := false
-		if err == nil {
+		if err == nil && !r.waiters {
 			unfenced, err = r.d.renewalPermit(ctx, s)
 		}
 		if err != nil {
 			for _, rn := range batch {
-				rn.lock.deliverDone(rn.op, notSentOutcome(err), err, false)
+				rn.done(conn.Result{}, notSentOutcome(err), err, false)
 			}
 			return
 		}
@@ -152,17 +178,13 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 	requests := make([]conn.ExtendRequest, 0, len(batch))
 	sent := make([]renewal, 0, len(batch))
 	for _, rn := range batch {
-		rq := conn.ExtendRequest{Key: rn.lock.wireKey, Token: rn.lock.token, TTLMillis: ceilMillis(rn.ttl), Route: rn.route}
-		if k := rn.lock.Kind(); k.member() {
-			rq.Op = rn.lock.ref().renew(rq.TTLMillis) // a permit's or reader's script, in the same pipeline
-		}
-		requests = append(requests, rq)
+		requests = append(requests, rn.request())
 		sent = append(sent, rn)
 	}
 	if len(sent) == 0 {
 		return true
 	}
-	if o := r.d.obs; o != nil {
+	if o := r.d.obs; o != nil && !r.waiters {
 		now := r.d.clock.Now()
 		for _, rn := range sent {
 			o.RenewalSent(rn.lock, rn.due, now)
@@ -177,8 +199,11 @@ func (r *renewer) sendOn(ctx context.Context, s conn.Session, batch []renewal, r
 		if isRedirect(err) {
 			res.Result, err = r.d.transport.Do(ctx, requests[i].Renewal(), rn.route)
 		}
-		outcome, err := renewalOutcome(res.Owned, err)
-		rn.lock.deliverDone(rn.op, outcome, err, unfenced)
+		outcome, oerr := renewalOutcome(res.Owned, err)
+		if rn.waiter != nil {
+			oerr = err // a waiter reads the answer itself: not owned is not an error
+		}
+		rn.done(res.Result, outcome, oerr, unfenced)
 	}
 	return true
 }

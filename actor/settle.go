@@ -29,6 +29,12 @@ type tries struct {
 	markerMs int64
 	marker   string
 	answer   tryAnswer
+	// A fair acquisition's tries (fair.go): the token kept while it is
+	// queued (its place), its last known position, and its waiter while
+	// it waits between tries (fair_wait.go).
+	fairToken string
+	position  int
+	waiter    *fairWaiter
 }
 
 // waits reports whether the caller asked to wait.
@@ -128,32 +134,8 @@ func (t *tries) settle(ctx context.Context, lock *Lock, j job) event {
 // it reports whether the token holds it, and whether that could be found
 // out before ctx ended.
 func (d *Driver) settleSet(ctx context.Context, setOn conn.Session, lease leaseRef) (ours, settled bool) {
-	fenced := false
-	for {
-		if d.closedErr() != nil {
-			return false, false // Shutdown began: the try is abandoned, its clean-up awaited by Shutdown
-		}
-		var err error
-		if !fenced {
-			fctx, done := d.fenceBound(ctx)
-			err = d.transport.Fence(fctx, setOn)
-			done()
-			if fenced = err == nil; fenced {
-				continue // read at once
-			}
-		} else {
-			rctx, done := d.fenceBound(ctx) // a read bounded as a fence is
-			var res conn.Result
-			res, err = d.transport.Do(rctx, lease.read(), nil)
-			done()
-			if err == nil {
-				return lease.held(res), true
-			}
-		}
-		if !settleRetries(err) || Sleep(ctx, d.spawn, d.clock, cleanupRetry) != nil {
-			return false, false
-		}
-	}
+	res, _, read := d.fenceThenRead(ctx, setOn, lease.read())
+	return read && lease.held(res), read
 }
 
 // settleRetries reports whether a fence or read that settles an uncertain

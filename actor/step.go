@@ -88,7 +88,8 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 		if s := l.carrierOf(ev.op); ev.outcome == sm.OutcomeNotSubmitted || (s != nil && s.Demoted()) {
 			l.renewOn("") // the node may be gone (failover): route the next renewal by key
 		}
-		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: ev.outcome, Err: ev.err,
+		outcome, err := demotedReply(l.carrierOf(ev.op), ev.outcome, ev.err)
+		return sm.Input{Kind: sm.InputCommandDone, Op: ev.op, Outcome: outcome, Err: err,
 			Unfenced: ev.unfenced, Now: now}, true
 	case eventFence:
 		return sm.Input{Kind: sm.InputFenceDone, Op: ev.op, Err: ev.err, Now: now}, true

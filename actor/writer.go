@@ -20,7 +20,8 @@ import (
 
 // tryAnswer is what one try's command answered, beyond the handle's view.
 type tryAnswer struct {
-	waiting   bool // a writer's try: not acquired, its marker is set
+	waiting   bool // a writer's try: not acquired, its marker is set; a fair try: queued
+	position  int  // a fair try that queued: its position (1: the head)
 	uncertain bool // the try's outcome was unknown (settled or abandoned since)
 }
 
@@ -52,10 +53,14 @@ func (t *tries) waitOn() waitOn {
 
 // token returns the owner token of the next try: a fresh one (with the
 // spec's owner suffix), except for a writer whose marker is on the server
-// (the same token refreshes it).
+// (the same token refreshes it) and a fair waiter (the same token keeps its
+// place in the queue).
 func (t *tries) token() string {
 	if t.marker != "" {
 		return t.marker
+	}
+	if t.fairToken != "" {
+		return t.fairToken
 	}
 	if t.spec.OwnerSuffix != "" {
 		return t.d.newToken() + t.spec.OwnerSuffix

@@ -14,7 +14,7 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/looplab/fsm v1.0.3 // indirect
-	github.com/respire-go/respire/goredis v0.0.0
+	github.com/respire-go/respire/goredis v0.1.0
 	github.com/respire-go/respire/valkeygo v0.1.0
 	github.com/valkey-io/valkey-go v1.0.80
 	go.opentelemetry.io/otel v1.47.0 // indirect

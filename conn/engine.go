@@ -44,8 +44,9 @@ type Engine struct {
 	opening  map[string]*openCall  // one open per key at a time
 	closed   bool
 
-	slots *slotTable // cluster mode only
-	push  pushState  // tracking watchers, one per node (engine_watch.go)
+	slots *slotTable   // cluster mode only
+	push  pushState    // tracking watchers, one per node (engine_watch.go)
+	prim  primaryState // Sentinel mode: the primary last named, its polls (engine_switch.go)
 
 	running track.Tracker // drainers, background closes and opens: Close waits
 }
@@ -212,6 +213,7 @@ func (e *Engine) Close() {
 	e.open, e.sessions, e.fences = map[*session]struct{}{}, map[string]*session{}, map[string]*link{}
 	e.mu.Unlock()
 	e.stopWork()
+	e.stopPrimaryPolls()
 	for _, s := range open {
 		e.retireSession(s, RetiredClosed)
 	}
@@ -227,13 +229,6 @@ func (e *Engine) wait() {
 	e.running.WaitWith(func(idle <-chan struct{}) bool {
 		return e.spawn.Wait(context.Background(), idle) == nil
 	})
-}
-
-// isClosed reports whether Close was called.
-func (e *Engine) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
 }
 
 // retireLink retires l with reason: the session it belongs to, if any, is

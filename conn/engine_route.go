@@ -202,6 +202,7 @@ func (e *Engine) primary(ctx context.Context) (string, error) {
 	if len(nodes) != 1 {
 		return "", fmt.Errorf("%w: %d nodes", ErrAmbiguousPrimary, len(nodes))
 	}
+	e.notePrimary(nodes[0])
 	return nodes[0], nil
 }
 

@@ -45,6 +45,8 @@ var opWords = map[string]string{
 	"watch":             "key watch",
 	"client":            "CLIENT command",
 	waitOp:              "WAIT",
+	guardOp:             "guarded write",
+	guardConfirmOp:      "replication check of a guarded write",
 }
 
 // opText is the words of op.

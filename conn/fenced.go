@@ -144,8 +144,9 @@ func ParseFencingToken(text string) (int64, bool) {
 }
 
 // ErrCrossSlot is the cause (NotSubmitted) when a cluster client is asked to
-// run a fenced acquisition whose two keys hash to different slots.
-var ErrCrossSlot = errors.New("lease and fencing counter keys hash to different cluster slots")
+// run a fenced acquisition whose two keys, or a guarded write whose keys,
+// hash to different slots.
+var ErrCrossSlot = errors.New("the keys of one lock operation hash to different cluster slots")
 
 // FencedResult is the answer of AcquireFenced.
 type FencedResult struct {

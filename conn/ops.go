@@ -91,7 +91,8 @@ func (r ExtendRequest) Renewal() Op {
 // Batchable reports whether an Op may ride in a batch of renewals (see
 // ExtendRequest.Op).
 func (o Op) Batchable() bool {
-	return o.kind == 0 || o.kind == opExtend || (o.kind == opPrimitive && o.prim.kind == primOwned && o.prim.sha == HolderRenewScriptSHA)
+	return o.kind == 0 || o.kind == opExtend || (o.kind == opPrimitive &&
+		(o.prim.kind == primOwned && o.prim.sha == HolderRenewScriptSHA || o.prim.kind == primFairRenew))
 }
 
 // ExtendResult is the answer to one ExtendRequest.
@@ -112,9 +113,9 @@ type Result struct {
 	Session      Session // session of the last attempt; nil when nothing was sent
 
 	// Semaphore and read/write-lock Ops only (primitive_keys.go):
-	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers
+	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers (fair Ops: see FairResource)
 	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
-	Holders         int64 // HoldersOp, ReadersOp: the live holders
+	Holders         int64 // HoldersOp, ReadersOp: the live holders; fair Ops: the waiters, or a waiter's position
 }
 
 // RetriableOnFreshSession reports an error of a command that provably never

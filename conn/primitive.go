@@ -29,6 +29,9 @@ const (
 	primLease                                 // n > 0 ms left, 0 or -2 not live
 	primCount                                 // n ≥ 0 live holders
 	primOwnerLease                            // n ≥ 0 ms left, -1 no expiry, -2 changed (owner_lease.go)
+	primGuard                                 // a guarded write: 1 ran, 0 not the owner (guard.go)
+	primFairTry                               // 1 holds, 0 refused, -n queued at n (fair.go)
+	primFairRenew                             // -n queued at n, 2 try now, 0 not queued (fair.go)
 )
 
 // primitiveCall is one primitive operation, immutable once built and
@@ -54,8 +57,8 @@ type ScriptCall struct {
 }
 
 // ScriptCall returns the pure state machine of a semaphore or read/write
-// lock Op (built by the methods of Semaphore and RWLock), and ok=false for
-// every other Op. Each call returns a fresh machine at its EVALSHA step.
+// lock Op (built by the methods of Semaphore and RWLock), of an
+// OwnerLeaseOp or of a GuardOp, and ok=false for every other Op. Each call returns a fresh machine at its EVALSHA step.
 func (o Op) ScriptCall() (call *ScriptCall, ok bool) {
 	if o.kind != opPrimitive {
 		return nil, false
@@ -92,16 +95,20 @@ type ScriptOutcome struct {
 	Done bool
 	// Owned, when Done and no error: an acquisition holds (new or already
 	// held), a renewal renewed, a release released a live holder, a lease
-	// read found a live holder. false: refused or not a live holder; nothing
-	// changed that the token owned.
+	// read found a live holder, a guarded write's writes ran. false:
+	// refused or not a live holder; nothing changed that the token owned
+	// (a guarded write: nothing written).
 	Owned bool
 	// Waiting: a write acquisition was not granted, but the token's waiting
-	// marker is set and refuses new readers until it expires.
+	// marker is set and refuses new readers until it expires. A fair try:
+	// not granted, the token is queued (Holders is its position). A fair
+	// waiter's renewal: granted, try now.
 	Waiting bool
 	// RemainingMillis: a lease read's live holder has this many ms left
 	// (an OwnerLeaseOp: the key's PTTL, -1 for no expiry).
 	RemainingMillis int64
-	// Holders: a count's live holders.
+	// Holders: a count's live holders (a fair queue's waiters); a fair
+	// try's or a fair renewal's position in the queue (1: the head).
 	Holders int64
 	// LimitMismatch: a semaphore acquisition was refused because the stored
 	// limit differs; nothing changed.
@@ -124,7 +131,7 @@ func (c *ScriptCall) Interpret(r Reply) ScriptOutcome {
 	}
 	n := r.Int
 	switch c.call.kind {
-	case primAcquire, primOwned:
+	case primAcquire, primOwned, primGuard:
 		if n == 0 || n == 1 {
 			return ScriptOutcome{Done: true, Owned: n == 1}
 		}
@@ -142,6 +149,20 @@ func (c *ScriptCall) Interpret(r Reply) ScriptOutcome {
 	case primCount:
 		if n >= 0 {
 			return ScriptOutcome{Done: true, Holders: n}
+		}
+	case primFairTry:
+		switch {
+		case n == 0 || n == 1:
+			return ScriptOutcome{Done: true, Owned: n == 1}
+		case n < 0:
+			return ScriptOutcome{Done: true, Waiting: true, Holders: -n}
+		}
+	case primFairRenew:
+		switch {
+		case n == 0 || n == 2:
+			return ScriptOutcome{Done: true, Waiting: n == 2}
+		case n < 0:
+			return ScriptOutcome{Done: true, Owned: true, Holders: -n}
 		}
 	case primOwnerLease:
 		if n >= -1 {
@@ -163,7 +184,7 @@ func (c *ScriptCall) interpretError(text string) ScriptOutcome {
 		c.step = StepPrimitiveEval
 		return ScriptOutcome{}
 	}
-	if c.call.kind == primAcquire && c.call.limit > 0 {
+	if (c.call.kind == primAcquire || c.call.kind == primFairTry) && c.call.limit > 0 {
 		if m, ok := parseLimitMismatch(text, c.call.limit); ok {
 			return ScriptOutcome{Done: true, LimitMismatch: m}
 		}

@@ -9,9 +9,8 @@ import (
 // sessions — one pinned connection per node, shared by many locks — that
 // carry lock operations and batches of renewals; fences that kill a
 // session from another connection, after which nothing it carried can
-// run; and the tracked reads and invalidations of push. *Pool implements it
-// over rueidis; package goredis implements it over go-redis, and sim/dst
-// over its simulated network. The driver hands a Transport only sessions
+// run; and the tracked reads and invalidations of push. *Engine implements
+// it over any conn.Client (the adapters' and sim/dst's). The driver hands a Transport only sessions
 // that Transport made.
 //
 // Errors are *Error values classified Definite, NotSubmitted or Uncertain
@@ -58,6 +57,11 @@ type Transport interface {
 	// node (keys nil: everything tracked there is forgotten). It is called
 	// on the transport's own goroutine and must not block.
 	SetInvalidationHandler(fn func(node string, keys []string))
+	// SetPrimarySwitchHandler sets the function told, on the transport's
+	// own task, when a Sentinel client names another primary (old, the
+	// one before; now, the new one); every session to another node is
+	// demoted and retired by then. It must not block.
+	SetPrimarySwitchHandler(fn func(old, now string))
 	// CheckFencedKeys refuses, before anything is sent, a lease key and a
 	// fencing counter key that would not live in one slot (ErrCrossSlot).
 	CheckFencedKeys(leaseKey, counterKey string) error
@@ -66,6 +70,13 @@ type Transport interface {
 	// coordination.WithReplicas; stop ending closes that connection.
 	AcquireReplicated(ctx, stop context.Context, leaseKey, counterKey, token string, ttlMillis, replicas,
 		timeoutMillis int64) (ReplicatedFencedResult, error)
+	// Primaries returns the address of every primary (one outside a
+	// cluster), sorted, for a walk of the keyspace (Locks.List).
+	Primaries(ctx context.Context) ([]string, error)
+	// Scan runs one SCAN cursor MATCH match COUNT count on node, on its
+	// fence connection (never a lock session); next is 0 once the walk of
+	// node is over. It changes nothing on the server.
+	Scan(ctx context.Context, node string, cursor uint64, match string, count int) (next uint64, keys []string, err error)
 	// RetireAll retires every session (commands in flight on them become
 	// uncertain); the transport stays usable.
 	RetireAll()

@@ -19,6 +19,14 @@
 // tokens let one owner write repeatedly within its lease; a stale owner's
 // smaller token is rejected.
 //
+// For data kept in Redis the check needs no code of yours: a Lock's guarded
+// writes (Lock.Guard, lease's, promoted) run only while its lease key holds
+// its owner token and no larger fencing token wrote through its counter (the
+// fence record, the counter key followed by ":guarded", persistent like the
+// counter); the script records this lock's token there. A refused holder
+// writes nothing and its lock ends (lease.LossGuardRefused,
+// lease.LossFenceRefused).
+//
 // # The same lock as package lease's
 //
 // A *Lock embeds the managed *lease.Lock that the acquisition created:

@@ -18,7 +18,9 @@ import (
 // with the cause, when the lease ends for any reason), KeepAlive,
 // ResetExpiry, Release (concurrent calls share one delete), Close and
 // CloseContext, VerifyStillHeld, State, Duration, RemainingEstimate,
-// ExpiresAtEstimate, Key and Token (the owner token, a secret). Renewals
+// ExpiresAtEstimate, Key and Token (the owner token, a secret), and Guard
+// and GuardWith, whose scripts also check this lock's fencing token against
+// the fence record (see the package documentation). Renewals
 // keep the fencing token; uncertain renewals and releases are fenced with
 // CLIENT KILL like any managed lock's. Pass lock.Lock wherever a
 // *lease.Lock is expected (a job runner, a leader election).

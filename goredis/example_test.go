@@ -11,6 +11,7 @@ import (
 
 	"github.com/respire-go/respire/goredis"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
@@ -28,11 +29,13 @@ func ExampleNew() {
 	}
 	defer srv.Close()
 
-	// The client at its defaults: the transport turns retries off for its
-	// own commands and needs read and write deadlines (the defaults have).
+	// The client at its defaults but one: the adapter turns retries off for
+	// its own commands and needs read and write deadlines (the defaults
+	// have). Maintenance notifications off unless your server sends them:
+	// go-redis v9.23's default (auto) races inside go-redis on servers
+	// without them (docs/compatibility.md), as Redis < 8, Valkey and the
+	// simulator are.
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(),
-		// go-redis v9.23's default (auto) races inside go-redis on servers
-		// without maintenance notifications (see docs/compatibility.md).
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	defer client.Close() // deferred calls run last first: the Locks closes before the client
 
@@ -109,4 +112,35 @@ func ExampleNew_cluster() {
 	// invoice:1 Held
 	// invoice:2 Held
 	// invoice:3 Held
+}
+
+// Tests of code that takes a *lease.Locks: package leasetest's
+// Server.Locks needs no Redis client (it runs on respire-go's own), so it
+// is the same for go-redis users as for everyone; to run the test over
+// go-redis itself, connect a redis.Client with the server's Addr and
+// Password and pass it to New. Either Locks sees the kit's faults.
+func ExampleNew_leasetest() {
+	srv := leasetest.NewServer() // in a test: srv := leasetest.Start(t), closed at test end
+	defer srv.Close()
+
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: srv.Password(),
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	defer client.Close()
+	locks, err := goredis.New(client) // or: locks := srv.Locks()
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+
+	ctx := context.Background()
+	lock, err := locks.Acquire(ctx, "locks:report", 30*time.Second, lease.WithKeepAlive())
+	if err != nil {
+		panic(err)
+	}
+	defer lock.Close()
+	srv.Steal("locks:report") // another owner's token in the key
+	<-lock.Context().Done()   // at once: the keep-alive holder learns it by push
+	fmt.Println("lost:", errors.Is(context.Cause(lock.Context()), lease.ErrOwnershipLost))
+	// Output:
+	// lost: true
 }

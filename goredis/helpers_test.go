@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,19 +20,8 @@ import (
 // import path, so this module (github.com/respire-go/respire/goredis) may
 // import the main module's internal packages in its tests.
 
-// realStandalone returns the address and password of the real Redis 7.0,
-// locked for this test, or skips.
-func realStandalone(t *testing.T) (addr, password string) {
-	t.Helper()
-	addr = os.Getenv("RESPIRE_REAL_REDIS70")
-	if addr == "" {
-		t.Skip("RESPIRE_REAL_REDIS70 not set: run under scripts/with-servers.sh")
-	}
-	realserver.Lock(t, addr)
-	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
-}
-
-// realStandaloneB is realStandalone for benchmarks.
+// realStandaloneB returns the address and password of the real Redis 7.0,
+// locked for this benchmark, or skips.
 func realStandaloneB(b *testing.B) (addr, password string) {
 	b.Helper()
 	addr = os.Getenv("RESPIRE_REAL_REDIS70")
@@ -42,18 +30,6 @@ func realStandaloneB(b *testing.B) (addr, password string) {
 	}
 	realserver.Lock(b, addr)
 	return addr, os.Getenv("RESPIRE_REAL_REDIS70_PASSWORD")
-}
-
-// realCluster returns the real 3+3 cluster's addresses and password,
-// locked for this test, or skips.
-func realCluster(t *testing.T) ([]string, string) {
-	t.Helper()
-	addrs := os.Getenv("RESPIRE_REAL_CLUSTER70")
-	if addrs == "" {
-		t.Skip("RESPIRE_REAL_CLUSTER70 not set: run under scripts/with-servers.sh")
-	}
-	realserver.Lock(t, addrs)
-	return strings.Split(addrs, ","), os.Getenv("RESPIRE_REAL_CLUSTER70_PASSWORD")
 }
 
 // maintOff is a maintenance-notification config that is off. go-redis

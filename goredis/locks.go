@@ -15,6 +15,13 @@ import (
 // (ErrUnsupportedClient, ErrUnboundedIO) and lease's invalid options. The
 // Locks never closes client: call Locks.Close first (once client is
 // closed, every call fails with lease.ErrClientClosed, nothing sent).
+//
+// New leaves client's options as they are. Set MaintNotificationsConfig's
+// Mode to maintnotifications.ModeDisabled unless your servers send
+// maintenance notifications (Redis < 8, Valkey and package sim do not):
+// go-redis v9.23's default, auto, then writes the client's options without
+// a lock, a data race inside go-redis once the Locks' connections open
+// beside your own commands (docs/compatibility.md; ExampleNew).
 func New(client redis.UniversalClient, opts ...lease.Option) (*lease.Locks, error) {
 	c, err := newClient(client)
 	if err != nil {

@@ -21,6 +21,10 @@ type acquireOptions struct {
 	untilDone     bool
 	replicas      replicasOption // WithReplicas (fencing-token acquisitions only)
 	ownerSuffix   string         // WithOwner's NUL and label ("" for none)
+	fair          bool           // WithFairWait (fair.go)
+	waiterLease   time.Duration  // WithWaiterLease
+	onPosition    func(int)      // WithQueuePosition
+	primitive     bool           // a semaphore's or read/write lock's: its queue needs no check of the key
 }
 
 // WithKeepAlive starts a keep-alive owned by the lock once acquired: the
@@ -191,9 +195,17 @@ func (l *Locks) spec(op, key string, ttl time.Duration, o acquireOptions, fenced
 	if fenced != nil && o.replicas.set {
 		fenced.Replicas, fenced.Timeout = o.replicas.n, time.Duration(ceilMillis(o.replicas.timeout))*time.Millisecond
 	}
+	mutexKey := l.key(key)
+	if o.primitive {
+		mutexKey = ""
+	}
+	fair, err := o.fairSpec(mutexKey, fenced != nil)
+	if err != nil {
+		return actor.AcquireSpec{}, opError(op, key, err)
+	}
 	return actor.AcquireSpec{WireKey: l.key(key), KeyStart: len(l.prefix), TTL: d, KeepAlive: o.keepAlive,
 		Wait: o.wait, UntilDone: o.untilDone, RetryEvery: o.retryEvery, RetryEverySet: o.retryEverySet,
-		Fenced: fenced, OwnerSuffix: o.ownerSuffix}, nil
+		Fenced: fenced, OwnerSuffix: o.ownerSuffix, Fair: fair}, nil
 }
 
 // applyAcquireOptions is separate so that acquisitions without options do

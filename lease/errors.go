@@ -70,8 +70,9 @@ var (
 	// MASTERDOWN, LOADING, BUSY, NOREPLICAS, OOM, a redirect not followed). It
 	// also matches ErrServerReply.
 	ErrDidNotRun = conn.ErrDidNotRun
-	// ErrCrossSlot: a lease key and its fencing counter key hash to
-	// different Cluster slots; use a hash tag (see package coordination).
+	// ErrCrossSlot: a lease key and its fencing counter key, or a lease key
+	// and a key of a guarded write (Lock.Guard), hash to different Cluster
+	// slots; use a hash tag (see package coordination). Nothing was sent.
 	ErrCrossSlot = conn.ErrCrossSlot
 	// ErrClosed: the Locks was closed; nothing was sent.
 	ErrClosed = conn.ErrPoolClosed

@@ -79,6 +79,13 @@ const (
 	// the owner-compared read that followed found it deleted, expired or
 	// holding another owner's token (see WithoutPush).
 	LossReadRefused = actor.LossReadRefused
+	// LossGuardRefused: a guarded write (Lock.Guard) found the key
+	// deleted, expired or holding another owner's token, and wrote nothing.
+	LossGuardRefused = actor.LossGuardRefused
+	// LossFenceRefused: a guarded write of a fencing-token lock found a
+	// larger fencing token in the lock's fence record — a later holder
+	// wrote through the lock's counter — and wrote nothing.
+	LossFenceRefused = actor.LossFenceRefused
 )
 
 // LossError is the cause of a lock's or keep-alive's context when

@@ -26,6 +26,15 @@
 // an error that says whether the lock was lost while it ran
 // (ErrLostDuringWork) or the release's outcome is unknown.
 //
+// Guarded writes: Lock.Guard runs writes to Redis keys (commands of an
+// allowlist, or a GuardScript) on the server only while the lock holds its
+// key, in one script that compares the key's value first: a holder whose
+// lease ended — paused, its write held up — is refused, nothing written,
+// and its lock ends at once (LossGuardRefused). A reply lost on the wire is
+// settled (its connection fenced, the write id the script recorded read
+// back). See Lock.Guard, and docs/fencing.md for what it protects and what
+// it cannot (data outside Redis: pass a fencing token).
+//
 // Who holds a lock: WithOwner labels a managed lock with its holder (a
 // host, a pid, a job id), stored in the key after the token, and
 // Locks.Holder reads a key's label and the lease it has left, never its
@@ -55,11 +64,17 @@
 //     contended (another owner held it for the whole wait), abandoned (the
 //     caller's ctx ended first, or the reply came too late), failed.
 //   - respire.lock.acquire.duration (histogram, s), respire.result: the
-//     whole call, polling included.
+//     whole call, polling (or waiting in a fair queue) included: the
+//     acquisition-wait histogram.
 //   - respire.lock.held (up-down counter): +1 when acquired (once per
 //     lock, an uncertain SET confirmed by settling included), -1 when the
 //     handle sees its lease end (release, loss, expiry noticed by a
 //     keep-alive, Lock.Context's watch or the next call on the lock).
+//   - respire.lock.waiters (up-down counter), respire.wait: fair
+//     (WithFairWait) or unfair: acquisitions of this process waiting
+//     (WithWait, WithWaitUntilDone), +1 when one starts, -1 when it returns.
+//   - respire.lock.hold.duration (histogram, s), respire.result: released
+//     or lost: from acquired to the handle seeing its lease end.
 //   - respire.lock.renewals (counter), respire.result: renewed, recovered,
 //     refused (not ours any more), error (a server error reply, or a reset
 //     not sent), unknown (outcome unknown), not-sent (a keep-alive renewal
@@ -71,7 +86,8 @@
 //     reply, still held), unknown, not-sent.
 //   - respire.lock.losses (counter), respire.result: a LossReason's name
 //     (refused, renewal-outcome-unknown, release-outcome-unknown, deadline,
-//     deadline-in-flight, read-refused), renewal-failed or expired.
+//     deadline-in-flight, read-refused, guard-refused, fence-refused),
+//     renewal-failed or expired.
 //   - respire.fences (counter), respire.result: ok or failed, per fence of
 //     a lock command whose outcome was unknown.
 //   - respire.fallbacks (counter), respire.capability (set-ifeq, delex,

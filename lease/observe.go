@@ -168,6 +168,7 @@ func releaseResult(e sm.Event) string {
 // leaseEnded observes the end of l's lease, reached by edge; l.mu is held.
 func (o *observer) leaseEnded(l *Lock, in *sm.Input, why sm.Ending, edge sm.Event) {
 	o.addHeld(l, -1)
+	o.holdEnded(l, why.Cause == sm.CauseReleased)
 	if why.Cause == sm.CauseReleased {
 		if o.tracer != nil {
 			o.forgetRenewal(l)
@@ -228,7 +229,14 @@ func (o *observer) acquire(ctx context.Context, l *Locks, spec actor.AcquireSpec
 	}
 	start := time.Now()
 	inner, span := o.startAcquire(ctx, l, spec.KeepAlive)
+	waits := o.metrics != nil && (spec.Wait > 0 || spec.UntilDone)
+	if waits {
+		o.addWaiters(l.prefix, spec.Fair != nil, 1)
+	}
 	lock, err := d.Acquire(inner, spec)
+	if waits {
+		o.addWaiters(l.prefix, spec.Fair != nil, -1)
+	}
 	waited := time.Since(start)
 	result := acquireResult(ctx, lock, err)
 	if o.metrics != nil {

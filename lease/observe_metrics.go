@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -20,6 +21,7 @@ const (
 	attrResult     = "respire.result"
 	attrCapability = "respire.capability"
 	attrKeyPrefix  = "respire.lock.key_prefix"
+	attrWait       = "respire.wait"
 	attrServerAddr = "server.address"
 	attrServerPort = "server.port"
 )
@@ -46,6 +48,10 @@ type instruments struct {
 	fallbacks       metric.Int64Counter
 	sessionsOpened  metric.Int64Counter
 	sessionsRetired metric.Int64Counter
+	waiters         metric.Int64UpDownCounter
+	holdDuration    metric.Float64Histogram
+
+	heldSince sync.Map // *Lock → time.Time it was seen held (hold.duration)
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
@@ -71,6 +77,7 @@ type attrOpts struct {
 // local network, a contended acquisition up to its wait budget.
 var (
 	acquireBuckets  = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	holdBuckets     = []float64{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400}
 	latenessBuckets = []float64{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
 )
 
@@ -79,7 +86,7 @@ var (
 func newInstruments(provider metric.MeterProvider) (*instruments, error) {
 	meter := provider.Meter(scope, metric.WithInstrumentationVersion(Version))
 	m := &instruments{attrs: map[attrKey]*attrOpts{}}
-	var errs [11]error
+	var errs [13]error
 	m.acquisitions, errs[0] = meter.Int64Counter("respire.lock.acquisitions", metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Acquisitions of managed locks, by result (acquired, contended, abandoned, failed)."))
 	m.acquireDuration, errs[1] = meter.Float64Histogram("respire.lock.acquire.duration", metric.WithUnit("s"),
@@ -104,6 +111,11 @@ func newInstruments(provider metric.MeterProvider) (*instruments, error) {
 		metric.WithDescription("Sessions (pinned connections for lock commands) opened, by server."))
 	m.sessionsRetired, errs[10] = meter.Int64Counter("respire.sessions.retired", metric.WithUnit("{session}"),
 		metric.WithDescription("Sessions retired, by reason and server."))
+	m.waiters, errs[11] = meter.Int64UpDownCounter("respire.lock.waiters", metric.WithUnit("{waiter}"),
+		metric.WithDescription("Acquisitions of this process waiting for a lock (WithWait, WithWaitUntilDone), by respire.wait: fair or unfair."))
+	m.holdDuration, errs[12] = meter.Float64Histogram("respire.lock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long managed locks were held: from acquired to the handle seeing its lease end, by respire.result (released or lost)."),
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -175,9 +187,39 @@ func (o *observer) countLock(l *Lock, c lockCounter, key, value string) {
 	}
 }
 
-// addHeld moves the held-locks counter of l's view by n.
+// addHeld moves the held-locks counter of l's view by n, and records
+// how long l was held when it ends (released true: by a release).
 func (o *observer) addHeld(l *Lock, n int64) {
 	if o.metrics != nil {
 		o.metrics.held.Add(context.Background(), n, o.lockAttrs(l, "", "").add...)
+		if n > 0 {
+			o.metrics.heldSince.Store(l, time.Now())
+		}
 	}
+}
+
+// holdEnded records l's hold time (respire.result released or lost).
+func (o *observer) holdEnded(l *Lock, released bool) {
+	if o.metrics == nil {
+		return
+	}
+	since, ok := o.metrics.heldSince.LoadAndDelete(l)
+	if !ok {
+		return
+	}
+	result := "lost"
+	if released {
+		result = "released"
+	}
+	o.metrics.holdDuration.Record(context.Background(), time.Since(since.(time.Time)).Seconds(),
+		o.lockAttrs(l, attrResult, result).rec...)
+}
+
+// addWaiters moves the waiters gauge of the view with prefix by n.
+func (o *observer) addWaiters(prefix string, fair bool, n int64) {
+	wait := "unfair"
+	if fair {
+		wait = "fair"
+	}
+	o.metrics.waiters.Add(context.Background(), n, o.viewAttrs(prefix, attrWait, wait).add...)
 }

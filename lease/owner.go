@@ -129,25 +129,50 @@ func (l *Locks) Holder(ctx context.Context, key string) (holder Holder, found bo
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	wireKey := l.key(key)
+	h, _, found, err := l.readOwner(ctx, l.key(key))
+	return h, found, opError("Holder", key, err)
+}
+
+// ownerValue says what a key's value was besides a holder's token.
+type ownerValue uint8
+
+const (
+	valueToken    ownerValue = iota // an owner token
+	valueReserved                   // a fair grant not claimed yet (conn.FairReservation)
+	valueMarker                     // a waiting writer's marker
+)
+
+// readOwner reads wireKey's owner label and the lease it has left (see
+// Holder), never returning the token, and what the value was.
+func (l *Locks) readOwner(ctx context.Context, wireKey string) (Holder, ownerValue, bool, error) {
 	for range holderReads {
 		owner, err := l.core.transport.Do(ctx, conn.OwnerOp(wireKey), nil)
 		if err != nil || !owner.Owned {
-			return Holder{}, false, opError("Holder", key, err)
+			return Holder{}, 0, false, err
 		}
 		left, err := l.core.transport.Do(ctx, conn.OwnerLeaseOp(wireKey, owner.Token), nil)
 		if err != nil {
-			return Holder{}, false, opError("Holder", key, err)
+			return Holder{}, 0, false, err
 		}
 		if !left.Owned {
 			continue // another owner, or none, since the GET: read again
 		}
 		h := Holder{Remaining: time.Duration(left.RemainingMillis) * time.Millisecond}
-		h.Label, _ = ownerLabelOf(owner.Token)
+		value, kind := owner.Token, valueToken
+		if v, ok := strings.CutPrefix(value, conn.FairReservationPrefix); ok {
+			value, kind = v, valueReserved
+		} else if v, ok := strings.CutPrefix(value, waitingMarkerPrefix); ok {
+			value, kind = v, valueMarker
+		}
+		h.Label, _ = ownerLabelOf(value)
 		if left.RemainingMillis < 0 {
 			h.Remaining, h.NoExpiry = 0, true
 		}
-		return h, true, nil
+		return h, kind, true, nil
 	}
-	return Holder{}, false, opError("Holder", key, fmt.Errorf("the key's owner changed between the reads, %d times in a row", holderReads))
+	return Holder{}, 0, false, fmt.Errorf("the key's owner changed between the reads, %d times in a row", holderReads)
 }
+
+// waitingMarkerPrefix begins a waiting writer's marker in a read/write
+// lock's writer key.
+const waitingMarkerPrefix = "waiting:"

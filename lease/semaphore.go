@@ -116,6 +116,7 @@ func (l *Locks) acquirePrimitive(ctx context.Context, op, name string, ttl time.
 	if len(opts) > 0 {
 		o = applyAcquireOptions(opts)
 	}
+	o.primitive = true
 	spec, err := l.spec(op, name, ttl, o, nil)
 	if err != nil {
 		return nil, err

@@ -375,6 +375,12 @@ func TestResetExpiryFalseLosesTheLockAndLaterResetsSendNothing(t *testing.T) {
 func TestResetTimedOutAfterTheSendIsFencedAndLost(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ResetTimedOutAfterTheSendIsFencedAndLost")
 }
+func TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary")
+}
+func TestRestartWithoutPersistence_TheHolderLearnsInOneRoundTrip(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "RestartWithoutPersistence_TheHolderLearnsInOneRoundTrip")
+}
 func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SentinelFailover_SessionsFollowTheNewPrimary")
 }
@@ -468,6 +474,33 @@ func TestWaitingAcquisitionPollsEveryRetryEveryUntilFree(t *testing.T) {
 func TestWithoutPush_SendsNoTracking(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "WithoutPush_SendsNoTracking")
 }
+func TestGuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteNeedsTheLease_TheOwnersWritesRunAStaleHoldersAreRefused")
+}
+func TestGuardedWriteValidatesBeforeSending_NothingIsSentForBadInput(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteValidatesBeforeSending_NothingIsSentForBadInput")
+}
+func TestGuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteValidatesBeforeSending_CrossSlotKeysAreRefusedInACluster")
+}
+func TestGuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun")
+}
+func TestGuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteChecksTheFence_AStaleFencingTokenIsRefusedEvenWithTheLeaseKey")
+}
+func TestGuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteNeedsTheLease_AUserScriptGetsItsOwnKeysAndArgs")
+}
+func TestGuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_ACountBelowTheAskIsReported")
+}
+func TestGuardedHolderHelper(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedHolderHelper")
+}
+func TestNoGuardedWriteAfterTakeover_APausedProcessIsRefused(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "NoGuardedWriteAfterTakeover_APausedProcessIsRefused")
+}
 func TestWrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "WrongTypeIsRefusedAtOnce_WaitingAcquisitionsOfEveryKind")
 }
@@ -479,4 +512,28 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 }
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
+}
+func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")
+}
+func TestFairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairGrantsInTicketOrder_WaitersAcquireInTheOrderTheyQueued")
+}
+func TestFairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairDeadWaiterCostsItsWaiterLease_AGrantToADeadWaiterLapsesAtItsWaiterLease")
+}
+func TestFairNonFairNeverTakesAReservation_AndOvertakingIsCounted(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairNonFairNeverTakesAReservation_AndOvertakingIsCounted")
+}
+func TestFairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairGrantsInTicketOrder_SemaphorePermitsAndRWLockHolds")
+}
+func TestFairWaiterLeavesWhenItsWaitEnds(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "FairWaiterLeavesWhenItsWaitEnds")
+}
+func TestListShowsWhoHoldsWhat_NeverAToken(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_NeverAToken")
+}
+func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
 }

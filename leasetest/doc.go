@@ -52,6 +52,25 @@
 // Locks.KeyPrefix) in front. A lock acquired as
 // "report" by a view with prefix "jobs:" is stolen with Steal("jobs:report").
 //
+// # Your Redis client
+//
+// Server.Locks needs no Redis client: it runs on a minimal client of
+// respire-go's own (Server.Client), and this package links none, so it is
+// the same for a service on go-redis, rueidis or valkey-go. A test that
+// must run over the client the service uses connects it with Addr and
+// Password and passes it to that client's adapter:
+//
+//	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: srv.Password(),
+//		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+//	t.Cleanup(func() { _ = client.Close() })
+//	locks, err := goredis.New(client) // rueidislease.New, valkeygo.New alike
+//	if err != nil {
+//		t.Fatal(err)
+//	}
+//	t.Cleanup(locks.Close) // cleanups run last first: before the client's Close
+//
+// Either Locks observes the faults below alike (goredis.ExampleNew_leasetest).
+//
 // # The server
 //
 // Start (in a test) and NewServer (anywhere else, with Close) run one

@@ -12,11 +12,15 @@ func stringCommands() map[string]*command {
 		"del":      {arity: -2, run: (*Engine).delCommand, keys: allKeys},
 		"unlink":   {arity: -2, run: (*Engine).delCommand, keys: allKeys},
 		"exists":   {arity: -2, run: (*Engine).existsCommand, keys: allKeys, readonly: true},
+		"type":     {arity: 2, run: (*Engine).typeCommand, keys: firstKey, readonly: true},
 		"mget":     {arity: -2, run: (*Engine).mgetCommand, keys: allKeys, readonly: true},
 		"pexpire":  {arity: -3, run: (*Engine).pexpireCommand, keys: firstKey},
 		"pttl":     {arity: 2, run: (*Engine).pttlCommand, keys: firstKey, readonly: true},
 		"ttl":      {arity: 2, run: (*Engine).pttlCommand, keys: firstKey, readonly: true},
 		"incr":     {arity: 2, run: (*Engine).incrCommand, keys: firstKey},
+		"incrby":   {arity: 3, run: (*Engine).incrbyCommand, keys: firstKey},
+		"decrby":   {arity: 3, run: (*Engine).incrbyCommand, keys: firstKey},
+		"expire":   {arity: -3, run: (*Engine).pexpireCommand, keys: firstKey},
 		"rpush":    {arity: -3, run: (*Engine).rpushCommand, keys: firstKey},
 		"flushall": {arity: -1, run: (*Engine).flushCommand, noScript: true},
 		"flushdb":  {arity: -1, run: (*Engine).flushCommand, noScript: true},
@@ -81,6 +85,20 @@ func (e *Engine) existsCommand(c *client, args []string) reply {
 	return integer(n)
 }
 
+// typeCommand is TYPE key: string, list, zset or none.
+func (e *Engine) typeCommand(c *client, args []string) reply {
+	v := e.lookup(c, args[1])
+	switch {
+	case v == nil:
+		return status("none")
+	case v.isList:
+		return status("list")
+	case v.zset != nil:
+		return status("zset")
+	}
+	return status("string")
+}
+
 func (e *Engine) pexpireCommand(c *client, args []string) reply {
 	flags, r := parseExpireFlags(args[3:])
 	if isError(r) {
@@ -89,6 +107,12 @@ func (e *Engine) pexpireCommand(c *client, args []string) reply {
 	ms, ok := parseInt(args[2])
 	if !ok {
 		return notInteger
+	}
+	if name := strings.ToLower(args[0]); name == "expire" { // EXPIRE: seconds
+		if ms > math.MaxInt64/1000 || ms < math.MinInt64/1000 {
+			return errorf("ERR invalid expire time in '%s' command", name)
+		}
+		ms *= 1000
 	}
 	v := e.lookup(c, args[1])
 	if v == nil {
@@ -149,7 +173,30 @@ func (e *Engine) pttlCommand(c *client, args []string) reply {
 }
 
 func (e *Engine) incrCommand(c *client, args []string) reply {
-	v, wrong := e.stringValue(c, args[1])
+	return e.incrementBy(c, args[1], 1)
+}
+
+// incrbyCommand is INCRBY and DECRBY (the increment read first, as
+// incrbyCommand and decrbyCommand do; DECRBY of the smallest int64 cannot
+// be negated).
+func (e *Engine) incrbyCommand(c *client, args []string) reply {
+	n, ok := parseInt(args[2])
+	if !ok {
+		return notInteger
+	}
+	if strings.EqualFold(args[0], "decrby") {
+		if n == math.MinInt64 {
+			return errReply("ERR decrement would overflow")
+		}
+		n = -n
+	}
+	return e.incrementBy(c, args[1], n)
+}
+
+// incrementBy adds by to the integer at key (0 when missing), as
+// incrDecrCommand does.
+func (e *Engine) incrementBy(c *client, key string, by int64) reply {
+	v, wrong := e.stringValue(c, key)
 	if wrong {
 		return wrongType
 	}
@@ -160,16 +207,16 @@ func (e *Engine) incrCommand(c *client, args []string) reply {
 			return notInteger
 		}
 	}
-	if n == math.MaxInt64 {
+	if (by < 0 && n < 0 && by < math.MinInt64-n) || (by > 0 && n > 0 && by > math.MaxInt64-n) {
 		return errReply("ERR increment or decrement would overflow")
 	}
 	if v == nil {
 		v = &value{}
-		e.dbs[c.db][args[1]] = v
+		e.dbs[c.db][key] = v
 	}
-	n++
+	n += by
 	v.str = formatInt(n)
-	e.keyModified(args[1], e.modifier(c))
+	e.keyModified(key, e.modifier(c))
 	return integer(n)
 }
 

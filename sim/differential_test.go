@@ -96,7 +96,7 @@ var differentialScript = []diffStep{
 	a("SET", "i", "10"), a("INCR", "i"), a("INCR", "klist"), a("SET", "i", "x"), a("INCR", "i"), a("INCR", "newi"),
 	a("SET", "imax", "9223372036854775807"), a("INCR", "imax"), a("GET", "imax"),
 	a("EVAL", "return redis.call('incr', KEYS[1])", "1", "imax"),
-	a("SET", "e1", "v"), a("EXISTS", "e1", "e1", "nokey"), a("DEL", "e1", "nokey", "e1"),
+	a("SET", "e1", "v"), a("TYPE", "e1"), a("TYPE", "nokey"), a("EXISTS", "e1", "e1", "nokey"), a("DEL", "e1", "nokey", "e1"),
 	a("SET", "e2", "v", "EX", "100"), a("TTL", "e2"), a("PEXPIRE", "e2", "abc"), a("PEXPIRE", "e2", "0"), a("EXISTS", "e2"),
 	a("SET", "e3", "v", "KEEPTTL", "PX", "10"), a("SET", "e3", "v", "PX", "10", "EX", "10"), a("SET", "e3", "v", "GET", "GET"),
 	a("SET", "e3", "v", "XX"), a("SET", "e3", "v", "XX", "GET"), a("SET", "e3", "v", "PX"), a("GET", "klist"),

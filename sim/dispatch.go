@@ -37,6 +37,11 @@ func init() {
 	for name, cmd := range sortedSetCommands() {
 		commands[name] = cmd
 	}
+	for name, cmd := range hashCommands() {
+		commands[name] = cmd
+	}
+	commands["zrangebyscore"] = &command{arity: -4, run: (*Engine).zrangebyscoreCommand, keys: firstKey, readonly: true}
+	commands["scan"] = &command{arity: -2, run: (*Engine).scanCommand, readonly: true}
 	commands["acl"] = &command{arity: -2, run: (*Engine).aclCommand, sub: true, noScript: true}
 	commands["cluster"] = &command{arity: -2, run: (*Engine).clusterCommand, sub: true, noScript: true}
 	commands["asking"] = &command{arity: 1, run: (*Engine).askingCommand}
@@ -148,19 +153,25 @@ func parseInt(s string) (int64, bool) {
 	if i == len(s) || (s[i] == '0' && len(s) > i+1) || (neg && s[i] == '0') {
 		return 0, s == "0"
 	}
+	var u uint64 // the magnitude: up to 2⁶³ for a negative number, as string2ll reads it
 	for ; i < len(s); i++ {
 		d := s[i]
 		if d < '0' || d > '9' {
 			return 0, false
 		}
-		next := n*10 + int64(d-'0')
-		if next < n {
+		next := u*10 + uint64(d-'0')
+		if next/10 != u {
 			return 0, false
 		}
-		n = next
+		u = next
 	}
-	if neg {
-		n = -n
+	switch {
+	case neg && u <= 1<<63:
+		n = int64(-u) // two's complement: 2⁶³ becomes the smallest int64
+	case !neg && u < 1<<63:
+		n = int64(u)
+	default:
+		return 0, false
 	}
 	return n, true
 }

@@ -77,18 +77,20 @@ type client struct {
 	channels []string // SUBSCRIBEd channels, in subscription order
 }
 
-// value is one key's content: a string, a list (isList) or a sorted set
-// (zset not nil).
+// value is one key's content: a string, a list (isList), a sorted set
+// (zset not nil) or a hash (isHash).
 type value struct {
 	str      string
 	list     []string
 	isList   bool
 	zset     map[string]float64 // sorted set: member -> score; never empty
-	expireAt int64              // unix milliseconds; 0 means no TTL
+	isHash   bool
+	hash     []hashField // hash fields in insertion order; never empty once written
+	expireAt int64       // unix milliseconds; 0 means no TTL
 }
 
 // notString reports whether the value is of another type than string.
-func (v *value) notString() bool { return v.isList || v.zset != nil }
+func (v *value) notString() bool { return v.isList || v.zset != nil || v.isHash }
 
 // NewEngine returns an engine for cfg's profile (default Redis70) and
 // clock (default real time). It panics on an unknown profile (Start

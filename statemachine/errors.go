@@ -57,6 +57,8 @@ const (
 	ReasonDeadline                // the lease deadline passed with no confirmed renewal
 	ReasonDeadlineInFlight        // the lease deadline passed with a command still in flight
 	ReasonReadRefused             // an owner-compared read after a push found the key missing or another owner's
+	ReasonGuardRefused            // a guarded write's script found the key missing or another owner's
+	ReasonFenceRefused            // a guarded write's script found a larger fencing token in the fence record
 )
 
 // Ending says why a keep-alive context or the lease ended: Cause, and for a loss its Reason

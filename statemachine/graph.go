@@ -115,6 +115,7 @@ const (
 	EventAcquireSettling
 	EventAcquireConfirmed
 	EventAcquireNotTaken
+	EventGuardRefused
 	NumEvents // number of events; not an event
 )
 
@@ -129,7 +130,7 @@ var eventNames = [NumEvents]string{
 	"release-not-owned", "release-not-submitted", "release-refused", "release-uncertain", "release-uncertain-unfenced",
 	"renewal-uncertain-unfenced",
 	"release-settled", "caller-cancelled", "owner-read-refused",
-	"acquire-settling", "acquire-confirmed", "acquire-not-taken",
+	"acquire-settling", "acquire-confirmed", "acquire-not-taken", "guard-refused",
 }
 
 // String returns the event's label as used in docs/states.md.

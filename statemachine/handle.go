@@ -80,7 +80,7 @@ type handleSide struct {
 	waiters  []waiter
 	fenceErr error
 	renewErr error
-	refuted  bool
+	refuted  Reason
 }
 
 // State returns the handle's state. It does not block.
@@ -166,15 +166,16 @@ type stepper struct {
 	// retried, nil once one is confirmed: a deadline loss says why no renewal came
 	// (rule DeadlineLossSaysWhy).
 	renewErr error
-	// refuted records a read refusal that came while a recovery's fence was in flight
-	// (stepOwnerRefuted): the handle is lost once the fence answers.
-	refuted bool
+	// refuted records, by its reason, a refusal (a push read's, a guarded write's) that
+	// came while a recovery's fence was in flight (stepOwnerRefuted): the handle is lost
+	// once the fence answers. ReasonNone: none.
+	refuted Reason
 }
 
 // keepSide puts the step's waiters and fence error back into the handle.
 func (h *stepper) keepSide() {
 	if h.side == nil {
-		if len(h.waiters) == 0 && h.fenceErr == nil && h.renewErr == nil && !h.refuted {
+		if len(h.waiters) == 0 && h.fenceErr == nil && h.renewErr == nil && h.refuted == ReasonNone {
 			return
 		}
 		h.Handle.side = &handleSide{}
@@ -216,6 +217,8 @@ func (h *stepper) step(in Input) {
 		h.stepOwnerRefuted()
 	case InputAcquireSettled:
 		h.stepAcquireSettled(in)
+	case InputGuardRefused:
+		h.stepGuardRefused(in.StaleFence)
 	default:
 		panic(fmt.Sprintf("statemachine: unknown input kind %d", in.Kind))
 	}

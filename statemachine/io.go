@@ -75,6 +75,7 @@ const (
 	InputWatch                                // (Now only): the lock's context exists: its end must be seen on time, with or without keep-alive
 	InputOwnerRefuted                         // (Now only): an owner-compared read after a push found the key missing or another owner's
 	InputAcquireSettled                       // Op, Outcome (OK: our token; Mismatch: not ours; Uncertain: unsettled), Err: the answer to EffectSettleAcquire
+	InputGuardRefused                         // StaleFence: a guarded write's script found the key missing or another owner's (or, StaleFence, a larger fencing token in the fence record); nothing was written
 )
 
 // Input is one thing that happened to a handle. Now is monotonic time since an arbitrary
@@ -87,12 +88,15 @@ type Input struct {
 	Settle    bool  // InputAcquire: the caller waits, so an uncertain SET is settled (fence, read) instead of abandoned
 	Drift     Drift // InputAcquire: how early the handle gives the lease up (see Drift)
 	Unfenced  bool  // InputCommandDone of a release or renewal: its session may not be fenced
-	Op        OpID
-	Seq       uint32 // InputTimer: the Seq of the EffectArmTimer that armed it
-	Now       time.Duration
-	TTL       time.Duration
-	Caller    CallerID
-	Err       error
+	// StaleFence: InputGuardRefused because the fence record held a larger fencing token
+	// (the lease key may still hold this handle's token) rather than the key not holding it.
+	StaleFence bool
+	Op         OpID
+	Seq        uint32 // InputTimer: the Seq of the EffectArmTimer that armed it
+	Now        time.Duration
+	TTL        time.Duration
+	Caller     CallerID
+	Err        error
 }
 
 // Drift is how much earlier than the server a handle gives its lease up: Floor plus PPM

@@ -157,6 +157,8 @@ func (h *stepper) stepClose(in Input) {
 func (h *stepper) stepReleaseDone(in Input) {
 	starter := h.releaseStarter
 	h.releaseOp, h.releaseStarter = 0, 0
+	refuted := h.refuted // a read (or guarded write) proved the key not ours during the release
+	h.refuted = ReasonNone
 	if len(h.waiters) == 0 && (h.state != Releasing || in.Outcome == OutcomeOK) {
 		h.releaseDoneAlone(starter, in) // the usual release: no list to build
 		return
@@ -179,9 +181,11 @@ func (h *stepper) stepReleaseDone(in Input) {
 		h.becomeHeldAgain(EventReleaseNotSubmitted, in.Now)
 		h.resolve(starter, failed)
 		h.takeFirstWaiter(waitRelease, starter)
+		h.loseIfRefuted(refuted)
 	case in.Outcome == OutcomeDefinite:
 		h.becomeHeldAgain(EventReleaseRefused, in.Now)
 		h.resolveAll(waitRelease, failed)
+		h.loseIfRefuted(refuted)
 	case in.Unfenced:
 		callers := h.takeWaiters(waitRelease)
 		h.becomeLost(EventReleaseUncertainUnfenced, Ending{Cause: CauseOwnershipLost, Reason: ReasonReleaseUnknown, Err: in.Err})
@@ -239,6 +243,14 @@ func settledResult(in Input) Result {
 func (h *stepper) becomeHeldAgain(e Event, now time.Duration) {
 	h.move(e, Held)
 	h.scheduleKeepAlive(now)
+}
+
+// loseIfRefuted ends a handle just held again after a release that did not run, when a
+// read or a guarded write proved the key not ours meanwhile (refuted; none: nothing).
+func (h *stepper) loseIfRefuted(refuted Reason) {
+	if refuted != ReasonNone {
+		h.loseToRefusal(refuted)
+	}
 }
 
 // becomeLost ends ownership for good: the keep-alive and the lease end with why; queued
@@ -303,8 +315,8 @@ func (h *stepper) stepFenceDone(in Input) {
 // ownership. A failed fence gives the recovery up: the old renewal may still run.
 func (h *stepper) fenceDoneRecovering(in Input) {
 	switch {
-	case h.refuted:
-		h.loseToRefusal() // a read refused the lease while the fence was in flight
+	case h.refuted != ReasonNone:
+		h.loseToRefusal(h.refuted) // a read or a guarded write refused the lease while the fence was in flight
 	case in.Err != nil:
 		h.becomeLost(EventRecoveryFailed, Ending{Cause: CauseRenewalFailure, Err: in.Err})
 	case in.Now >= h.deadline():

@@ -74,6 +74,10 @@ func (x *explorer) nextInput() Input {
 			if returned && !x.calm && x.rng.IntN(8) == 0 {
 				return Input{Kind: InputOwnerRefuted} // a read after a push found the key not ours
 			}
+			if returned && !x.calm && x.rng.IntN(8) == 0 {
+				// a guarded write's script found the key not ours (or a larger fence)
+				return Input{Kind: InputGuardRefused, StaleFence: x.rng.IntN(2) == 0}
+			}
 			if returned && x.rng.IntN(2) == 0 {
 				return Input{Kind: InputObserve}
 			}

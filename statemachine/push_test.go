@@ -86,3 +86,36 @@ func TestPushDetectsLoss_ARecoveringHandleActsOnARefusal(t *testing.T) {
 		t.Fatalf("the fence answered after a refusal: state %s, effects %v; want Lost, read refused, no renewal", f.h.State(), eff)
 	}
 }
+
+// TestPushDetectsLoss_ARefusalDuringAReleaseThatDidNotRunEndsTheLock: a
+// read refusal that comes while a release is in flight changes nothing
+// then (the delete settles the lease itself), but when that delete proves
+// not to have run — not submitted, or a did-not-run server reply — the
+// handle does not go back to holding a key a read proved another's: it is
+// Held again only to be Lost at once, with the read's reason, and its
+// keep-alive ends. (The deterministic simulator found a keep-alive holder
+// that stayed Held after an outsider's overwrite once its release's
+// permission probe was cancelled.)
+func TestPushDetectsLoss_ARefusalDuringAReleaseThatDidNotRunEndsTheLock(t *testing.T) {
+	for _, outcome := range []Outcome{OutcomeNotSubmitted, OutcomeDefinite} {
+		d := acquired(t, 10*time.Second, true)
+		c, eff := d.release()
+		op := find(t, eff, EffectSendRelease).Op
+		if eff := d.step(Input{Kind: InputOwnerRefuted}); d.h.State() != Releasing || has(eff, EffectTransition) {
+			t.Fatalf("%s: a refusal during the release moved the handle: %s", outcome, d.h.State())
+		}
+		eff = d.done(op, outcome, errors.New("the delete did not run"))
+		if d.h.State() != Lost || find(t, eff, EffectCancelKeepAlive).Ending.Reason != ReasonReadRefused {
+			t.Fatalf("%s: state %s, effects %v; want Lost, read refused", outcome, d.h.State(), eff)
+		}
+		if r := find(t, eff, EffectResolve); r.Caller != c || r.Result.Err == nil {
+			t.Fatalf("%s: the releaser got %+v; want the delete's error", outcome, r)
+		}
+	}
+	d := acquired(t, 10*time.Second, false) // a release that ran ends the lease as usual
+	_, eff := d.release()
+	d.step(Input{Kind: InputOwnerRefuted})
+	if d.done(find(t, eff, EffectSendRelease).Op, OutcomeMismatch, nil); d.h.State() != Lost {
+		t.Fatalf("state %s; want Lost (not owned)", d.h.State())
+	}
+}

@@ -13,6 +13,7 @@
 //	go run ./cmd/chaos -runs 200 -target 127.0.0.1:6379 -password …
 //	go run -tags respire_mutation_errclosing ./cmd/chaos -runs 300 -expect-violation
 //	go run -tags respire_mutation_semlimit ./cmd/chaos -runs 300 -expect-violation
+//	go run -tags respire_mutation_guard ./cmd/chaos -runs 300 -expect-violation
 //
 // With -expect-violation (the mutation check) it exits 0 as soon as one
 // schedule reports a violation and 1, "mutation survived N schedules", when

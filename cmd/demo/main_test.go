@@ -68,20 +68,21 @@ func TestDemoRunsAndShowsEachProfilesCommands(t *testing.T) {
 	metrics := []string{ // words separated by single spaces (the table pads them)
 		"respire.lock.acquisitions acquired 7, contended 1",
 		"respire.lock.held 0",
-		"respire.lock.releases not-owned 1, released 3, unknown 1",
-		"respire.lock.losses read-refused 1, refused 2, release-outcome-unknown 1",
+		"respire.lock.releases released 3, unknown 1",
+		"respire.lock.losses guard-refused 1, read-refused 1, refused 1, release-outcome-unknown 1",
 		"respire.fences ok 1",
 		"respire.sessions.opened 3",
 		"respire.sessions.retired fenced 1",
 	}
-	// The paused scene's releases each climb the release ladder on a
-	// connection that never released before, and its fenced acquisition
-	// loads the fencing-token script once per server (NOSCRIPT, then EVAL).
+	// The paused scene's release by worker-b climbs the release ladder on a
+	// connection that never released before (worker-a's lock, ended by its
+	// refused guarded write, sends none), and its fenced acquisition and
+	// guarded write load their scripts once per server (NOSCRIPT, then EVAL).
 	wantFallbacks := map[sim.Profile]string{
-		sim.Redis70:  "respire.fallbacks delex 3, delifeq 3, script-cache 3, set-ifeq 2",
-		sim.Redis84:  "respire.fallbacks script-cache 1",
-		sim.Valkey81: "respire.fallbacks delex 3, delifeq 3, script-cache 2",
-		sim.Valkey90: "respire.fallbacks delex 3, script-cache 1",
+		sim.Redis70:  "respire.fallbacks delex 2, delifeq 2, script-cache 4, set-ifeq 2",
+		sim.Redis84:  "respire.fallbacks script-cache 2",
+		sim.Valkey81: "respire.fallbacks delex 2, delifeq 2, script-cache 3",
+		sim.Valkey90: "respire.fallbacks delex 2, script-cache 2",
 	}
 	for _, profile := range sim.Profiles {
 		part := section(t, out, profile)
@@ -148,7 +149,9 @@ func TestDemoStopsWhenItsContextEnds(t *testing.T) {
 // profile the paused scene tells the same story, line for line: a holder
 // paused past its lease (the server's clock moved instead) comes back after
 // another owner took the lock with the next fencing token, and the store
-// refuses its write; the wire log shows the fencing-token script, named.
+// refuses its write; its guarded write to a Redis hash is refused too, while
+// the same write sent naively lands; the wire log shows the fencing-token
+// and guarded-write scripts, named.
 func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -162,12 +165,18 @@ func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
 		`server clock +31s while worker-a is paused (GC, swap, SIGSTOP): its lease expired (PTTL: no key)`,
 		`worker-b Acquire(the same keys) → fencing token 2; store.WriteIfNewer(2, "total=120") → accepted`,
 		`worker-a resumes: store.WriteIfNewer(1, "total=100") → refused: token 1 < 2, the largest accepted`,
+		`worker-b lock.Guard(ctx, HSET {invoice:42}:state total 120) → written`,
+		`worker-a lock.Guard(ctx, HSET {invoice:42}:state total 100) → refused, nothing written (ErrOwnershipLost, guard-refused); state Lost`,
+		`the hash keeps total=120; the same write sent naively by worker-a:`,
+		`worker-a HSET {invoice:42}:state total 100 → <nil>: total=100, worker-b's write overwritten`,
 		`the store keeps "total=120" (token 2); worker-a Release → NotOwned, worker-b Release → Released`,
 	}
 	wire := []string{
 		`worker-a session 2 EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
 		`worker-a session 2 EVAL <fenced acquire script> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
 		`worker-b session   EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
+		`worker-a session 2 EVALSHA <guarded write sha1> 4 {invoice:42}:lease {invoice:42}:lease:guard {invoice:42}:fence:guarded {invoice:42}:state <token> <token> 1 1 4 HSET {invoice:42}:state total 100`,
+		`worker-a           HSET {invoice:42}:state total 100`,
 	}
 	for _, profile := range sim.Profiles {
 		part := section(t, buf.String(), profile)

@@ -55,7 +55,7 @@ func (s *storyStage) pausedNaive(ctx context.Context) (naiveRun, error) {
 	store := &naiveStore{}
 	start := time.Now() // before A's SET: its key cannot expire before start + pausedLease
 	if ok, err := setNX(clientA, "A"); err != nil || !ok {
-		return run, fmt.Errorf("A's SET NX = %v, %w", ok, errors.Join(err, errNotOK))
+		return run, fmt.Errorf("the SET NX of A = %v, %w", ok, errors.Join(err, errNotOK))
 	}
 	for { // B polls every 10 ms, as a naive waiter does
 		ok, err := setNX(clientB, "B")
@@ -100,6 +100,8 @@ type safeRun struct {
 	tokenB     int64                // B's
 	cause      error                // A's lock.Context() cause when it resumed
 	lateWrite  error                // the store's answer to A's write with its token
+	guarded    error                // A's guarded write to the invoice's Redis hash (lock.Guard)
+	hashKept   string               // the hash's total after it: B's guarded write's
 	kept       string               // what the store kept
 	release    lease.ReleaseOutcome // A's Release after the pause
 }
@@ -138,10 +140,15 @@ func (s *storyStage) pausedSafe(ctx context.Context) (safeRun, error) {
 	if err := store.WriteIfNewer(lockB.FencingToken(), "total=120"); err != nil {
 		return run, err
 	}
+	if err := lockB.Guard(ctx, lease.Command("HSET", invoiceState, "total", "120")); err != nil {
+		return run, err
+	}
 	run.paused = time.Since(start) // A resumes
 	run.tokenA, run.tokenB = lockA.FencingToken(), lockB.FencingToken()
 	run.cause = context.Cause(lockA.Context()) // A checks before it writes
 	run.lateWrite = store.WriteIfNewer(lockA.FencingToken(), "total=100")
+	run.guarded = lockA.Guard(ctx, lease.Command("HSET", invoiceState, "total", "100"))
+	run.hashKept = s.srv.Exec("HGET", invoiceState, "total")
 	run.kept = store.total
 	if run.release, err = lockA.Release(ctx); err != nil {
 		return run, err
@@ -191,10 +198,22 @@ func printPaused(p *printer, naive naiveRun, safe safeRun) {
 			fmt.Sprintf("A  resumes after %s: lock.Context() ended", ms(safe.paused))},
 		{"", fmt.Sprintf("   (%s): A skips its write", trimLease(safe.cause))},
 		{"", "A  writes anyway with token " + fmt.Sprint(safe.tokenA) + " → " + late},
+		{"", "A  lock.Guard(HSET total 100) → " + guardedText(safe.guarded)},
 		{"A  " + deleted, fmt.Sprintf("A  Release → %v: B's lock untouched", safe.release)},
 		{fmt.Sprintf("%s %d writers; A's stale %s kept", verdict(naive.writers <= 1), naive.writers, naive.kept),
 			fmt.Sprintf("%s 1 writer; B's %s kept", verdict(safe.kept == "total=120"), safe.kept)},
 	})
+}
+
+// guardedText tells what a guarded write answered, in a few words.
+func guardedText(err error) string {
+	switch {
+	case err == nil:
+		return "written (wrong)"
+	case errors.Is(err, lease.ErrOwnershipLost), errors.Is(err, lease.ErrNotHeld):
+		return "refused, none written"
+	}
+	return err.Error()
 }
 
 // trimLease is err's text without the "lease: " prefix.

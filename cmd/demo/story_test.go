@@ -29,8 +29,9 @@ func storyStageT(t *testing.T) (context.Context, *storyStage) {
 // both workers' writes are accepted, the stale one last, and the paused
 // holder's DEL deletes the other's lock; with respire-go the paused
 // holder's lock.Context() has ended with ErrExpired when it resumes, its
-// write with the older fencing token is refused, the store keeps the new
-// owner's write, and its Release answers NotOwned.
+// write with the older fencing token is refused, and so is its guarded write
+// to the invoice's Redis hash (lock.Guard), the store and the hash keep the
+// new owner's writes, and its Release answers NotOwned.
 func TestDemoShowsWhyInOneScreen_PausedHolder(t *testing.T) {
 	ctx, s := storyStageT(t)
 	naive, err := s.pausedNaive(ctx)
@@ -49,6 +50,9 @@ func TestDemoShowsWhyInOneScreen_PausedHolder(t *testing.T) {
 	}
 	if !errors.Is(safe.lateWrite, errStaleToken) || safe.tokenB != safe.tokenA+1 {
 		t.Errorf("A's late write with token %d (B's %d) = %v; want it refused as stale", safe.tokenA, safe.tokenB, safe.lateWrite)
+	}
+	if !errors.Is(safe.guarded, lease.ErrNotHeld) || strings.TrimSpace(safe.hashKept) != "$3\r\n120" {
+		t.Errorf("A's guarded write after the pause = %v, the hash keeps %q; want it refused, B's 120 kept", safe.guarded, safe.hashKept)
 	}
 	if safe.kept != "total=120" || safe.release != lease.NotOwned {
 		t.Errorf("respire-go: %+v; want B's total=120 kept and A's Release NotOwned", safe)

@@ -107,6 +107,10 @@ func redact(args []string, names map[int64]string) string {
 			out[i] = "<fenced acquire script>"
 		case a == conn.FencedAcquireScriptSHA:
 			out[i] = "<fenced acquire sha1>"
+		case a == conn.GuardWritesScript:
+			out[i] = "<guarded write script>"
+		case a == conn.GuardWritesScriptSHA:
+			out[i] = "<guarded write sha1>"
 		case i > 0 && strings.EqualFold(args[i-1], "ADDR"):
 			out[i] = "<addr>"
 		case i > 0 && strings.EqualFold(args[i-1], "ID") && strings.EqualFold(args[0], "CLIENT"):

@@ -59,6 +59,11 @@ func TestBadInputGivesOneLineAndUsageStatus(t *testing.T) {
 		{"watch", "--interval", "0s", "k"},
 		{"acl"},
 		{"acl", "--server", "redis-6.2"},
+		{"guard", "--", "HSET", "h", "f", "v"},
+		{"guard", "--key", "k"},
+		{"guard", "--key", "k", "--", "FLUSHALL"},
+		{"guard", "--key", "k", "--", "HSET", "h", "f"},
+		{"guard", "--key", "k", "--ttl", "0s", "--", "DEL", "x"},
 	}
 	t.Run("cases", func(t *testing.T) { // srv lives until every case ended
 		for _, args := range cases {
@@ -91,7 +96,7 @@ func TestHelpReadsLikeAManual(t *testing.T) {
 		}
 	}
 	for cmd, want := range map[string]string{"run": "--grace", "status": "--show-token", "release": "--token",
-		"watch": "--interval", "acl": "--managed"} {
+		"watch": "--interval", "acl": "--managed", "guard": "HSET"} {
 		for _, args := range [][]string{{cmd, "--help"}, {"help", cmd}, {cmd, "-help"}} {
 			code, stdout, _ := runCLI(t, nil, args...)
 			if code != 0 || !strings.Contains(stdout, "Usage: lockctl "+cmd) || !strings.Contains(stdout, want) {

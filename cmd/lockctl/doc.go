@@ -2,6 +2,7 @@
 // the shell, like flock(1) and `etcdctl lock` do for files and etcd:
 //
 //	lockctl run --key K --ttl 30s [--wait 10s] [--fenced COUNTER | --limit N] [--owner LABEL] -- CMD ARGS...
+//	lockctl guard --key K [--ttl 30s] [--wait 10s] [--fenced COUNTER] -- COMMAND ARGS...
 //	lockctl status [-q] [--fenced COUNTER] [--show-token] KEY...
 //	lockctl release KEY --token HEX
 //	lockctl watch [--interval 100ms] KEY...
@@ -45,6 +46,13 @@
 //     stops: it continues CMD at once, as the kernel discards such stops.
 //     CMD stopped by SIGSTOP is a pause: lockctl keeps renewing.
 //
+// guard takes KEY (waiting up to --wait), makes one guarded write — a
+// write command of lease's allowlist, which the server runs only while KEY
+// holds this lock's token, checked in the same atomic step
+// (lease.Lock.Guard) — releases KEY and prints "written"; a write the
+// server refused because the lock was lost is status 76, one whose reply
+// was lost 69 (saying whether settling proved it did not run).
+//
 // status prints, per key, whether an owner is present, the owner's
 // fingerprint (the same as watch shows), its remaining time to live (PTTL)
 // and the owner label its holder set (lease.WithOwner, run --owner), never
@@ -78,7 +86,8 @@
 // other kind, a semaphore or a plain lock (EX_DATAERR); 69 the server
 // cannot be reached or failed a command (EX_UNAVAILABLE); 70 an internal
 // error (EX_SOFTWARE); 75 the lock was not acquired, held by another owner
-// for the whole --wait (EX_TEMPFAIL); 76 ownership was lost while CMD ran;
+// for the whole --wait (EX_TEMPFAIL); 76 ownership was lost while CMD ran
+// (guard: before the write ran, nothing written);
 // 77 the server refused the credentials or a permission (EX_NOPERM); 78 run
 // --limit gave another limit than KEY's live permits use (EX_CONFIG);
 // 126/127 CMD could not be run / was not found. `lockctl --help` and `lockctl

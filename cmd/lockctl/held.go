@@ -17,6 +17,9 @@ type heldLock interface {
 	State() lease.State
 	// FencingToken is the lock's fencing token, 0 for a plain lock.
 	FencingToken() int64
+	// Guard makes a guarded write (lease.Lock.Guard; a fencing-token lock
+	// checks its fence record too).
+	Guard(ctx context.Context, writes ...lease.Write) error
 }
 
 // plainLock is a lease.Lock as a heldLock.
@@ -34,12 +37,18 @@ type acquireRequest struct {
 	// limit > 0 makes key the name of a lease semaphore: the lock is one
 	// of its limit permits (--limit).
 	limit int
+	// once: no keep-alive (guard holds the lock for one write only, and
+	// needs no CLIENT permission for renewals).
+	once bool
 }
 
-// acquireOptions are the lease options of an acquisition: a keep-alive,
-// the wait, and the owner label.
+// acquireOptions are the lease options of an acquisition: a keep-alive
+// (unless once), the wait, and the owner label.
 func (r acquireRequest) acquireOptions() []lease.AcquireOption {
-	opts := []lease.AcquireOption{lease.WithKeepAlive()}
+	var opts []lease.AcquireOption
+	if !r.once {
+		opts = append(opts, lease.WithKeepAlive())
+	}
 	if r.wait > 0 {
 		opts = append(opts, lease.WithWait(r.wait))
 	}

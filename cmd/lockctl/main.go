@@ -93,6 +93,9 @@ var commands = map[string]func(args []string, g *connFlags, e *env) error{
 	"release": cmdRelease,
 	"watch":   cmdWatch,
 	"acl":     cmdACL,
+	"guard":   cmdGuard,
+	"ls":      cmdLs,
+	"top":     cmdTop,
 }
 
 // dispatch parses the global options and runs the subcommand.
@@ -105,7 +108,7 @@ func dispatch(args []string, e *env) error {
 		return flagError("lockctl", mainUsage, err, e)
 	}
 	if len(rest) == 0 {
-		return usagef("missing command (run, status, release, watch or acl); see 'lockctl --help'")
+		return usagef("missing command (run, guard, status, release, watch, ls, top or acl); see 'lockctl --help'")
 	}
 	name := rest[0]
 	if name == "help" {

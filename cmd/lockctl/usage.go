@@ -33,7 +33,8 @@ const exitUsageText = `Exit status:
              LOADING, READONLY, ...) (EX_UNAVAILABLE)
    70        an internal error of lockctl (EX_SOFTWARE)
    75        run: not acquired, another owner held the lock for the whole --wait (EX_TEMPFAIL)
-   76        run: ownership was lost while CMD ran (CMD got SIGTERM, then SIGKILL)
+   76        run: ownership was lost while CMD ran (CMD got SIGTERM, then SIGKILL);
+             guard: the lock was lost before the write ran (nothing written)
    77        the server refused the credentials (WRONGPASS, NOAUTH) or a permission
              (NOPERM; for run, e.g. CLIENT KILL: see --unfenced-renewal) (EX_NOPERM)
    78        run --limit: KEY's live permits use another limit (or none is stored
@@ -51,9 +52,12 @@ Hold, inspect and release respire-go lease locks on Redis and Valkey.
 
 Commands:
   run       hold a lock while a command runs, like flock(1) or 'etcdctl lock'
+  guard     take a lock and make one write that the server runs only while it is held
   status    show whether keys are held, and for how long
   release   release a lock by its owner token
   watch     print acquisitions, releases and expiries of keys as they happen
+  ls        list locks: owner label, lease left, holders, fair waiters (never a token)
+  top       the most-waited locks, refreshed
   acl       print the least-privilege ACL rule for a server version
   help      show help for a command
 
@@ -63,6 +67,7 @@ Examples:
   lockctl --sim redis-8.4 run --key demo -- sh -c 'echo "holding $RESPIRE_LOCK_KEY"'
   REDIS_URL=rediss://locker:secret@redis.internal:6380 lockctl status locks:backup
   lockctl status -q locks:backup && echo "a backup is running"
+  lockctl guard --key '{job:42}:lock' --wait 5s -- HSET '{job:42}:state' status done
 
 ` + connUsage + `
 ` + exitUsageText + `
@@ -240,11 +245,79 @@ Options:
       --help             show this help
 `
 
+const guardUsage = `Usage: lockctl guard --key KEY [--ttl 30s] [--wait DURATION] [--fenced COUNTER] [options] [--] COMMAND [ARGS...]
+
+Acquire KEY, make one guarded write — COMMAND ARGS..., which the server runs
+only while KEY still holds this lock's token, in the same atomic step as that
+check (lease.Lock.Guard) — and release KEY. Prints "written" (exit 0).
+
+  lockctl guard --key '{job:42}:lock' --wait 5s -- HSET '{job:42}:state' status done
+
+COMMAND must be one of SET, DEL, UNLINK, EXPIRE, PEXPIRE, PERSIST, INCR, DECR,
+INCRBY, DECRBY, APPEND, HSET, HDEL, HINCRBY, LPUSH, RPUSH, SADD, SREM, ZADD, ZREM,
+XADD, with the arguments the server accepts (checked before anything is sent:
+exit 64 otherwise). In a cluster, every key of COMMAND must share KEY's hash
+tag, as '{job:42}:lock' and '{job:42}:state' do (exit 64 otherwise). With
+--fenced, the write also needs the lock's fencing token to be the largest that
+ever wrote through COUNTER (the fence record COUNTER:guarded, or {COUNTER}:guarded
+for a COUNTER without a hash tag): a holder whose counter went back (a failover
+to a lagging replica) is refused.
+
+The lock is held without a keep-alive: COMMAND is one write, and --ttl must
+outlast it. Exit 75 if another owner held KEY for the whole --wait; 76 if the
+lock was lost before the write reached the server (nothing written); 69 if the
+write's reply was lost — the message says whether settling proved it did not
+run, or could not tell (it may have run).
+
+Options:
+      --key KEY          the lock key (required)
+      --ttl DURATION     lease duration (default 30s)
+      --wait DURATION    keep trying this long while another owner holds KEY
+                         (default 0: one try; exit 75 if held)
+      --fenced COUNTER   a fencing-token lock: take a token from COUNTER and check
+                         the fence record with the write
+      --owner LABEL      label the lock with who holds it, as for run
+      --help             show this help
+
+` + durationsText + `
+The user needs +set +get +pttl +evalsha +eval and the write's own command
+(the guard script runs it), with its keys and the write-id record (KEY:guard,
+or {KEY}:guard for a KEY without a hash tag) in its key patterns; CLIENT ID and
+CLIENT KILL let a lost reply be settled.
+
+` + connUsage + `
+` + exitUsageText
+
 // usages maps each command to its help text ('lockctl help COMMAND').
 var usages = map[string]string{
 	"run":     runUsage,
+	"guard":   guardUsage,
 	"status":  statusUsage,
 	"release": releaseUsage,
 	"watch":   watchUsage,
 	"acl":     aclUsage,
+	"ls":      lsUsage,
+	"top":     topUsage,
 }
+
+const lsUsage = `Usage: lockctl ls [--json] [--limit 1000] [PATTERN]
+
+List the locks whose key (or semaphore / read-write lock name) matches PATTERN, a
+Redis glob (default "*"), on every primary (SCAN; with --cluster every cluster
+primary): kind, key, owner label, lease left, holders (a semaphore's permits/limit,
+a read-write lock's readers) and fair waiters. Never prints a token. About five
+round trips per lock found: a tool for operators, not for a hot path.
+
+  --json         one JSON array: kind, key, owner, held, lease_ms, holders, limit,
+                 waiters, overtaken, ...
+  --limit N      list at most N locks (more: exit 69 after printing N)
+`
+
+const topUsage = `Usage: lockctl top [--interval 2s] [--count 20] [--iterations 0] [--json] [PATTERN]
+
+Show the most-waited locks matching PATTERN (default "*"), most fair waiters
+first, refreshed every --interval until interrupted (or --iterations times),
+like mc admin top locks. Columns as lockctl ls.
+
+  --json         one JSON object per refresh and line: {"time": ..., "locks": [...]}
+`

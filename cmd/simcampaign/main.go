@@ -5,7 +5,8 @@
 // replays it; the exit status is 1 when any schedule broke an invariant.
 // With -primitives it runs only the seeds whose schedules have the lease
 // semaphore and read/write lock workload (dst.Options.Primitives, one seed
-// in two), skipping the others, until -runs of them ran.
+// in two), skipping the others, until -runs of them ran; with -guarded, the
+// seeds whose holders make guarded writes (dst.Options.Guarded), likewise.
 //
 //	go run ./cmd/simcampaign -runs 1000000
 package main
@@ -32,12 +33,13 @@ func main() {
 	transcript := flag.Bool("transcript", false, "print the transcript of the first failing seed")
 	mutation := flag.Int("mutation", 0, "run a deliberately broken variant (dst.Mutation; 0 = production)")
 	primitives := flag.Bool("primitives", false, "run only the seeds whose schedules have the semaphore and read/write lock")
+	guarded := flag.Bool("guarded", false, "run only the seeds whose schedules make guarded writes")
 	flag.Parse()
 	if *first == 0 {
 		*first = uint64(time.Now().UnixNano()) & (1<<48 - 1)
 	}
 	c := campaign{runs: *runs, first: *first, workers: max(1, *workers), mutation: dst.Mutation(*mutation),
-		primitives: *primitives, out: os.Stdout}
+		primitives: *primitives, guarded: *guarded, out: os.Stdout}
 	failed := c.run(*every)
 	if len(failed) > 0 && *transcript {
 		opt := dst.Swarm(failed[0])
@@ -56,6 +58,7 @@ type campaign struct {
 	workers    int
 	mutation   dst.Mutation
 	primitives bool // only the seeds with the primitives workload
+	guarded    bool // only the seeds with guarded writes
 	out        io.Writer
 
 	next, done, steps atomic.Int64
@@ -67,8 +70,8 @@ type campaign struct {
 
 // run plays the schedules and returns the failing seeds in increasing order.
 func (c *campaign) run(every time.Duration) []uint64 {
-	fmt.Fprintf(c.out, "simcampaign: %d schedules from seed %d on %d workers (mutation %d, only primitives %v)\n",
-		c.runs, c.first, c.workers, c.mutation, c.primitives)
+	fmt.Fprintf(c.out, "simcampaign: %d schedules from seed %d on %d workers (mutation %d, only primitives %v, only guarded %v)\n",
+		c.runs, c.first, c.workers, c.mutation, c.primitives, c.guarded)
 	start := time.Now()
 	stop := make(chan struct{})
 	var progress sync.WaitGroup
@@ -81,8 +84,8 @@ func (c *campaign) run(every time.Duration) []uint64 {
 	close(stop)
 	progress.Wait()
 	c.line(start)
-	if c.primitives {
-		fmt.Fprintf(c.out, "seeds %d-%d (those with the primitives workload)\n", c.first, c.first+uint64(c.lastSeed.Load()))
+	if c.selective() {
+		fmt.Fprintf(c.out, "seeds %d-%d (those with the selected workload)\n", c.first, c.first+uint64(c.lastSeed.Load()))
 	}
 	fmt.Fprintf(c.out, "exercised: %+v\n", c.stats)
 	slices.Sort(c.failed)
@@ -95,14 +98,14 @@ func (c *campaign) run(every time.Duration) []uint64 {
 func (c *campaign) work() {
 	for {
 		i := c.next.Add(1) - 1
-		if !c.primitives && i >= int64(c.runs) {
+		if !c.selective() && i >= int64(c.runs) {
 			return
 		}
 		opt := dst.Swarm(c.first + uint64(i))
-		if c.primitives && !opt.Primitives {
+		if c.primitives && !opt.Primitives || c.guarded && !opt.Guarded {
 			continue
 		}
-		if c.primitives {
+		if c.selective() {
 			if c.claimed.Add(1) > int64(c.runs) {
 				return
 			}
@@ -121,6 +124,9 @@ func (c *campaign) work() {
 		c.mu.Unlock()
 	}
 }
+
+// selective reports whether only some seeds run (-primitives, -guarded).
+func (c *campaign) selective() bool { return c.primitives || c.guarded }
 
 // raise makes v at least x.
 func raise(v *atomic.Int64, x int64) {

@@ -11,7 +11,7 @@
 // resets and closes connections, partitions one process from the server
 // (in half of the seeds, longer than most leases), pauses the server,
 // kills clients server-side and closes a process's Locks mid-flight. When
-// everything is closed, the checker holds five rules:
+// everything is closed, the checker holds six rules:
 //
 //   - no-two-owners: per key, the intervals during which different owners
 //     believed they held it (a handle from Acquire's return to the earliest
@@ -27,6 +27,9 @@
 //     than its token's lease on the server: the last write of the token
 //     that ran (SET NX PX, or a renewal that answered it renewed) plus its
 //     PX;
+//   - no-guarded-write-after-takeover (sim only): a guarded write
+//     (Lock.Guard, which workers make while they hold a key) that wrote ran
+//     for the token of the key's latest acquisition before it (guarded.go);
 //   - no-orphan: no token survives whose owner was told it released it or
 //     that nobody was given, and (on a sim node, over the whole history) a
 //     clean-up that saw an abandoned acquisition's token deletes it; leases
@@ -85,9 +88,11 @@ const (
 	RuleOutlived       Rule = "lease-outlived"      // a handle's promise outlasted its token's lease on the server
 	RuleOverLimit      Rule = "no-more-than-limit"  // more permits' Contexts live at once than the semaphore's limit
 	RuleReaderWriter   Rule = "no-reader-with-writer"
-	RuleWriterStarved  Rule = "writer-not-starved" // a reader admitted, or the lock left free, while the writer waited
-	RulePermitFrees    Rule = "permit-frees"       // a permit waiter gave up though fewer than limit leases could be held
-	RuleScheduleBroken Rule = "schedule-error"     // the schedule itself could not run (setup failed)
+	RuleWriterStarved  Rule = "writer-not-starved"  // a reader admitted, or the lock left free, while the writer waited
+	RulePermitFrees    Rule = "permit-frees"        // a permit waiter gave up though fewer than limit leases could be held
+	RuleFairOrder      Rule = "fair-order"          // a fair waiter was granted the lock while one with an earlier ticket waited
+	RuleFairWakeUp     Rule = "fair-no-lost-wakeup" // a free key stayed free though a queued waiter renewed its place
+	RuleScheduleBroken Rule = "schedule-error"      // the schedule itself could not run (setup failed)
 )
 
 // Violation is one broken rule, with its evidence.
@@ -123,6 +128,12 @@ type Stats struct {
 	WriterGaveUp     int // write acquisitions that waited and found the lock held for the whole wait
 	PermitGaveUp     int // permit acquisitions that waited and found the semaphore full for the whole wait
 	Crashed          int // permits whose holder died holding them (no renewal, no release)
+	GuardedWrites    int // guarded writes that ran (Lock.Guard returned nil)
+	GuardRefusals    int // ... refused: the key was not the holder's any more (the lock ended there)
+	GuardNotWritten  int // ... whose reply was lost, settled as never run
+	GuardUnknown     int // ... whose reply was lost and that settling could not tell
+	StaleGuards      int // guard scripts the sim node ran for a token after another owner's acquisition (refused unless broken)
+	FairCalls        int // Acquire calls with lease.WithFairWait (fair.go)
 	// ClosestGap is the smallest gap seen between the end of one owner's
 	// belief, when its lease ended it (not a release call), and the start of
 	// the next owner's on the same key (negative for an overlap): how close
@@ -153,6 +164,12 @@ func (s *Stats) Add(o Stats) {
 	s.WriterGaveUp += o.WriterGaveUp
 	s.PermitGaveUp += o.PermitGaveUp
 	s.Crashed += o.Crashed
+	s.GuardedWrites += o.GuardedWrites
+	s.GuardRefusals += o.GuardRefusals
+	s.GuardNotWritten += o.GuardNotWritten
+	s.GuardUnknown += o.GuardUnknown
+	s.StaleGuards += o.StaleGuards
+	s.FairCalls += o.FairCalls
 	if o.gapSeen && (!s.gapSeen || o.ClosestGap < s.ClosestGap) {
 		s.ClosestGap, s.gapSeen = o.ClosestGap, true
 	}
@@ -169,13 +186,15 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry\n"+
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry, %d of the calls fair\n"+
 		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain, "+
 		"%d permits of holders that died, %d permit waits in vain\n"+
+		"guarded writes: %d ran, %d refused, %d settled as not run, %d unknown; %d stale guard scripts run by the server\n"+
 		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap),
-		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp, strings.Join(faults, ", "))
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), s.FairCalls,
+		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp,
+		s.GuardedWrites, s.GuardRefusals, s.GuardNotWritten, s.GuardUnknown, s.StaleGuards, strings.Join(faults, ", "))
 }
 
 // Result is what one schedule did and what the checker found.
@@ -254,6 +273,9 @@ func Run(opt Options) Result {
 	res.Stats = obs.stats
 	res.Stats.Schedules = 1
 	res.Violations, res.Notes, res.Stats.AbandonedExpired = check(obs)
+	if !obs.real {
+		_, res.Stats.StaleGuards = checkGuardAfterTakeover(obs)
+	}
 	if res.Failed() {
 		res.Timeline = timelineOf(obs)
 	}

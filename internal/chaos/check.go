@@ -24,12 +24,15 @@ func check(obs observation) (violations []Violation, notes []string, abandonedEx
 	}
 	violations = append(violations, capped(checkTwoOwners(obs))...)
 	if obs.real {
-		notes = append(notes, "no-uncertain-resend, fence-is-final and lease-outlived not checked, fences not counted: a real server "+
+		notes = append(notes, "no-uncertain-resend, fence-is-final, lease-outlived and no-guarded-write-after-takeover not checked, fences not counted: a real server "+
 			"has no execution history (MONITOR shows commands as they arrive, not which ran or were refused, and no CLIENT KILL)")
 	} else {
 		violations = append(violations, capped(checkResent(obs))...)
 		violations = append(violations, capped(checkFencedRan(obs))...)
 		violations = append(violations, capped(checkOutlived(obs))...)
+		guarded, _ := checkGuardAfterTakeover(obs)
+		violations = append(violations, capped(guarded)...)
+		violations = append(violations, capped(checkFair(obs))...)
 	}
 	orphans, expired := checkOrphans(obs)
 	violations = append(violations, capped(orphans)...)

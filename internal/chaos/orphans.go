@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"github.com/respire-go/respire/conn"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ func checkOrphans(obs observation) (out []Violation, expired int) {
 		st := obs.final[key]
 		if !st.found || strings.HasPrefix(st.value, "outsider-") {
 			continue
+		}
+		if strings.HasPrefix(st.value, conn.FairReservationPrefix) && st.pttl <= maxWaiterLease.Milliseconds() {
+			continue // a grant to a fair waiter that left (or whose process closed): it lapses with its waiter lease (fair.go)
 		}
 		switch h := owners[st.value]; {
 		case h != nil && h.released:

@@ -59,7 +59,14 @@ func checkOutlived(obs observation) []Violation {
 func serverLeaseEnds(history []sim.Execution) map[string]leaseEnd {
 	ends := map[string]leaseEnd{}
 	for _, e := range history {
-		if token, ttl, ok := leaseWrite(e); ok {
+		token, ttl, ok := leaseWrite(e)
+		if !ok {
+			token, ttl, ok = fairTake(e)
+			if _, held := ends[token]; held {
+				ok = false // a later fair try of a holder answers 1 and writes nothing
+			}
+		}
+		if ok {
 			ends[token] = leaseEnd{at: e.At.Add(ttl), exec: e}
 		}
 	}

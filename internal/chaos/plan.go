@@ -21,6 +21,7 @@ const (
 	streamPushFaults                // the push faults (a stream of their own: the other faults of a seed stay as they were)
 	streamPartition                 // the partition of one process (a stream of its own, as above)
 	streamTransport                 // the transport a campaign draws for the seed (DrawTransport)
+	streamFair                      // whether the mutex workers wait fairly in this schedule (fair.go)
 	// worker w draws from stream w (PCG seeded from the seed and w).
 )
 
@@ -66,6 +67,7 @@ type plan struct {
 	timeouts  []time.Duration // per process: WithCommandTimeout, 0 for none
 	faults    []*fault
 	prim      primPlan // the semaphore and the read/write lock (primitives.go)
+	fair      bool     // the mutex workers take some locks with lease.WithFairWait (fair.go)
 }
 
 // newPlan derives a schedule's plan from its seed alone.
@@ -92,6 +94,7 @@ func newPlan(seed uint64) plan {
 	p.faults = addPushFault(rand.New(rand.NewPCG(seed, streamPushFaults)), p.faults, p.workload, p.keys)
 	p.faults = addPartition(rand.New(rand.NewPCG(seed, streamPartition)), p.faults, p.workload, p.timeouts)
 	p.prim = newPrimPlan(seed)
+	p.fair = rand.New(rand.NewPCG(seed, streamFair)).IntN(2) == 0
 	return p
 }
 

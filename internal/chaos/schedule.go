@@ -58,6 +58,7 @@ type observation struct {
 	holdings  []*holding
 	writes    []outsiderWrite
 	history   []sim.Execution // nil on a real server
+	profile   sim.Profile     // the sim node's profile
 	log       []sim.Entry     // the sim node's arrivals (nil on a real server)
 	final     map[string]keyState
 	readErr   error // reading the final state failed
@@ -140,7 +141,11 @@ func (s *schedule) run() observation {
 	wg.Go(func() { s.outsider.run(deadline) })
 	workers := make([]*worker, s.plan.workers)
 	for i := range workers {
-		w := &worker{s: s, id: i, proc: s.procs[i%len(s.procs)], deadline: deadline, rng: workerRand(s.plan.seed, i)}
+		w := &worker{s: s, id: i, proc: s.procs[i%len(s.procs)], deadline: deadline, rng: workerRand(s.plan.seed, i),
+			guardRng: guardRand(s.plan.seed, i)}
+		if s.plan.fair {
+			w.fairRng = rand.New(rand.NewPCG(s.plan.seed, streamFairWorkers+uint64(i)))
+		}
 		workers[i] = w
 		wg.Go(w.run)
 	}
@@ -157,7 +162,7 @@ func (s *schedule) run() observation {
 	wg.Wait()
 	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
 		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim,
-		slow: raceSlowdown}
+		slow: raceSlowdown, profile: s.plan.profile}
 	obs.stats.Add(s.outsider.stats)
 	obs.stats.Faults = inj.applied
 	for _, w := range workers {

@@ -179,6 +179,8 @@ type worker struct {
 	id       int
 	proc     *process
 	rng      *rand.Rand
+	guardRng *rand.Rand // the guarded writes' decisions (guarded.go); nil for a primitives worker
+	fairRng  *rand.Rand // a mutex worker's draws of fair waiting (fair.go); nil when the schedule has none
 	deadline time.Time
 	stats    Stats
 	holdings []*holding
@@ -211,6 +213,7 @@ func (w *worker) acquire(d decision, iter int) (*lease.Lock, *holding) {
 	if d.wait > 0 {
 		opts = append(opts, lease.WithWait(d.wait), lease.WithRetryEvery(10*time.Millisecond))
 	}
+	opts = w.fairOptions(opts)
 	key := w.s.plan.keys[d.key]
 	label := fmt.Sprintf("p%d/w%d#%d", w.proc.id, w.id, iter)
 	start := time.Now()
@@ -285,6 +288,7 @@ func (w *worker) hold(lock *lease.Lock, h *holding, d decision) {
 			timer.Stop()
 		}
 		h.sample(lock)
+		w.maybeGuard(lock, h)
 	}
 }
 

@@ -57,7 +57,7 @@ func render(msgs []message) string {
 func TestErrorTexts_GoldenMessagesReadOnceAndMatch(t *testing.T) {
 	var msgs []message
 	for _, group := range []func(*testing.T) []message{leaseMessages, endMessages, doMessages,
-		transportMessages, builtMessages, coordinationMessages, electionMessages} {
+		transportMessages, builtMessages, coordinationMessages, electionMessages, guardMessages} {
 		msgs = append(msgs, group(t)...)
 	}
 	for i, m := range msgs {

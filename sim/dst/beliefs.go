@@ -42,6 +42,9 @@ func (k *checker) afterStep(w *world) {
 	if !w.done && len(w.prims) > 0 {
 		k.checkPrimitives(w)
 	}
+	if !w.done && len(k.fair.checkOrder) > 0 {
+		k.checkFairWakeUps(w)
+	}
 }
 
 // over reports whether h's lock can never hold or keep anything alive

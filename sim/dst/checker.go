@@ -48,6 +48,7 @@ type checker struct {
 	outsiders                          map[string]time.Duration // outsiders' tokens -> when they overwrote (invariants 1, 9)
 	members                            memberBook               // the sorted sets' members (primcheck.go)
 	markers                            []waitingWriter          // writers waiting with their marker set (primwait.go)
+	fair                               fairBook                 // the fair queues (faircheck.go)
 	// exempted counts writes invariant 3 let go only because the core
 	// dispatched them before it was told of the uncertainty (see
 	// unsealedBefore): a test finds schedules that need the exemption
@@ -70,7 +71,7 @@ func newChecker() checker {
 	return checker{expiry: map[string]time.Duration{}, fenced: map[fenceKey]bool{}, scriptRunOf: map[string]int64{},
 		cleaned: map[string]string{}, uncertainSet: map[string][]*connection{}, uncertainWrites: map[string][]toldUncertain{},
 		releaseDispatched: map[string]int64{}, renewDispatched: map[string]int64{},
-		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}, members: newMemberBook()}
+		setsOn: map[string][]*connection{}, outsiders: map[string]time.Duration{}, members: newMemberBook(), fair: newFairBook()}
 }
 
 func (k *checker) fail(w *world, invariant int, format string, args ...any) {
@@ -83,7 +84,8 @@ func (k *checker) fail(w *world, invariant int, format string, args ...any) {
 // isAcquisition reports whether an op may create the key.
 func (op *opRun) isAcquisition() bool {
 	switch op.name {
-	case "acquire", "fenced-acquire", "semaphore-acquire", "read-acquire", "write-acquire":
+	case "acquire", "fenced-acquire", "semaphore-acquire", "read-acquire", "write-acquire",
+		"fair-acquire", "fair-semaphore-acquire", "fair-read-acquire", "fair-write-acquire":
 		return true
 	}
 	return false
@@ -112,7 +114,9 @@ func (k *checker) onSend(w *world, r *request) {
 		k.fail(w, 3, "%s op %d replayed %s after its outcome became uncertain", op.name, op.id, name)
 	case op.sent > 0 && !(op.replied && op.confirmed):
 		k.fail(w, 3, "%s op %d sent fallback %s without a confirming reply to the previous command", op.name, op.id, name)
-	case op.isWrite() && k.unsealedBefore(op) != nil:
+	case op.isWrite() && op.name != guardName && k.unsealedBefore(op) != nil:
+		// (a guarded write changes neither the key nor its lease: the
+		// server's compare decides it, and invariant 14 judges it)
 		c := k.unsealedBefore(op)
 		k.fail(w, 3, "%s op %d sent %s on %s while an uncertain write of its token on %s may still run (not fenced)",
 			op.name, op.id, name, r.conn.label(), c.label())
@@ -178,7 +182,7 @@ func (k *checker) onUncertain(w *world, op *opRun) {
 	switch {
 	case op.isAcquisition():
 		k.uncertainSet[op.token] = append(k.uncertainSet[op.token], op.last)
-	case op.isWrite():
+	case op.isWrite() && op.name != guardName:
 		k.uncertainWrites[op.token] = append(k.uncertainWrites[op.token], toldUncertain{conn: op.last, told: w.id()})
 	}
 }
@@ -296,6 +300,9 @@ func (k *checker) afterExec(w *world, c *connection, r *request, before keyState
 	}
 	if before.found && (before.token == op.token || op.name == "write-acquire" && before.token == conn.WaitingMarker(op.token)) {
 		return // its own lease, or a waiting writer's own marker
+	}
+	if strings.HasPrefix(op.name, "fair-") && k.fairMayChange(op, before) {
+		return // a fair queue's grant of a free key, or the claim of its own grant
 	}
 	if op.isAcquisition() && !before.found {
 		return

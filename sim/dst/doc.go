@@ -47,7 +47,12 @@
 // may crash for good (Options.CrashPercent). With push on, the watchers
 // track sorted-set members too (WatchScoreMany: CLIENT CACHING YES +
 // ZSCORE), so waiting permits and readers and keep-alive holders of them
-// are woken by the sets' changes.
+// are woken by the sets' changes. With Options.Guarded (one Swarm seed in
+// two) the holders of mutex keys, fenced or not, also make guarded writes
+// (guard.go: Lock.Guard of an INCR of "{key}:data", conn's guard script,
+// its write-id record and fence record in the key's slot, copied by
+// failovers and slot moves, under the cluster's multi-key rules during a
+// migration).
 //
 // # Connections and time: the only simulated parts
 //
@@ -153,7 +158,13 @@
 // waiting writer gets in within its budget while readers churn, and no
 // reader is admitted while a writer waits with its marker set; a permit
 // is refused only while limit permits are live on the server (an ended
-// lease frees its permit at its lease end). Invariants 1, 4 and 8 judge
+// lease frees its permit at its lease end); (14) a guarded write's script
+// writes only while its token holds the key on the server that runs it —
+// no guarded write lands after another owner (or an outsider) took the
+// key, or after its lease ended; (15) a fair waiter is granted the lock
+// only when no waiter with an earlier ticket waits with a live waiter
+// lease; (16) no wake-up is lost: a free key whose queued waiter renews its
+// place is granted within a hand-off (faircheck.go). Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the
 // runtime is invariant 0, and so is the engine calling Do on a
 // non-pipelined connection while another Do is in progress. A failing run
@@ -168,8 +179,12 @@
 // tags: the engine's (respire_mutation_errclosing, package conn: an error
 // of a connection the engine closed itself taken as not submitted), the
 // driver's (respire_mutation_renewal, package actor: the renewer ignores
-// its renewal's answer) and the semaphore's (respire_mutation_semlimit);
-// the simulator catches each within 1,000 schedules (make dst-mutation)
+// its renewal's answer), the semaphore's (respire_mutation_semlimit) and
+// the guard scripts' (respire_mutation_guard: they skip their ownership
+// check; caught by invariant 14) and the fair queue's
+// (respire_mutation_fairhead: it grants behind the head; caught by
+// invariant 15); the simulator catches each within 1,000
+// schedules (make dst-mutation)
 // and the real-socket chaos campaign too (make chaos-mutation). A binary
 // built with a mutation tag names it in its replay commands.
 //

@@ -18,35 +18,20 @@ import (
 // counterKey is the fencing counter of a lock key (one hash slot with it).
 func counterKey(key string) string { return "{" + key + "}:fence" }
 
-// nodeKeys is every key a node holds for the workload: the lock keys and
-// their fencing counters (copied by failover).
+// nodeKeys is every key a node holds for the workload: the lock keys,
+// their fencing counters and the keys of their guarded writes (copied by
+// failover).
 func (w *world) nodeKeys() []string {
 	keys := append([]string(nil), w.keys...)
 	for _, k := range w.keys {
 		keys = append(keys, counterKey(k))
+		keys = append(keys, guardKeys(k)...)
 	}
 	return keys
 }
 
 // shouldFence decides whether a new handle is a fenced lock.
 func (w *world) shouldFence() bool { return w.chance(w.opt.FencedPercent) }
-
-// handOut is the fencing token the transport hands the driver for a
-// fenced acquisition of rec that took the lock with replied: the script's
-// reply, or under MutationReuseFencingToken the process's own stale view
-// of the counter (its last token + 1). The script run that answered is
-// remembered by owner token for invariant 6.
-func (w *world) handOut(p *process, rec *opRun, replied int64) int64 {
-	counter := counterKey(rec.key)
-	token := replied
-	if w.opt.Mutation == MutationReuseFencingToken {
-		token = p.lastFencingToken[counter] + 1
-	}
-	p.lastFencingToken[counter] = token
-	w.check.scriptRunOf[rec.token] = rec.scriptRun
-	w.trace.logf(w, p, "", "fencing token %d handed out (script run #%d)", token, rec.scriptRun)
-	return token
-}
 
 // afterScriptExec numbers every fenced script run that handed out a token
 // (the server's order of hand-out, across failovers and slot moves).
@@ -71,32 +56,50 @@ func (n *node) migratingMultiKey(w *world, cmd conn.Command, owner *node, m *mig
 	if m == nil {
 		return conn.Reply{}, false
 	}
-	present, multi := n.fencedKeysPresent(w, cmd)
+	present, total := n.scriptKeysPresent(w, cmd)
 	switch {
-	case !multi:
+	case total < 2:
 		return conn.Reply{}, false
 	case owner == n && m.to != n && present == 0:
 		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + strconv.Itoa(sim.Slot(cmd.Args[3])) + " " + m.to.addr}, true
-	case owner == n && m.to != n && present == 1, m.to == n && asking && present < 2:
+	case owner == n && m.to != n && present < total, m.to == n && asking && present < total:
 		return tryAgain(), true
 	}
 	return conn.Reply{}, false
 }
 
-// fencedKeysPresent counts how many of a fenced command's two keys node n
-// holds (for the cluster's multi-key rules during a migration); ok is false
-// for other commands.
-func (n *node) fencedKeysPresent(w *world, cmd conn.Command) (present int, ok bool) {
-	if !isFencedCommand(cmd) {
-		return 0, false
+// scriptKeysPresent counts how many of a multi-key script's distinct keys
+// (a fenced acquisition's two, a guarded write's) node n holds, for the
+// cluster's multi-key rules during a migration; total is 0 for other
+// commands.
+func (n *node) scriptKeysPresent(w *world, cmd conn.Command) (present, total int) {
+	if !isMultiKeyScript(cmd) {
+		return 0, 0
 	}
-	if n.state(w, cmd.Args[3]).found {
-		present++
+	keys, _ := strconv.Atoi(cmd.Args[2])
+	seen := map[string]bool{}
+	for _, k := range cmd.Args[3 : 3+keys] {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		total++
+		if k == cmd.Args[3] && n.state(w, k).found ||
+			k != cmd.Args[3] && parseReply([]byte(n.engine.AdminExec("EXISTS", k))).Int == 1 {
+			present++
+		}
 	}
-	if parseReply([]byte(n.engine.AdminExec("EXISTS", cmd.Args[4]))).Int == 1 {
-		present++
+	return present, total
+}
+
+// isMultiKeyScript reports a script of two keys or more, routed by its
+// first (a fenced acquisition, a guarded write).
+func isMultiKeyScript(cmd conn.Command) bool {
+	if (cmd.Args[0] != "EVALSHA" && cmd.Args[0] != "EVAL") || len(cmd.Args) < 5 {
+		return false
 	}
-	return present, true
+	keys, err := strconv.Atoi(cmd.Args[2])
+	return err == nil && keys >= 2 && 3+keys <= len(cmd.Args)
 }
 
 // isFencedCommand reports whether cmd runs the fenced acquisition script
@@ -140,14 +143,20 @@ func (k *checker) onFencingToken(w *world, h *handle, run, token int64) {
 	k.handouts[counter] = append(k.handouts[counter], got)
 }
 
-// copyCounter copies key's fencing counter from one node to another (slot
-// move), deleting it at the source.
+// copyCounter copies key's fencing counter and the keys of its guarded
+// writes from one node to another (slot move), with their TTLs, deleting
+// them at the source.
 func copyCounter(from, to *node, key string) {
-	counter := counterKey(key)
-	r := parseReply([]byte(from.engine.AdminExec("GET", counter)))
-	if r.Kind != conn.ReplyBulk {
-		return
+	for _, k := range append([]string{counterKey(key)}, guardKeys(key)...) {
+		v, found, pttl := from.owner(k)
+		switch {
+		case !found:
+			continue
+		case pttl >= 0:
+			to.engine.AdminExec("SET", k, v, "PX", strconv.FormatInt(max(pttl, 1), 10))
+		default:
+			to.engine.AdminExec("SET", k, v)
+		}
+		from.engine.AdminExec("DEL", k)
 	}
-	to.engine.AdminExec("SET", counter, r.Text)
-	from.engine.AdminExec("DEL", counter)
 }

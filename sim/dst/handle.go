@@ -30,6 +30,7 @@ type handle struct {
 	keptSince  time.Duration // true time the latest keep-alive started (invariant 9)
 	outcome    string        // the acquisition's outcome, once answered ("" while pending)
 	prim       *primitive    // the semaphore or read/write lock it takes, nil for a mutex key
+	fairQueue  string        // a fair acquisition's queue key (faircheck.go), "" for none
 }
 
 // callKind names a user call.
@@ -44,9 +45,10 @@ const (
 	callRelease
 	callClose
 	callVerify
+	callGuard
 )
 
-var callNames = [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release", "close", "verify"}
+var callNames = [...]string{"?", "acquire", "reset", "keep-alive", "stop-keep-alive", "release", "close", "verify", "guard"}
 
 // userCall is a pending user call: a task of its process running one
 // call of the driver's API, cancellable (its ctx) until it returns.
@@ -134,6 +136,7 @@ func (w *world) acquire(p *process, keyIndex int) {
 		h.spec.Fenced = &actor.Fenced{CounterKey: counterKey(h.key)}
 	}
 	watch := w.rng.IntN(2) == 0 // the user asks for the lock's context
+	w.maybeFair(h)
 	w.call(h, callAcquire, func(ctx context.Context) string {
 		lock, err := p.driver.Acquire(ctx, h.spec)
 		return w.acquired(h, lock, err, watch)
@@ -181,6 +184,10 @@ func (w *world) userAction(h *handle) {
 		if h.acquiredAt >= 0 && w.now-h.acquiredAt >= w.opt.LeaseMin/2 && !w.hasCall(h) {
 			w.release(h)
 		}
+		return
+	}
+	if w.opt.Guarded && h.prim == nil && w.rng.IntN(3) == 0 {
+		w.guardWrite(h) // one call in three of a guarded schedule's mutex holders
 		return
 	}
 	switch n := w.rng.IntN(100); {

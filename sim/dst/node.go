@@ -70,7 +70,9 @@ func (n *node) exec(w *world, c *connection, r *request) (conn.Reply, bool) {
 		w.reapKilled() // the server closes the killed connections at once
 	}
 	w.check.afterExec(w, c, r, before)
+	w.check.afterGuardExec(w, r, before, reply)
 	w.check.afterMemberExec(w, c, r, reply)
+	w.check.afterFairExec(w, n, r, reply)
 	w.afterScriptExec(r, reply)
 	return reply, true
 }
@@ -171,18 +173,33 @@ func (n *node) moved(w *world, c *connection, cmd conn.Command) (conn.Reply, boo
 	if key == "" {
 		return conn.Reply{}, false
 	}
-	owner, slot := w.ownerOf(key), strconv.Itoa(sim.Slot(key))
-	m := w.migrating[key]
+	lockKey := w.slotKey(key)
+	owner, slot := w.ownerOf(lockKey), strconv.Itoa(sim.Slot(key))
+	m := w.migrating[lockKey]
 	if reply, redirected := n.migratingMultiKey(w, cmd, owner, m, asking); redirected {
 		return reply, true
 	}
 	switch {
-	case owner == n && m != nil && m.to != n && !isFencedCommand(cmd) && !n.state(w, key).found:
+	case owner == n && m != nil && m.to != n && !isMultiKeyScript(cmd) && !n.state(w, key).found:
 		return conn.Reply{Kind: conn.ReplyError, Text: "ASK " + slot + " " + m.to.addr}, true
 	case owner == n, m != nil && m.to == n && asking:
 		return conn.Reply{}, false
 	}
 	return conn.Reply{Kind: conn.ReplyError, Text: "MOVED " + slot + " " + owner.addr}, true
+}
+
+// slotKey returns the workload's key whose slot key is in (a lock key for
+// its guarded writes' records and data), key itself when it is one.
+func (w *world) slotKey(key string) string {
+	if w.owner[key] != nil {
+		return key
+	}
+	for _, k := range w.keys { // in a fixed order: a schedule is a function of its seed
+		if sim.Slot(k) == sim.Slot(key) {
+			return k
+		}
+	}
+	return key
 }
 
 // ownerOf is the node that owns key's slot: the workload's keys where the

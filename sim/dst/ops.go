@@ -32,7 +32,7 @@ type opRun struct {
 // reads: GET, a holder's lease read, a count).
 func (op *opRun) isWrite() bool {
 	switch op.name {
-	case "owner", "semaphore-lease", "read-lease", "owner-lease", "semaphore-holders", "readers":
+	case "owner", "semaphore-lease", "read-lease", "owner-lease", "semaphore-holders", "readers", "fair-waiters", "fair-overtaken":
 		return false
 	}
 	return true
@@ -41,7 +41,7 @@ func (op *opRun) isWrite() bool {
 // isRelease reports whether the op is a compare-and-delete of its token
 // (a key's, a waiting marker's, a holder's).
 func (op *opRun) isRelease() bool {
-	return op.name == "release" || op.name == "semaphore-release" || op.name == "read-release"
+	return op.name == "release" || op.name == "semaphore-release" || op.name == "read-release" || op.name == "fair-release"
 }
 
 // isRenew reports whether the op is a renewal of its token's lease.

@@ -50,6 +50,13 @@ type Options struct {
 	// CrashPercent is per tick: a process crashes for good (at most all
 	// but one; its leases end on the servers by themselves).
 	CrashPercent int
+	// Guarded makes the holders of mutex keys (fenced ones included) write
+	// through guarded writes (guard.go: Lock.Guard of an INCR of the key's
+	// data counter) among their other calls; invariant 14 judges them.
+	Guarded bool
+	// FairPercent is the share of acquisitions (of the mutex keys and of
+	// the primitives) that wait fairly, in the lock's queue (faircheck.go).
+	FairPercent int
 
 	// Fault rates. "Per tick" faults are drawn by the chaos loop every
 	// 1-10ms of virtual time; the others at each command or user decision.
@@ -177,6 +184,12 @@ func swarm(seed uint64, withPrims bool) Options {
 	prims := rand.New(rand.NewPCG(seed, 0x5e3a40e))
 	if withPrims {
 		o.primitives(prims)
+		// guarded writes in one seed in two, drawn apart as above
+		o.Guarded = rand.New(rand.NewPCG(seed, 0x9a4d)).IntN(2) == 0
+		// fair waiting in one seed in three, drawn apart as above
+		if f := rand.New(rand.NewPCG(seed, 0xfa1e)); f.IntN(3) == 0 {
+			o.FairPercent = 30 + f.IntN(51)
+		}
 	}
 	if r.IntN(8) == 0 {
 		o.Liveness = true

@@ -106,9 +106,9 @@ func (k *checker) afterMemberExec(w *world, c *connection, r *request, reply con
 	p := w.primitiveOf(key)
 	switch {
 	case p == nil || reply.Kind != conn.ReplyInt:
-	case op.name == "semaphore-acquire" && reply.Int == 0:
+	case op.name == "semaphore-acquire" && reply.Int == 0: // (a fair waiter's reservation counts as live: faircheck.go)
 		w.stats.FullRefusals++
-		if n := k.members.count(w, key); n < p.sem.Limit {
+		if n := k.members.count(w, key) + reservations(w, c.node, key); n < p.sem.Limit {
 			k.fail(w, 13, "%s refused a permit of %s with %d live on the server, limit %d: an ended lease still counted",
 				op.name, key, n, p.sem.Limit)
 		}

@@ -107,6 +107,7 @@ func (w *world) acquirePrimitive(p *process, r *primitive) {
 		h.spec.Wait = 0
 	}
 	watch := w.rng.IntN(2) == 0
+	w.maybeFair(h)
 	w.call(h, callAcquire, func(ctx context.Context) string {
 		lock, err := p.driver.Acquire(ctx, h.spec)
 		return w.acquired(h, lock, err, watch)
@@ -170,9 +171,9 @@ func (n *node) failoverInPlace(w *world, profile sim.Profile) {
 // (a permit's, a read hold's) script, "" otherwise.
 func (op *opRun) memberKey() string {
 	switch {
-	case strings.HasPrefix(op.name, "semaphore-"):
+	case strings.HasPrefix(op.name, "semaphore-"), op.name == "fair-semaphore-acquire":
 		return op.key
-	case strings.HasPrefix(op.name, "read-"), op.name == "readers":
+	case strings.HasPrefix(op.name, "read-"), op.name == "readers", op.name == "fair-read-acquire":
 		return conn.RWLockOfKey(op.key).ReadersKey
 	}
 	return ""

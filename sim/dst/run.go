@@ -99,6 +99,9 @@ func Run(opt Options) Result {
 		w.stats.Refuted += ps.Refuted
 	}
 	w.countPrimitiveSchedule()
+	if w.opt.Guarded {
+		w.stats.GuardedSchedules = 1
+	}
 	return Result{Seed: opt.Seed, Options: w.opt, Steps: w.steps, VirtualTime: w.now,
 		Handles: len(w.handles), Stats: w.stats, Violations: w.check.violations, Transcript: w.trace.String(),
 		PanicStack: stack}
@@ -129,7 +132,8 @@ func (w *world) loop() (stack string) {
 }
 
 func newWorld(opt Options) *world {
-	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)), check: newChecker()}
+	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)), check: newChecker(),
+		fairRng: rand.New(rand.NewPCG(opt.Seed, 0xfa1efa1e))}
 	w.trace.enabled = opt.Transcript
 	for i := range opt.Keys {
 		w.keys = append(w.keys, "lock:"+strconv.Itoa(i+1))

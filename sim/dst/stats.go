@@ -41,6 +41,17 @@ type Stats struct {
 	FullRefusals       int // permit acquisitions refused: the semaphore was full
 	Crashes            int // processes crashed for good
 	MemberWatchReads   int // sorted-set reads on watchers (WatchScoreMany: push for permits and readers)
+	// The guarded writes (Options.Guarded):
+	GuardedSchedules int // schedules with guarded writes
+	GuardedWrites    int // guarded writes that ran (Guard returned nil)
+	GuardRefusals    int // guarded writes refused (the key, or the fence record, not ours)
+	GuardNotWritten  int // guarded writes whose reply was lost, settled as never run
+	GuardUnknown     int // guarded writes whose reply was lost and that settling could not tell
+	StaleGuards      int // guard scripts a server ran while the key was not the writer's (refused unless broken)
+	// Fair waiting (Options.FairPercent, faircheck.go):
+	FairWaits  int // acquisitions that queued fairly
+	FairQueued int // fair scripts answered "queued"
+	FairGrants int // fair waiters the lock was granted to (each judged by invariant 15)
 }
 
 // Add adds o's counts to s.
@@ -82,4 +93,13 @@ func (s *Stats) Add(o Stats) {
 	s.FullRefusals += o.FullRefusals
 	s.Crashes += o.Crashes
 	s.MemberWatchReads += o.MemberWatchReads
+	s.GuardedSchedules += o.GuardedSchedules
+	s.GuardedWrites += o.GuardedWrites
+	s.GuardRefusals += o.GuardRefusals
+	s.GuardNotWritten += o.GuardNotWritten
+	s.GuardUnknown += o.GuardUnknown
+	s.StaleGuards += o.StaleGuards
+	s.FairWaits += o.FairWaits
+	s.FairQueued += o.FairQueued
+	s.FairGrants += o.FairGrants
 }

@@ -24,6 +24,7 @@ type event struct {
 type world struct {
 	opt        Options
 	rng        *rand.Rand
+	fairRng    *rand.Rand            // draws of fair waiting only, so the other draws of a seed stay what they were
 	now        time.Duration         // true virtual time since epoch
 	nodes      []*node               // nodes[0] is the first owner of every key
 	owner      map[string]*node      // the cluster's slot map (key -> owning node)

@@ -48,7 +48,14 @@ type impl struct {
 	// ctx is done; semHold takes one with the keep-alive (nil: none).
 	semWait func(ctx context.Context, name string, limit int) (release func() error, err error)
 	semHold func(name string, limit int) (heldLock, error)
-	close   func()
+	// guarded prepares writes under the hash tag tag: write(i) makes one
+	// (guarded.go), done ends what guarded took; nil when the
+	// implementation is not in the guarded-write table.
+	guarded func(tag string) (write func(i int) error, done func() error, err error)
+	// guardedScript is raw rueidis' second row of the guarded-write table:
+	// the guard script by hand; nil for every other implementation.
+	guardedScript func(tag string) (write func(i int) error, done func() error, err error)
+	close         func()
 }
 
 // watchedLock is a lock taken with a keep-alive whose loss is observable.
@@ -148,7 +155,7 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		return nil, err
 	}
 	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
-		close: client.Close}, nil
+		guarded: rawGuarded(client, c), guardedScript: rawGuardScript(client, c), close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of

@@ -44,6 +44,40 @@ func newRespirePoll(srv *server, c calls, ttl time.Duration) (*impl, error) {
 	return im, nil
 }
 
+// newRespireFair is respire-go whose waiting acquisitions wait fairly
+// (lease.WithFairWait: a ticket in the key's queue on the server, granted
+// in ticket order). Only in the waiting scenarios.
+func newRespireFair(srv *server, c calls, ttl time.Duration) (*impl, error) {
+	client, err := rueidis.NewClient(rueidisOption(srv))
+	if err != nil {
+		return nil, err
+	}
+	locks, err := rueidislease.New(client)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	im := respireOn(locks, client.Close, c, ttl)
+	im.wait = func(ctx context.Context, key string) (func() error, error) {
+		lock, err := locks.Acquire(ctx, key, ttl, lease.WithWaitUntilDone(), lease.WithFairWait())
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			rctx, cancel := c.call()
+			defer cancel()
+			out, err := lock.Release(rctx)
+			if err == nil && out != lease.Released {
+				err = fmt.Errorf("%w: %v", errNotOwned, out)
+			}
+			return err
+		}, nil
+	}
+	im.name, im.variant, im.waits = "respire-go-fair", true,
+		"lease.WithFairWait: a ticket in the key's queue; a release hands the key to the head, push wakes only it"
+	return im, nil
+}
+
 // newRespireGoredis is respire-go over go-redis: goredis.New on a go-redis
 // client at its defaults (the client raw-go-redis, redsync and redislock
 // use), the same calls as respire-go.
@@ -124,7 +158,7 @@ func respireOn(locks *lease.Locks, closeClient func(), c calls, ttl time.Duratio
 	return &impl{wire: "SET NX PX, EVALSHA (on Redis 7.0)", try: try, hold: hold, wait: wait, watch: watch,
 		serverKeys: func(key string) []string { return []string{key} }, sem: respireSem(locks, c, ttl),
 		semWait: respireSemWait(locks, c, ttl), semHold: respireSemHold(locks, c, ttl),
-		close: func() { locks.Close(); closeClient() }}
+		guarded: respireGuarded(locks, c, ttl), close: func() { locks.Close(); closeClient() }}
 }
 
 // respireHeld is a respire-go lock with its keep-alive.

@@ -18,13 +18,14 @@ type implInfo struct {
 	variant, wait, watch bool
 	sem, semWait         bool // has a lease semaphore; can wait for a permit
 	semHold              bool // can hold a permit with a keep-alive
+	guarded              bool // can make guarded writes (or the plain writes they are measured against)
 }
 
 // infoOf is im as the report and the scenarios' applies see it.
 func infoOf(im *impl) implInfo {
 	return implInfo{name: im.name, wire: im.wire, waits: im.waits, peer: im.peer, keepAlive: im.hold != nil,
 		variant: im.variant, wait: im.wait != nil, watch: im.watch != nil, sem: im.sem != nil,
-		semWait: im.semWait != nil, semHold: im.semHold != nil}
+		semWait: im.semWait != nil, semHold: im.semHold != nil, guarded: im.guarded != nil}
 }
 
 // cell addresses one metric's values over the repetitions.
@@ -113,8 +114,10 @@ func (r *report) markdown() string {
 			}
 			fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", sc.title, sc.about)
 			r.table(&b, mode, sc)
-			if sc.target != nil {
-				b.WriteString("\n" + sc.target.verdict(r.values[cell{mode, sc.id, sc.target.impl, sc.target.metric}]) + "\n")
+			for _, t := range append([]*target{sc.target}, sc.more...) {
+				if t != nil {
+					b.WriteString("\n" + t.verdict(r.targetValues(mode, sc, t)) + "\n")
+				}
 			}
 		}
 		r.notes(&b, mode)
@@ -124,6 +127,29 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\n**FAILED:** %s.\n", strings.Join(f, "; "))
 	}
 	return b.String()
+}
+
+// targetValues are the values t, a target of sc, judges: its
+// implementation's metric per repetition, or, with a reference
+// implementation, that value divided by the reference's (its refMetric, by
+// default the same metric) in the same repetition.
+func (r *report) targetValues(mode string, sc *scenario, t *target) []float64 {
+	vals := r.values[cell{mode, sc.id, t.impl, t.metric}]
+	if t.ref == "" {
+		return vals
+	}
+	refMetric := t.refMetric
+	if refMetric == "" {
+		refMetric = t.metric
+	}
+	refs := r.values[cell{mode, sc.id, t.ref, refMetric}]
+	var out []float64
+	for i := range min(len(vals), len(refs)) {
+		if refs[i] > 0 {
+			out = append(out, vals[i]/refs[i])
+		}
+	}
+	return out
 }
 
 // rawOf is the implementation name is compared with in the "× its

@@ -19,6 +19,7 @@ var constructors = []struct {
 	{"raw-go-redis", newRawGoredis},
 	{"respire-go", newRespire},
 	{"respire-go-poll", newRespirePoll},
+	{"respire-go-fair", newRespireFair},
 	{"respire-go-goredis", newRespireGoredis},
 	{"raw-valkey-go", newRawValkeygo},
 	{"respire-go-valkeygo", newRespireValkeygo},

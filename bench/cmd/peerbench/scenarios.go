@@ -39,17 +39,20 @@ type scenario struct {
 	// the respire-go variants); skip is what the others' rows say.
 	only          func(im implInfo) bool
 	skip          string
-	base          string  // the ratio columns' reference; default raw-rueidis
-	firstModeOnly bool    // run under the first -ctx mode only
-	target        *target // printed under the table when set
+	base          string    // the ratio columns' reference; default raw-rueidis
+	firstModeOnly bool      // run under the first -ctx mode only
+	target        *target   // printed under the table when set
+	more          []*target // further targets, printed after target
 	metrics       []metric
 	run           func(e *env, im *impl, rep int) (map[string]float64, error)
 }
 
 // target is a figure an implementation must reach: metric's median at most
-// max (in the metric's unit).
+// max (in the metric's unit), or, with ref, the median of its metric
+// divided by ref's in each repetition at most max.
 type target struct {
 	impl, metric, what, unit string
+	ref, refMetric           string // refMetric: ref's metric to divide by (default metric)
 	max                      float64
 }
 
@@ -132,6 +135,7 @@ func scenarios(cfg config) []*scenario {
 	}
 	all = append(all, waitingScenarios(cfg)...)
 	all = append(all, semaphoreScenarios(cfg)...)
+	all = append(all, guardedScenarios(cfg)...)
 	var out []*scenario
 	for _, sc := range all {
 		if len(cfg.scenarios) == 0 || cfg.scenarios[sc.family] || cfg.scenarios[sc.id] {

@@ -70,7 +70,7 @@ func semaphoreScenarios(cfg config) []*scenario {
 		run: func(e *env, im *impl, rep int) (map[string]float64, error) {
 			shim := *im
 			shim.wait = func(ctx context.Context, key string) (func() error, error) { return im.semWait(ctx, key, 1) }
-			return runHandoff(e, &shim, rep)
+			return handoffRun(e, &shim, rep, 16)
 		},
 	}, {
 		id: "semaphore-keepalive", family: "semaphore", only: canHold, skip: "no keep-alive", firstModeOnly: true,

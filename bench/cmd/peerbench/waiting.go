@@ -90,7 +90,20 @@ func waitingScenarios(cfg config) []*scenario {
 			{key: "sets", header: "SET/hand-off", lowerBetter: true},
 			{key: "rate", header: "hand-offs/s"},
 			{key: "overlaps", header: "overlaps", total: true}, {key: "errors", header: "errors", total: true}},
-		run: runHandoff,
+		run: runHandoff(16),
+	}, {
+		id: "handoff-64", family: "handoff", only: canWait, skip: "cannot wait", base: "respire-go-poll", firstModeOnly: true,
+		title: "hand-off: 64 goroutines waiting on one key (fair and unfair)",
+		about: fmt.Sprintf("as the 16-goroutine hand-off table with 64 waiters: respire-go-fair waits with "+
+			"lease.WithFairWait (ticket order), respire-go with the unfair push wake-up, raw-rueidis and "+
+			"respire-go-poll poll; hold %v, %d hand-offs.", w.handoffHold, w.handoffs),
+		metrics: []metric{{key: "p50", header: "p50 µs", lowerBetter: true, ratio: true},
+			{key: "p99", header: "p99 µs", lowerBetter: true, ratio: true},
+			{key: "commands", header: "commands/hand-off", lowerBetter: true, ratio: true},
+			{key: "sets", header: "SET/hand-off", lowerBetter: true},
+			{key: "rate", header: "hand-offs/s"},
+			{key: "overlaps", header: "overlaps", total: true}, {key: "errors", header: "errors", total: true}},
+		run: runHandoff(64),
 	}, {
 		id: "loss", family: "loss", only: canWatch, skip: "no keep-alive", base: "respire-go-poll", firstModeOnly: true,
 		title: fmt.Sprintf("loss detection: a third party deletes a held key (%v lease, keep-alive)", w.lossLease),
@@ -139,13 +152,17 @@ type handoffHold struct {
 	released time.Duration // when its release returned
 }
 
-// runHandoff has 16 goroutines wait for one key until cfg's hand-offs. A
-// holder that released waits for the next acquisition before it waits for
-// the key again, so every hand-off goes to a goroutine that was waiting (a
-// releaser retrying at once would find the key free and take it back).
-func runHandoff(e *env, im *impl, rep int) (map[string]float64, error) {
-	const waiters = 16
-	key := fmt.Sprintf("%s%s:handoff:%d", e.prefix, im.name, rep)
+// runHandoff has waiters goroutines wait for one key until cfg's
+// hand-offs. A holder that released waits for the next acquisition before
+// it waits for the key again, so every hand-off goes to a goroutine that
+// was waiting (a releaser retrying at once would find the key free and
+// take it back).
+func runHandoff(waiters int) func(e *env, im *impl, rep int) (map[string]float64, error) {
+	return func(e *env, im *impl, rep int) (map[string]float64, error) { return handoffRun(e, im, rep, waiters) }
+}
+
+func handoffRun(e *env, im *impl, rep, waiters int) (map[string]float64, error) {
+	key := fmt.Sprintf("%s%s:handoff%d:%d", e.prefix, im.name, waiters, rep)
 	target := e.cfg.waiting.handoffs + 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

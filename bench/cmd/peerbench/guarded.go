@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/lease"
+)
+
+// This file is the guarded-write scenario: respire-go's Lock.Guard — two
+// writes the server runs only while the lock holds its key, in one script
+// that first compares the key's value — next to the same two writes sent
+// by hand on raw rueidis in a plain MULTI/EXEC (atomic, but guarded by
+// nothing), the cost the guard adds to writes a job makes under its lock.
+
+// guardCostTarget is how much a guarded write may cost against the plain
+// MULTI/EXEC, per write, at 64 goroutines (issue 30).
+const guardCostTarget = 1.2
+
+// guardedScenarios is the guarded-write table.
+func guardedScenarios(cfg config) []*scenario {
+	return []*scenario{{
+		id: "guarded-64", family: "guarded", only: func(im implInfo) bool { return im.guarded && !im.variant },
+		skip:  "no guarded write",
+		title: "guarded writes: 64 goroutines, each holding its own lock, HSET + INCRBY per write",
+		about: fmt.Sprintf("each goroutine holds a lock of its own (respire-go: acquired once, with the keep-alive) and writes, "+
+			"again and again for %v, an HSET and an INCRBY to two keys of the lock's hash tag: respire-go with "+
+			"Lock.Guard (one EVALSHA that compares the lock's key with its token, records the write id, then runs both), "+
+			"raw-rueidis with MULTI, HSET, INCRBY, EXEC pipelined in one DoMulti (no lock, no check), and then, "+
+			"for another %v, with the very script respire-go sends (conn.GuardWritesScript, EVALSHA by hand, "+
+			"a key holding the token: no driver, no session, no settling). µs/write is the time one goroutine "+
+			"spends per write; the targets divide respire-go's by raw-rueidis' in each repetition (interleaved).",
+			cfg.duration, cfg.duration),
+		metrics: []metric{{key: "rate", header: "writes/s", ratio: true},
+			{key: "us", header: "µs/write", lowerBetter: true, ratio: true},
+			{key: "script", header: "µs/write, the guard script by hand", lowerBetter: true},
+			{key: "errors", header: "errors", total: true}},
+		target: &target{impl: "respire-go", ref: "raw-rueidis", metric: "us", max: guardCostTarget, unit: "× raw-rueidis",
+			what: fmt.Sprintf("a guarded write at 64 goroutines costs at most %.1f × the same writes in MULTI/EXEC", guardCostTarget)},
+		more: []*target{{impl: "respire-go", ref: "raw-rueidis", metric: "us", refMetric: "script", max: guardCostTarget,
+			unit: "× the script by hand", what: fmt.Sprintf("a guarded write at 64 goroutines costs at most %.1f × "+
+				"conn.GuardWritesScript sent by hand on raw rueidis (the library's own cost, the server's script aside)", guardCostTarget)}},
+		run: runGuarded,
+	}}
+}
+
+// runGuarded runs 64 writers for the configured duration (and, for
+// raw-rueidis, the guard script by hand for as long again).
+func runGuarded(e *env, im *impl, rep int) (map[string]float64, error) {
+	out, err := guardedFor(e, im, im.guarded, "g64:"+strconv.Itoa(rep))
+	if err != nil || im.guardedScript == nil {
+		return out, err
+	}
+	script, err := guardedFor(e, im, im.guardedScript, "s64:"+strconv.Itoa(rep))
+	if err != nil {
+		return nil, err
+	}
+	out["script"], out["errors"] = script["us"], out["errors"]+script["errors"]
+	return out, nil
+}
+
+// guardedFor runs 64 writers of prepare for the configured duration.
+func guardedFor(e *env, im *impl, prepare func(string) (func(int) error, func() error, error),
+	name string) (map[string]float64, error) {
+	const workers = 64
+	var writes, errs atomic.Int64
+	var wg sync.WaitGroup
+	writers := make([]func(int) error, workers)
+	closers := make([]func() error, workers)
+	for w := range workers {
+		tag := e.prefix + im.name + ":" + name + ":" + strconv.Itoa(w)
+		write, done, err := prepare("{" + tag + "}")
+		if err != nil {
+			return nil, err
+		}
+		writers[w], closers[w] = write, done
+	}
+	start := time.Now()
+	deadline := start.Add(e.cfg.duration)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				if err := writers[w](i); err != nil {
+					errs.Add(1)
+					e.errs.note(im.name, "guarded-64", err)
+					continue
+				}
+				writes.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, done := range closers {
+		if err := done(); err != nil {
+			e.errs.note(im.name, "guarded-64", err)
+		}
+	}
+	n := max(writes.Load(), 1)
+	return map[string]float64{"rate": float64(writes.Load()) / elapsed.Seconds(),
+		"us": micros(elapsed) * workers / float64(n), "errors": float64(errs.Load())}, nil
+}
+
+// rawGuarded is raw rueidis' side: the two writes in MULTI/EXEC.
+func rawGuarded(client rueidis.Client, c calls) func(tag string) (func(int) error, func() error, error) {
+	return func(tag string) (func(int) error, func() error, error) {
+		h, n := tag+":state", tag+":count"
+		write := func(i int) error {
+			ctx, cancel := c.call()
+			defer cancel()
+			b := client.B()
+			res := client.DoMulti(ctx, b.Multi().Build(), b.Hset().Key(h).FieldValue().FieldValue("step", strconv.Itoa(i)).Build(),
+				b.Incrby().Key(n).Increment(1).Build(), b.Exec().Build())
+			for _, r := range res {
+				if err := r.Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return write, func() error { return nil }, nil
+	}
+}
+
+// rawGuardScript is raw rueidis sending conn.GuardWritesScript by hand
+// (EVALSHA, the script loaded first) for a key that holds the token, as
+// the library sends it: the server's share of a guarded write.
+func rawGuardScript(client rueidis.Client, c calls) func(tag string) (func(int) error, func() error, error) {
+	return func(tag string) (func(int) error, func() error, error) {
+		ctx := context.Background()
+		sha, err := client.Do(ctx, client.B().ScriptLoad().Script(conn.GuardWritesScript).Build()).ToString()
+		if err != nil {
+			return nil, nil, err
+		}
+		lock, h, n, token := tag+":lock", tag+":state", tag+":count", newToken()
+		record := conn.GuardRecordKey(lock)
+		if err := client.Do(ctx, client.B().Set().Key(lock).Value(token).Px(time.Hour).Build()).Error(); err != nil {
+			return nil, nil, err
+		}
+		write := func(i int) error {
+			ctx, cancel := c.call()
+			defer cancel()
+			return client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(5).Key(lock, record, record, h, n).
+				Arg(token, newToken(), "", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").Build()).Error()
+		}
+		return write, func() error { return client.Do(ctx, client.B().Del().Key(lock).Build()).Error() }, nil
+	}
+}
+
+// respireGuarded is respire-go's side: a lock with the keep-alive, then
+// Lock.Guard of the two writes.
+func respireGuarded(locks *lease.Locks, c calls, ttl time.Duration) func(tag string) (func(int) error, func() error, error) {
+	return func(tag string) (func(int) error, func() error, error) {
+		lock, err := locks.Acquire(context.Background(), tag+":lock", ttl, lease.WithKeepAlive())
+		if err != nil {
+			return nil, nil, err
+		}
+		h, n := tag+":state", tag+":count"
+		write := func(i int) error {
+			ctx, cancel := c.call()
+			defer cancel()
+			return lock.Guard(ctx, lease.Command("HSET", h, "step", strconv.Itoa(i)), lease.Command("INCRBY", n, "1"))
+		}
+		return write, lock.Close, nil
+	}
+}
