@@ -15,9 +15,9 @@ import (
 // deadline (the race detector's instrumentation allocates: this file is
 // built without it; `make allocs` runs it).
 func TestAdapterAllocatesLikeItsClient_APairAllocatesNoMoreThanRawGoRedisPlusTwo(t *testing.T) {
-	addr, pw := realStandalone(t)
-	raw := rawPair(t, goredisClient(t, addr, pw))
-	adapter := locksPair(t, goredisClient(t, addr, pw))
+	srv, _, rawClient := private(t, false)
+	raw := rawPair(t, rawClient)
+	adapter := locksPair(t, goredisClient(t, srv.Addr, srv.Password))
 	deadlined, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	for _, ctx := range []context.Context{context.Background(), deadlined} {
