@@ -56,6 +56,7 @@ chaos:
 ## allocates, so under -race they only check a loose bound).
 allocs:
 	$(GO) test -count=1 -run 'AllocatesNoMore|CostsNothingWhenUnused' ./lease
+	cd goredis && $(GO) test -count=1 -run 'AllocatesNoMore' .
 
 ## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
 ## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
