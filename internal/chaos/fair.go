@@ -34,7 +34,7 @@ import (
 // streamFairWorkers is the first PCG stream of the mutex workers' fair
 // draws (worker w: streamFairWorkers+w), apart from their own streams so
 // that a seed's decisions stay what they were.
-const streamFairWorkers = 1<<62 + 1<<40
+const streamFairWorkers = 1<<62 + 1<<41
 
 // fairOptions adds, in a schedule with fair waiting, WithFairWait (and a
 // waiter lease of 100–600 ms) to about half the worker's acquisitions.

@@ -20,7 +20,8 @@ import (
 // node the checker then holds the rule no-guarded-write-after-takeover
 // on the execution history: a guard script that wrote (answered :1) ran
 // for the token of the key's latest acquisition before it (a SET NX
-// answered +OK, the outsider's included) — no guarded write lands after
+// answered +OK, the outsider's included, or a fair try answered :1: the
+// fair waiters take the key with a script, fair.go) — no guarded write lands after
 // another owner acquired the lock. A real server has no execution
 // history: the rule is skipped there (noted), as the other sim-only rules
 // are.
@@ -97,6 +98,10 @@ func checkGuardAfterTakeover(obs observation) (out []Violation, stale int) {
 	for _, e := range obs.history {
 		if token, ok := setNXToken(e.Args); ok && strings.HasPrefix(e.Reply, "+OK") {
 			latest[e.Args[1]] = token
+			continue
+		}
+		if token, _, ok := fairTake(e); ok {
+			latest[e.Args[3]] = token // KEYS[1], the lock's key
 			continue
 		}
 		g, ok := guardRunOf(e.Args, e.Reply)
