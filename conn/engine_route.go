@@ -27,8 +27,13 @@ func (e *Engine) opened(ctx context.Context, key, op, node string, open func(con
 		e.opening[key] = call
 		octx, cancel := e.detached(ctx, openBound)
 		e.background(func() {
-			defer cancel()
 			call.val, call.err = open(octx)
+			// Let go of octx (the caller's values) before the callers are
+			// answered: until cancel ran, the engine's stop ctx holds it,
+			// and a caller that returned must not find its ctx kept
+			// reachable by an open still finishing.
+			cancel()
+			octx, cancel = nil, nil
 			e.mu.Lock()
 			delete(e.opening, key)
 			e.mu.Unlock()
