@@ -380,6 +380,10 @@ func caseOwnedKeepAlive_DoesNotKeepTheAcquisitionContextAlive(t *testing.T, tr T
 	t.Cleanup(func() { _ = lock.Close() })
 	ctx, value = nil, nil // drop the test's own references
 	_, _ = ctx, value
+	// The driver's work the acquisition started on its own tasks (its first
+	// push read) ends by itself: wait for it, so that what is judged is
+	// what the held lock keeps, not a task still running.
+	leaseinternal.Driver(locks).WaitIdle()
 	runtime.GC()
 	runtime.GC()
 	if gone.Value() != nil {
