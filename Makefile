@@ -14,8 +14,8 @@ GOREDIS_MINORS ?= v9.23.0
 ## test: the root module and the three adapter modules at once (scripts/parallel.sh; each with
 ## servers of its own): install/start private redis-servers, run every test with -race, stop the servers (the
 ## deterministic simulator runs on one OS thread, where -race finds nothing: sim/dst and
-## TestSimulate's budget run without it, on the shipped code all the same); the
-## rueidis adapter's tests (rueidislease/ is its own module: the whole lease suite on rueidis); then
+## TestSimulate's budget run without it, on the shipped code all the same); the adapters' tests
+## (rueidislease/, valkeygo/: modules of their own, the whole lease suite on their client); then
 ## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
 ## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
 ## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
@@ -56,6 +56,7 @@ chaos:
 ## allocates, so under -race they only check a loose bound).
 allocs:
 	$(GO) test -count=1 -run 'AllocatesNoMore|CostsNothingWhenUnused' ./lease
+	cd goredis && $(GO) test -count=1 -run 'AllocatesNoMore' .
 
 ## chaos-mutation: the campaign must catch deliberately broken builds: the wire engine's (an error of
 ## a connection it closed itself taken as "not submitted"), the driver's (the renewer ignores its renewal's answer; caught in about one
@@ -98,13 +99,14 @@ bench:
 bench-micro:
 	bash scripts/with-servers.sh env -C bench $(GO) test -run '^$$' -bench . -benchmem ./...
 
-## lint: gofmt check, go vet, staticcheck.
+## lint: gofmt check, go vet, staticcheck — of the root module and of each adapter module.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	cd bench && $(GO) vet ./...
-	cd rueidislease && $(GO) vet ./...
+	cd rueidislease && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd valkeygo && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 	cd goredis && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 fmt:

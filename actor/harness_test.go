@@ -18,17 +18,24 @@ const simPassword = "pw"
 // testDriver returns a driver (push on) over the wire engine on the root
 // module's own client (internal/wire) on a fresh sim node of profile, shut
 // down when the test ends.
-func testDriver(t *testing.T, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
+func testDriver(t testing.TB, profile sim.Profile, configure ...func(*Config)) (*sim.Server, *Driver) {
 	t.Helper()
-	srv := simtest.Start(t, sim.Config{Profile: profile, Password: simPassword})
+	return testDriverOn(t, sim.Config{Profile: profile}, configure...)
+}
+
+// testDriverOn is testDriver on a sim node of cfg (its password is set here).
+func testDriverOn(t testing.TB, cfg sim.Config, configure ...func(*Config)) (*sim.Server, *Driver) {
+	t.Helper()
+	cfg.Password = simPassword
+	srv := simtest.Start(t, cfg)
 	client := wire.New(wire.Options{Addrs: []string{srv.Addr()}, Password: simPassword})
 	t.Cleanup(client.Close)
-	cfg := Config{Transport: conn.NewEngine(conn.EngineConfig{Client: client}), NewToken: testToken,
+	dcfg := Config{Transport: conn.NewEngine(conn.EngineConfig{Client: client}), NewToken: testToken,
 		Drift: sm.DefaultDrift(), Push: true}
 	for _, f := range configure {
-		f(&cfg)
+		f(&dcfg)
 	}
-	d := New(cfg)
+	d := New(dcfg)
 	t.Cleanup(func() { <-d.Shutdown() })
 	return srv, d
 }

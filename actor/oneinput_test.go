@@ -44,60 +44,70 @@ func (w *stepWatch) Fence(ctx context.Context, _ *Lock) (context.Context, func(e
 
 func (w *stepWatch) RenewalSent(*Lock, time.Duration, time.Duration) {}
 
-// sawRenewals reports whether l's renewal ticks and at least two command
-// completions were stepped.
-func (w *stepWatch) sawRenewals(l *Lock) bool {
+// count reports how many inputs of kind were stepped on l.
+func (w *stepWatch) count(l *Lock, kind sm.InputKind) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	timers, done := 0, 0
+	n := 0
 	for _, k := range w.order[l] {
-		switch k {
-		case sm.InputTimer:
-			timers++
-		case sm.InputCommandDone:
-			done++
+		if k == kind {
+			n++
 		}
 	}
-	return timers > 0 && done >= 2
+	return n
 }
 
 // TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime: the
 // driver production runs (over rueidis, on a sim node) gets, on one lock, a
-// keep-alive whose renewals and deadline ticks come from the timer heap,
-// 16 goroutines sending requests for 400ms (on, bounded, until renewals were stepped), a context watch and a release: every input
-// is stepped alone, none overlapping another (the observer is told inside
-// each step, under the lock's mutex).
+// keep-alive whose renewal ticks come from the timer heap and whose
+// completions come from the renewal sender's goroutine, while 16 goroutines
+// send requests and read the lock's context without pause, then a release:
+// every input is stepped alone, none overlapping another (the observer is
+// told inside each step, under the lock's mutex). It runs on virtual time
+// (the driver's clock and the server's): the lease cannot run out while a
+// loaded machine leaves the renewal unscheduled, and each of the 40
+// renewals is awaited, its completion racing the requests. Stepping a
+// completion without the lock's mutex (deliverDone calling step directly)
+// fails it.
 func TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime(t *testing.T) {
 	w := &stepWatch{t: t, inStep: map[*Lock]*atomic.Bool{}, order: map[*Lock][]sm.InputKind{}}
-	_, d := testDriver(t, sim.Redis84, func(c *Config) { c.Observer = w })
+	clock := &ManualClock{}
+	_, d := testDriverOn(t, sim.Config{Profile: sim.Redis84, Clock: sim.NewManualClock(time.Unix(1_700_000_000, 0))},
+		func(c *Config) { c.Observer, c.Clock = w, clock })
 	ctx := context.Background()
 	lock, err := d.Acquire(ctx, AcquireSpec{WireKey: "k", TTL: 30 * time.Millisecond, KeepAlive: true})
 	if err != nil || lock == nil {
 		t.Fatalf("Acquire = %v, %v", lock, err)
 	}
 	var wg sync.WaitGroup
-	var resets atomic.Int64
-	// At least 400ms (some ten renewals and deadlines of the keep-alive),
-	// and on until renewal ticks and completions were stepped (a loaded
-	// machine may run late), within a generous bound.
-	end, bound := time.Now().Add(400*time.Millisecond), time.Now().Add(20*time.Second)
-	going := func() bool {
-		now := time.Now()
-		return now.Before(end) || now.Before(bound) && !w.sawRenewals(lock)
-	}
+	var stop atomic.Bool
+	var requests atomic.Int64
 	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for going() {
+			for !stop.Load() {
 				// A request stepped under the mutex with no I/O (a second
 				// keep-alive is refused), racing the renewals' completions.
 				_, _ = lock.Request(ctx, sm.Input{Kind: sm.InputKeepAliveStart})
 				_ = lock.Context().Err()
-				resets.Add(1)
+				requests.Add(1)
 			}
 		}()
 	}
+	const renewals = 40
+	acquired := w.count(lock, sm.InputCommandDone) // the SET's
+	for ticks := 0; ticks < renewals; {
+		clock.Advance(time.Millisecond) // on to the next renewal tick, a millisecond at a time
+		if n := w.count(lock, sm.InputTimer); n > ticks {
+			ticks = n // a renewal tick (stepped inside Advance): await its renewal's completion
+			waitStepped(t, w, lock, sm.InputCommandDone, acquired+ticks)
+		}
+		if err := lock.Context().Err(); err != nil {
+			t.Fatalf("the lease ended on virtual time after %d renewal ticks: %v", ticks, context.Cause(lock.Context()))
+		}
+	}
+	stop.Store(true)
 	wg.Wait()
 	if _, err := lock.Request(ctx, sm.Input{Kind: sm.InputClose}); err != nil {
 		t.Fatal(err)
@@ -108,8 +118,20 @@ func TestOneInputAtATime_TheShippedDriverStepsALockOneInputAtATime(t *testing.T)
 	for _, k := range w.order[lock] {
 		kinds[k]++
 	}
-	if kinds[sm.InputTimer] == 0 || kinds[sm.InputCommandDone] < 2 || kinds[sm.InputKeepAliveStart] == 0 {
-		t.Fatalf("inputs stepped %v (%d requests); want requests, renewal ticks and their completions", kinds, resets.Load())
+	if kinds[sm.InputTimer] < renewals || kinds[sm.InputCommandDone] < renewals || kinds[sm.InputKeepAliveStart] == 0 {
+		t.Fatalf("inputs stepped %v (%d requests); want requests, %d renewal ticks and their completions",
+			kinds, requests.Load(), renewals)
+	}
+}
+
+// waitStepped waits (bounded, generously: it only waits for an event,
+// however slow the machine) until at least n inputs of kind were stepped on l.
+func waitStepped(t *testing.T, w *stepWatch, l *Lock, kind sm.InputKind, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); w.count(l, kind) < n; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d inputs of kind %d stepped after a minute; want %d", w.count(l, kind), kind, n)
+		}
 	}
 }
 
@@ -155,11 +177,11 @@ func TestStaleTimerFiresAreIgnored_ARearmedTimerTicksOnlyAtItsLatestArming(t *te
 	h.disarm(m, sm.TimerDeadline)
 	clock.now = 20 * time.Millisecond
 	var buf [4]lockTick
-	if ticks := h.due(clock, buf[:0]); len(ticks) != 0 {
+	if ticks, _ := h.due(clock, buf[:0]); len(ticks) != 0 {
 		t.Fatalf("ticks at 20ms %+v; want none (re-armed for 30ms, the other disarmed)", ticks)
 	}
 	clock.now = 30 * time.Millisecond
-	if ticks := h.due(clock, buf[:0]); len(ticks) != 1 || ticks[0].seq != 2 || ticks[0].lock != l {
+	if ticks, _ := h.due(clock, buf[:0]); len(ticks) != 1 || ticks[0].seq != 2 || ticks[0].lock != l {
 		t.Fatalf("ticks at 30ms %+v; want the latest arming (seq 2) of the re-armed timer", ticks)
 	}
 }

@@ -104,6 +104,14 @@ func (l *Lock) input(ev event) (sm.Input, bool) {
 // for anyone else start through the driver's Spawn.
 func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	buf := effectBuffers.Get().(*[]sm.Effect)
+	mine := l.stepWith(in, self, buf)
+	effectBuffers.Put(buf)
+	return mine
+}
+
+// stepWith is step with the effects in *buf, which it leaves empty (its
+// capacity grown as needed); l.mu is held.
+func (l *Lock) stepWith(in sm.Input, self sm.CallerID, buf *[]sm.Effect) job {
 	effects := l.h.Step(in, (*buf)[:0])
 	var due time.Duration // when a renewal this step sends was due (its timer's time)
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
@@ -141,7 +149,6 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 	}
 	clear(effects)
 	*buf = effects[:0]
-	effectBuffers.Put(buf)
 	return mine
 }
 

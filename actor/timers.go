@@ -15,15 +15,22 @@ import (
 // A held lock therefore costs its place in the heap, not a timer, an alarm
 // and a mailbox of its own. Ticks are exact: the clock timer is set for the
 // earliest due time, so a deadline is noticed as early as with a timer per
-// lock. Lock order: a lock's mutex, then the heap's; a tick is stepped with
-// the heap's mutex released. It is safe for concurrent use.
+// lock. A burst — thousands of timers due together — costs each lock its
+// share of one pass over the heap and its step, and nothing else: the due
+// ticks are taken off together (one hold of the heap's mutex and one clock
+// reading), the deadline ticks, which end leases and so cancel Contexts,
+// are stepped before the renewal ticks, and a step of a firing allocates
+// nothing and takes no pooled buffer. Lock order: a lock's mutex, then the
+// heap's; a tick is stepped with the heap's mutex released. It is safe for
+// concurrent use.
 type timerHeap struct {
 	mu    sync.Mutex
 	locks []*Lock // the heap: locks with a timer armed, by next due time
 	clock Clock   // the clock of timer
 	timer Timer   // the clock timer, created on first use
 	at    time.Duration
-	set   bool // timer is set to fire at at
+	set   bool       // timer is set to fire at at
+	spare []lockTick // the buffer of the last burst (dueAll), kept for the next; nil while one is fired
 }
 
 // lockTimers is a lock's place on its Locks' timer heap. All of it is
@@ -55,6 +62,12 @@ func (t *lockTimers) next() (at time.Duration, ok bool) {
 	return 0, false
 }
 
+// due is next's time of a lock in the heap (one timer at least armed).
+func (t *lockTimers) due() time.Duration {
+	at, _ := t.next()
+	return at
+}
+
 // arm sets l's timer tm (Seq seq) to fire at at; l.mu is held.
 func (h *timerHeap) arm(clock Clock, l *Lock, tm sm.Timer, seq uint32, at time.Duration) {
 	h.mu.Lock()
@@ -65,7 +78,7 @@ func (h *timerHeap) arm(clock Clock, l *Lock, tm sm.Timer, seq uint32, at time.D
 		l.timers.deadlineAt, l.timers.deadlineSeq = at, seq
 	}
 	h.place(l)
-	if next, _ := h.locks[0].timers.next(); !h.set || next < h.at {
+	if next := h.locks[0].timers.due(); !h.set || next < h.at {
 		h.schedule(clock, next)
 	}
 }
@@ -102,56 +115,136 @@ func (h *timerHeap) schedule(clock Clock, at time.Duration) {
 	h.timer.Reset(d)
 }
 
-// fire steps every due tick, in batches, then sets the clock timer for the
-// next due time (or stops it when no timer is armed).
+// fireChunk is how many due ticks fire takes off the heap one at a time;
+// when more are due, the rest come off in one pass (dueAll).
+const fireChunk = 64
+
+// fire steps every due tick, then sets the clock timer for the next due
+// time (or stops it when no timer is armed). A few due ticks are popped
+// off the heap; a burst (a chunk's worth and more) is taken off whole, in
+// one pass. The deadline ticks taken go first, stepped at the clock reading
+// they were taken at (a deadline tick's step only needs to know that its
+// time has come; the reading is never later than the true time): they end
+// leases, and ending a lease is what cancels its Context, which is what
+// code waiting on Done is waiting for. The renewal ticks follow, each
+// stepped at a fresh reading, since a renewal's lease estimate counts from
+// it.
 func (h *timerHeap) fire(clock Clock) {
-	var buf [64]lockTick
+	var buf [fireChunk]lockTick
+	effects := make([]sm.Effect, 0, 16) // every step of this firing reuses it
 	for {
-		ticks := h.due(clock, buf[:0])
+		ticks, now := h.due(clock, buf[:0])
 		if len(ticks) == 0 {
 			return
 		}
+		burst := len(ticks) == cap(ticks)
+		if burst {
+			ticks, now = h.dueAll(clock, ticks)
+		}
 		for i := range ticks {
-			ticks[i].lock.tick(ticks[i].timer, ticks[i].seq)
-			ticks[i] = lockTick{}
+			if tk := &ticks[i]; tk.timer == sm.TimerDeadline {
+				tk.lock.tick(tk.timer, tk.seq, now, &effects)
+			}
+		}
+		for i := range ticks {
+			if tk := &ticks[i]; tk.timer != sm.TimerDeadline {
+				tk.lock.tick(tk.timer, tk.seq, clock.Now(), &effects)
+			}
+		}
+		clear(ticks)
+		if burst {
+			h.keep(ticks)
 		}
 	}
 }
 
-// due takes up to cap(ticks) due ticks off the heap; when none is left, it
-// sets the clock timer for the next one.
-func (h *timerHeap) due(clock Clock, ticks []lockTick) []lockTick {
+// due takes up to cap(ticks) due ticks off the heap and returns them with
+// the clock reading they were due by; when none is left, it sets the clock
+// timer for the next one.
+func (h *timerHeap) due(clock Clock, ticks []lockTick) ([]lockTick, time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := clock.Now()
 	for len(h.locks) > 0 && len(ticks) < cap(ticks) {
 		l := h.locks[0]
-		t := &l.timers
-		if next, _ := t.next(); next > now {
+		if l.timers.due() > now {
 			break
 		}
-		if t.renewSeq != 0 && t.renewAt <= now {
-			ticks = append(ticks, lockTick{lock: l, seq: t.renewSeq, timer: sm.TimerRenewal})
-			t.renewSeq = 0
-		}
-		if t.deadlineSeq != 0 && t.deadlineAt <= now {
-			ticks = append(ticks, lockTick{lock: l, seq: t.deadlineSeq, timer: sm.TimerDeadline})
-			t.deadlineSeq = 0
-		}
+		ticks = l.timers.take(l, now, ticks)
 		h.place(l)
 	}
 	if len(ticks) > 0 {
-		return ticks
+		return ticks, now
 	}
 	h.set = false
 	if len(h.locks) == 0 {
 		if h.timer != nil {
 			h.timer.Stop()
 		}
-		return ticks
+		return ticks, now
 	}
-	next, _ := h.locks[0].timers.next()
-	h.schedule(clock, next)
+	h.schedule(clock, h.locks[0].timers.due())
+	return ticks, now
+}
+
+// dueAll returns ticks and every other tick due, taken in one pass over
+// the heap, under one hold of its mutex, and rebuilds the heap from the
+// locks left with a timer armed: O(n), where taking k ticks off one at a
+// time costs O(k log n) swaps. The ticks are in the buffer of the last
+// burst (give it back with keep), grown as needed. It also returns the
+// clock reading they were due by.
+func (h *timerHeap) dueAll(clock Clock, ticks []lockTick) ([]lockTick, time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ticks, h.spare = append(h.spare[:0], ticks...), nil
+	now := clock.Now()
+	left := h.locks[:0]
+	for _, l := range h.locks {
+		if t := &l.timers; t.due() <= now {
+			ticks = t.take(l, now, ticks)
+			if _, armed := t.next(); !armed {
+				t.pos = 0
+				continue
+			}
+		}
+		left = append(left, l)
+	}
+	clear(h.locks[len(left):])
+	h.locks = left
+	for i, l := range h.locks {
+		l.timers.pos = int32(i + 1)
+	}
+	for i := len(h.locks)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	h.shrink()
+	return ticks, now
+}
+
+// maxSpare bounds the buffer a timer heap keeps between bursts (1.5 MiB).
+const maxSpare = 1 << 16
+
+// keep keeps the cleared buffer of a burst for the next one (the larger,
+// when two bursts were fired at once), unless it is larger than maxSpare.
+func (h *timerHeap) keep(ticks []lockTick) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cap(ticks) > cap(h.spare) && cap(ticks) <= maxSpare {
+		h.spare = ticks[:0]
+	}
+}
+
+// take appends l's timers due by now to ticks and disarms them; the heap's
+// mutex is held, and the caller puts l back in its place.
+func (t *lockTimers) take(l *Lock, now time.Duration, ticks []lockTick) []lockTick {
+	if t.renewSeq != 0 && t.renewAt <= now {
+		ticks = append(ticks, lockTick{lock: l, seq: t.renewSeq, timer: sm.TimerRenewal})
+		t.renewSeq = 0
+	}
+	if t.deadlineSeq != 0 && t.deadlineAt <= now {
+		ticks = append(ticks, lockTick{lock: l, seq: t.deadlineSeq, timer: sm.TimerDeadline})
+		t.deadlineSeq = 0
+	}
 	return ticks
 }
 
@@ -208,9 +301,7 @@ func (h *timerHeap) shrink() {
 }
 
 func (h *timerHeap) less(i, j int) bool {
-	a, _ := h.locks[i].timers.next()
-	b, _ := h.locks[j].timers.next()
-	return a < b
+	return h.locks[i].timers.due() < h.locks[j].timers.due()
 }
 
 func (h *timerHeap) swap(i, j int) {
@@ -248,10 +339,11 @@ func (h *timerHeap) down(i int) {
 	}
 }
 
-// tick steps l with a due timer; the handle ignores a tick whose Seq was
-// disarmed or re-armed since.
-func (l *Lock) tick(tm sm.Timer, seq uint32) {
+// tick steps l with a due timer at now, its effects in *effects (the
+// firing's buffer); the handle ignores a tick whose Seq was disarmed or
+// re-armed since.
+func (l *Lock) tick(tm sm.Timer, seq uint32, now time.Duration, effects *[]sm.Effect) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.step(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: l.d.clock.Now()}, 0)
+	l.stepWith(sm.Input{Kind: sm.InputTimer, Timer: tm, Seq: seq, Now: now}, 0, effects)
 }

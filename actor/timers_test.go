@@ -11,9 +11,11 @@ import (
 // TestTimerHeapTicksExactlyTheDueTimers: random arms, re-arms and disarms of
 // the renewal and deadline timers of many locks, against a model of what is
 // armed. Whenever time moves, the heap hands out exactly the timers whose
-// due time has come, each once, with the Seq that armed it; the heap
-// property holds after every operation; the clock timer is set for the
-// earliest due time, and stopped once nothing is armed.
+// due time has come, each once, with the Seq that armed it, whether popped
+// a few at a time (due) or, after a full chunk, all the rest in one pass
+// (dueAll, a burst); the heap property holds after every operation; the
+// clock timer is set for the earliest due time, and stopped once nothing
+// is armed.
 func TestTimerHeapTicksExactlyTheDueTimers(t *testing.T) {
 	type key struct {
 		lock  int
@@ -48,7 +50,14 @@ func TestTimerHeapTicksExactlyTheDueTimers(t *testing.T) {
 			now := clock.Now()
 			var buf [7]lockTick // small: due is called until it gives nothing
 			for {
-				ticks := h.due(clock, buf[:0])
+				ticks, at := h.due(clock, buf[:0])
+				if len(ticks) == cap(ticks) && rng.IntN(2) == 0 {
+					checkHeap(t, &h, len(model)-len(ticks))
+					ticks, at = h.dueAll(clock, ticks) // a burst: the rest in one pass
+				}
+				if at != now {
+					t.Fatalf("step %d: due read the clock at %v; it says %v", step, at, now)
+				}
 				if len(ticks) == 0 {
 					break
 				}

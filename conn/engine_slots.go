@@ -122,8 +122,14 @@ func (e *Engine) storeSlots(reply Reply) {
 }
 
 // parseSlotsEntry reads one CLUSTER SLOTS entry: [start, end, [host, port, …], …].
+// An entry whose range is not one (a negative start, an end before its
+// start) is refused: no server sends one, and a slot index must never be
+// negative.
 func parseSlotsEntry(r Reply) (start, end int64, addr string, ok bool) {
 	if r.Kind != ReplyArray || len(r.Array) < 3 || r.Array[2].Kind != ReplyArray || len(r.Array[2].Array) < 2 {
+		return 0, 0, "", false
+	}
+	if r.Array[0].Int < 0 || r.Array[1].Int < r.Array[0].Int {
 		return 0, 0, "", false
 	}
 	master := r.Array[2].Array

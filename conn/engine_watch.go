@@ -162,20 +162,46 @@ func (e *Engine) openWatcher(ctx context.Context, node string) (*pushWatcher, er
 	if err != nil {
 		return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: err}
 	}
+	e.push.mu.Lock()
 	w.listener = l
+	e.push.mu.Unlock()
 	on := TrackingOnCommand()
+	var reader *link
 	if c := l.Conn(); c != nil {
-		w.reader = e.newLink(node, c, true)
+		reader = e.newLink(node, c, true)
 	} else if c, err = e.client.Dial(ctx, node); err == nil {
-		w.reader, on = e.newLink(node, c, true), TrackingRedirectCommand(l.ID())
+		reader, on = e.newLink(node, c, true), TrackingRedirectCommand(l.ID())
 	} else {
 		e.retireWatcher(w)
 		return nil, &Error{Class: NotSubmitted, Op: "watch", Addr: node, Err: err}
+	}
+	if err := e.setReader(w, reader); err != nil {
+		return nil, err
 	}
 	if err := e.setUpWatcher(ctx, w, on); err != nil {
 		return nil, err
 	}
 	return w, e.registerWatcher(w)
+}
+
+// errListenerEnded: a watcher's listener ended while the watcher opened.
+var errListenerEnded = errors.New("the listening connection ended while the watcher opened")
+
+// setReader makes reader w's reader; when w is closing already (its
+// listener ended during the open, and closeWatcher ran before the reader
+// existed), it closes the reader and the listener itself and fails the
+// open.
+func (e *Engine) setReader(w *pushWatcher, reader *link) error {
+	e.push.mu.Lock()
+	w.reader = reader
+	closing := w.closing.Load()
+	e.push.mu.Unlock()
+	if !closing {
+		return nil
+	}
+	reader.retire()
+	e.background(w.listener.Close)
+	return &Error{Class: NotSubmitted, Op: "watch", Addr: w.node, Err: errListenerEnded}
 }
 
 // setUpWatcher switches tracking on for w's reader.
@@ -206,6 +232,10 @@ func (e *Engine) registerWatcher(w *pushWatcher) error {
 		w.closing.Store(true)
 		e.closeWatcher(w)
 		return &Error{Class: NotSubmitted, Op: "watch", Addr: w.node, Err: ErrPoolClosed}
+	}
+	if w.closing.Load() { // its listener ended meanwhile: retireWatcher closed it
+		e.push.mu.Unlock()
+		return &Error{Class: NotSubmitted, Op: "watch", Addr: w.node, Err: errListenerEnded}
 	}
 	if e.push.watchers == nil {
 		e.push.watchers = map[string]*pushWatcher{}
@@ -364,11 +394,12 @@ func (e *Engine) closeWatcher(w *pushWatcher) {
 	if w.keep != nil {
 		w.keep.Stop()
 	}
+	reader, l := w.reader, w.listener // set under the mutex by openWatcher
 	e.push.mu.Unlock()
-	if w.reader != nil {
-		w.reader.retire()
+	if reader != nil {
+		reader.retire()
 	}
-	if l := w.listener; l != nil {
+	if l != nil {
 		e.background(l.Close) // idempotent: also when the reader is the listener's own connection
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/actor"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -64,7 +65,7 @@ func (c *Coordinator) acquire(ctx context.Context, op, key, counterKey string, t
 		return nil, &OpError{Op: op, Key: key, Err: ErrSameKeys}
 	}
 	f := &actor.Fenced{CounterKey: c.locks.KeyPrefix() + counterKey}
-	held, err := c.locks.AcquireFenced(ctx, op, key, ttl, f, opts...)
+	held, err := leaseinternal.AcquireFenced(c.locks, ctx, op, key, ttl, f, opts...)
 	if f.Reply.NotReplicated {
 		return nil, notReplicated(key, f)
 	}

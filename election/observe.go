@@ -8,6 +8,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -64,7 +65,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Observation {
 func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 	defer close(out)
 	wireKey := e.locks.KeyPrefix() + e.key
-	watch, push := e.locks.Driver().WatchKey(wireKey)
+	watch, push := leaseinternal.Driver(e.locks).WatchKey(wireKey)
 	if push {
 		defer watch.Stop()
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -174,7 +175,7 @@ func startFollower(t *testing.T, ctx context.Context, s server, key, leaderLabel
 		f.won <- time.Now()
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for k := locks.Driver().PushKey(key); !k.Armed || k.Waiters != 1; k = locks.Driver().PushKey(key) {
+	for k := leaseinternal.Driver(locks).PushKey(key); !k.Armed || k.Waiters != 1; k = leaseinternal.Driver(locks).PushKey(key) {
 		if time.Now().After(deadline) {
 			t.Fatal("the follower's wait never parked on the tracked key")
 		}

@@ -46,7 +46,7 @@ type pair func(ctx context.Context, key string) error
 
 // rawPair does the wire work on the go-redis client: SET NX PX, then
 // EVALSHA compare-and-delete.
-func rawPair(b *testing.B, client *redis.Client) pair {
+func rawPair(b testing.TB, client *redis.Client) pair {
 	if err := client.ScriptLoad(context.Background(), conn.ReleaseScript).Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func rawPair(b *testing.B, client *redis.Client) pair {
 }
 
 // locksPair is lease.TryAcquire + Lock.Release on the adapter.
-func locksPair(b *testing.B, client *redis.Client) pair {
+func locksPair(b testing.TB, client *redis.Client) pair {
 	locks, err := New(client)
 	if err != nil {
 		b.Fatal(err)

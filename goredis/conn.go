@@ -39,7 +39,7 @@ type gconn struct {
 	node    string
 	rc      *redis.Conn
 	w       witness
-	done    chan struct{} // cap 1: a round trip on its own goroutine returned
+	done    chan struct{} // cap 1: a round trip on the worker goroutine returned
 	closing chan struct{} // closed by Close
 
 	mu        sync.Mutex
@@ -47,6 +47,10 @@ type gconn struct {
 	busy      bool  // a round trip is on rc
 	closed    bool
 	abandoned bool // Do left the round trip, whose goroutine closes rc
+
+	work  chan struct{}   // a round trip for the worker (cap 1); nil before the first, or once released
+	sent  context.Context // the ctx of the round trip handed to the worker; nil once it returned
+	timer *time.Timer     // Do's deadline
 }
 
 // newConn returns the conn.Conn of rc, a Conn of a client of cl's, to node.
@@ -82,15 +86,16 @@ func (c *gconn) Close() {
 		c.broken = errConnClosed
 	}
 	if !c.busy {
-		_ = c.rc.Close()
+		c.release()
 	}
 }
 
 // Do implements conn.Conn: cmds in one round trip. It returns by ctx's
 // deadline at the latest, and at once on Close: a round trip go-redis does
 // not end within closeBound by itself (ctx's deadline, with
-// ContextTimeoutEnabled) runs on a goroutine of its own, left, the
-// connection broken, at the deadline or on Close (rule
+// ContextTimeoutEnabled) runs on the Conn's worker goroutine (started
+// once, reused by each such round trip: no goroutine or timer per Do),
+// left, the connection broken, at the deadline or on Close (rule
 // GoRedisReturnsByTheDeadline). A bare cancellation is ignored, as go-redis
 // ignores it: a batch goes on for the engine's other callers.
 func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {
@@ -108,11 +113,20 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 	}
 	var expired <-chan time.Time
 	if hasDeadline {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		expired = t.C
+		if c.timer == nil {
+			c.timer = time.NewTimer(time.Until(deadline))
+		} else {
+			c.timer.Reset(time.Until(deadline))
+		}
+		defer c.timer.Stop()
+		expired = c.timer.C
 	}
-	go c.roundTripper(ctx)
+	if c.work == nil {
+		c.work = make(chan struct{}, 1)
+		go c.worker(c.work)
+	}
+	c.sent = ctx // the worker clears it: a held lock must not keep its acquisition's ctx
+	c.work <- struct{}{}
 	left := errConnClosed
 	select {
 	case <-c.done:
@@ -138,23 +152,29 @@ func (c *gconn) begin() error {
 	return nil
 }
 
-// roundTripper sends the prepared round trip on a goroutine Do may leave;
-// one Do left closes the connection when go-redis returns.
-func (c *gconn) roundTripper(ctx context.Context) {
-	if _, ok := ctx.Deadline(); !ok && c.cl.ctxDeadlines && !c.cl.timeouts {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ownBound)
-		defer cancel()
+// worker sends each round trip Do hands it on a goroutine Do may leave;
+// after one Do left it closes the connection when go-redis returns, and it
+// ends then, or once work is closed.
+func (c *gconn) worker(work <-chan struct{}) {
+	for range work {
+		ctx := c.sent
+		cancel := context.CancelFunc(func() {})
+		if _, ok := ctx.Deadline(); !ok && c.cl.ctxDeadlines && !c.cl.timeouts {
+			ctx, cancel = context.WithTimeout(ctx, ownBound)
+		}
+		c.w.send(ctx, c.rc)
+		cancel()
+		c.sent, ctx = nil, nil
+		c.mu.Lock()
+		if c.abandoned {
+			c.busy = false
+			_ = c.rc.Close()
+			c.mu.Unlock()
+			return
+		}
+		c.done <- struct{}{} // under mu: abandon sees it, or this sees abandon's mark
+		c.mu.Unlock()
 	}
-	c.w.send(ctx, c.rc)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.abandoned {
-		c.busy = false
-		_ = c.rc.Close()
-		return
-	}
-	c.done <- struct{}{} // under mu: abandon sees it, or this sees abandon's mark
 }
 
 // abandon breaks the connection whose round trip Do left.
@@ -165,8 +185,17 @@ func (c *gconn) abandon() {
 	select {
 	case <-c.done: // it returned in the same moment: nobody else closes rc
 		c.busy = false
-		_ = c.rc.Close()
+		c.release()
 	default:
+	}
+}
+
+// release closes rc and ends the worker, which is idle (c.mu held).
+func (c *gconn) release() {
+	_ = c.rc.Close()
+	if c.work != nil {
+		close(c.work)
+		c.work = nil
 	}
 }
 
@@ -188,7 +217,7 @@ func (c *gconn) finish(n int, replies []conn.Reply) error {
 		c.broken = err
 	}
 	if c.closed {
-		_ = c.rc.Close()
+		c.release()
 	}
 	c.mu.Unlock()
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/internal/leasesuite"
 	"github.com/respire-go/respire/lease"
 )
@@ -23,7 +24,7 @@ var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sent
 // waiting in the engine's drainers (a go-redis Conn carries one round trip
 // at a time).
 func suiteQueued(locks *lease.Locks) [][]string {
-	return locks.Driver().Transport().(*conn.Engine).Queued()
+	return leaseinternal.Driver(locks).Transport().(*conn.Engine).Queued()
 }
 
 func suiteServerError(err error) (string, bool) {

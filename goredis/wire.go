@@ -253,17 +253,24 @@ func (h witnessHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // error reply keeps its whole text and go-redis' error value, redis.Nil is
 // the nil reply, any other error is a transport error.
 func resultOf(err error, val any) result {
-	var re redis.Error
-	var ne net.Error
 	switch {
 	case err == nil:
 		return result{reply: replyOf(val)}
 	case errors.Is(err, redis.Nil):
 		return result{reply: conn.Reply{Kind: conn.ReplyNil}}
-	case errors.As(err, &re) && !errors.As(err, &ne):
+	case isServerError(err):
 		return result{reply: conn.Reply{Kind: conn.ReplyError, Text: err.Error(), Err: err}}
 	}
 	return result{transport: err}
+}
+
+// isServerError tells a server's error reply from a transport error. It is
+// apart from resultOf because the targets of errors.As escape: in resultOf
+// they would cost two allocations on every reply, errors or not.
+func isServerError(err error) bool {
+	var re redis.Error
+	var ne net.Error
+	return errors.As(err, &re) && !errors.As(err, &ne)
 }
 
 // replyOf maps a value go-redis read onto conn's reply kinds (RESP3 maps

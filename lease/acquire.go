@@ -255,15 +255,15 @@ func managedTTL(ttl time.Duration, drift sm.Drift) (time.Duration, error) {
 	return d, nil
 }
 
-// AcquireFenced is TryAcquire (op "TryAcquire") or Acquire (op "Acquire",
+// acquireFenced is TryAcquire (op "TryAcquire") or Acquire (op "Acquire",
 // where a lock held by another owner is an error matching ErrNotAcquired)
 // with f's fencing script as every try's command instead of SET NX PX: the
-// acquisition package coordination builds fencing-token locks with (f
-// records the fencing token the script handed out, and what WithReplicas'
-// WAIT answered). The same options, handle, keep-alive and telemetry as
-// any acquisition; WithReplicas applies only here. actor.Fenced is part of
-// respire-go's implementation: use package coordination.
-func (l *Locks) AcquireFenced(ctx context.Context, op, key string, ttl time.Duration, f *actor.Fenced,
+// acquisition package coordination builds fencing-token locks with
+// (through internal/leaseinternal.AcquireFenced; f records the fencing
+// token the script handed out, and what WithReplicas' WAIT answered). The
+// same options, handle, keep-alive and telemetry as any acquisition;
+// WithReplicas applies only here.
+func (l *Locks) acquireFenced(ctx context.Context, op, key string, ttl time.Duration, f *actor.Fenced,
 	opts ...AcquireOption) (*Lock, error) {
 	lock, err := l.acquireSpec(ctx, op, key, ttl, opts, f)
 	if err == nil && lock == nil && op == "Acquire" && !f.Reply.NotReplicated {

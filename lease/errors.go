@@ -49,9 +49,10 @@ var ErrLimitMismatch = conn.ErrLimitMismatch
 // caller's; Unwrap gives the server's reply.
 type LimitMismatchError = conn.LimitMismatchError
 
-// Errors of the server or the connection: conn's classification, one
-// definition re-exported here. Every error a call returns matches the ones
-// that apply, with errors.Is.
+// Errors of the server or the connection. Every error a call returns
+// matches the ones that apply, with errors.Is; each is one value wherever
+// respire-go returns it (the wire engine, coordination, election, every
+// client adapter), fully described here.
 var (
 	// ErrOutcomeUnknown: a command was sent (or may have been) and no
 	// answer came: it may have run. A managed lock whose renewal or release
@@ -62,8 +63,10 @@ var (
 	// ErrNotSubmitted: nothing was sent; the call changed nothing on the
 	// server and may be retried.
 	ErrNotSubmitted = conn.ErrNotSubmitted
-	// ErrServerReply: the server answered with an error reply. errors.As to
-	// *rueidis.RedisError gives the reply itself (NOPERM, WRONGTYPE, ...).
+	// ErrServerReply: the server answered with an error reply (NOPERM,
+	// WRONGTYPE, ...): the error's text holds the reply, and errors.As to
+	// the client's own error type (*rueidis.RedisError, redis.Error,
+	// *valkey.ValkeyError) gives it where the client has one.
 	ErrServerReply = conn.ErrServerReply
 	// ErrDidNotRun: a server error reply that proves the command did not run
 	// and a later attempt may succeed (CLUSTERDOWN, TRYAGAIN, READONLY,

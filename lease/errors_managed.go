@@ -6,9 +6,9 @@ import (
 )
 
 // Errors of the managed locks (TryAcquire, Acquire, *Lock, *KeepAlive).
-// Match them with errors.Is. They are the values the driver (package actor)
-// and the state machine (package statemachine) return: one definition,
-// re-exported here.
+// Match them with errors.Is. Each is one value wherever respire-go returns
+// it (packages coordination and election return these very values), and
+// what it means is said here: no other package's documentation is needed.
 var (
 	// ErrNotAcquired: Acquire found the lock held by another owner for its
 	// whole wait (see WithWait and WithWaitUntilDone).
@@ -34,7 +34,9 @@ var (
 
 // Why a lock's context (Lock.Context) or a keep-alive's context
 // (KeepAlive.Context) ended, read with context.Cause. They are distinct;
-// *LossError and *RenewalFailureError also match ErrOwnershipLost.
+// *LossError and *RenewalFailureError also match ErrOwnershipLost. As the
+// errors above, each is one value wherever respire-go returns it, fully
+// described here.
 var (
 	// ErrOwnershipLost is matched by every loss: *LossError (with the
 	// reason) and *RenewalFailureError. Stop protected work at once.

@@ -237,7 +237,7 @@ func TestErrorTexts_AnInterruptedCommandMatchesErrOutcomeUnknownEvenOnceFenced(t
 		cancel()
 		err = <-done
 		close(gate)
-		locks.Driver().WaitIdle() // the fence has answered: the next lock gets a fresh session
+		locks.driver().WaitIdle() // the fence has answered: the next lock gets a fresh session
 		if !errors.Is(err, ErrOutcomeUnknown) {
 			t.Fatalf("try %d: %s interrupted after the send = %v (state %v); want ErrOutcomeUnknown", i, command, err, lock.State())
 		}

@@ -39,11 +39,13 @@ const FenceTimeout = actor.FenceTimeout
 // the lease's end when called, so the first check after the process
 // resumes from a pause (SIGSTOP, a stop-the-world GC, a descheduled
 // thread) already reports a lease that ran out meanwhile, before any timer
-// has run. Done is closed by a timer, moments after the end. Contexts made
-// by ContextFrom, and a KeepAlive's Context and Err, are exact in the same
-// way; a child made with context.WithCancel, WithTimeout or WithValue from
-// this context keeps its own Err, which turns non-nil only when Done
-// closes.
+// has run. Done is closed by a timer, moments after the end on a quiet
+// process and later on a busy one (a loaded machine, thousands of leases
+// ending at once), even past the drift margin: guard each side effect with
+// Err, not with a select on Done. Contexts made by ContextFrom, and a
+// KeepAlive's Context and Err, are exact in the same way; a child made
+// with context.WithCancel, WithTimeout or WithValue from this context
+// keeps its own Err, which turns non-nil only when Done closes.
 //
 // What no lease can do: a pause between the check and the side effect it
 // guards (the process stops after Err returned nil, and writes after the

@@ -147,6 +147,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal/hook"
 	sm "github.com/respire-go/respire/statemachine"
 )
 
@@ -180,15 +181,15 @@ func New(client conn.Client, opts ...Option) (*Locks, error) {
 	if client == nil {
 		return nil, ErrNilClient
 	}
-	return NewTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
+	return newTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
 }
 
-// NewTransport returns Locks on any transport: what New does over a
-// client's engine. conn.Transport is part of respire-go's implementation
-// (its API may change in any release); use an adapter's New. Locks takes ownership of t: Locks.Close closes it. It
+// newTransport returns Locks on any transport: what New does over a
+// client's engine (internal/leaseinternal.NewTransport for the simulator
+// and the tests). Locks takes ownership of t: Locks.Close closes it. It
 // fails with ErrNilClient for a nil t and ErrInvalidOption for a bad
 // option, before anything is sent.
-func NewTransport(t conn.Transport, opts ...Option) (*Locks, error) {
+func newTransport(t conn.Transport, opts ...Option) (*Locks, error) {
 	if t == nil {
 		return nil, ErrNilClient
 	}
@@ -235,10 +236,17 @@ func newTokenText() string {
 	return hex.EncodeToString(raw[:])
 }
 
-// Driver returns the driver that runs this Locks' managed locks: for
-// packages that build on lease (coordination). Its API is part of
-// respire-go's implementation and may change in any release.
-func (l *Locks) Driver() *actor.Driver { return l.core.driver }
+// driver returns the driver that runs this Locks' managed locks (for
+// packages that build on lease: internal/leaseinternal.Driver).
+func (l *Locks) driver() *actor.Driver { return l.core.driver }
+
+// The parts of Locks respire-go's own packages build on, reached through
+// internal/leaseinternal: not lease's API.
+func init() {
+	hook.Driver = (*Locks).driver
+	hook.AcquireFenced = (*Locks).acquireFenced
+	hook.NewTransport = newTransport
+}
 
 // WithKeyPrefix returns a view whose keys get prefix appended to this view's
 // prefix ("a:" then "b:" gives "a:b:key"): every key sent (SET, GET, DELEX,

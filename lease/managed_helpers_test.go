@@ -25,7 +25,7 @@ func managedSim(t *testing.T, profile sim.Profile, opts ...Option) (*sim.Server,
 // useClock puts locks on clock, with polling sleeps of exactly RetryEvery
 // (no jitter), so that virtual-time tests know when the next try comes.
 func useClock(locks *Locks, clock actor.Clock) {
-	locks.Driver().UseClock(clock, func() float64 { return 0.5 })
+	locks.driver().UseClock(clock, func() float64 { return 0.5 })
 }
 
 // isCommand matches log entries whose first args equal prefix (case-insensitive name).
@@ -105,6 +105,10 @@ func acquireWithClock(t *testing.T, ttl time.Duration, opts ...AcquireOption) (*
 		t.Fatalf("Acquire = %v", err)
 	}
 	t.Cleanup(func() { _ = lock.Close() })
+	// A keep-alive holder's first push read (it tracks the key) is sent in
+	// the background: let it end, so that a test's log starts after it (on
+	// a loaded machine it came after the log was reset).
+	locks.driver().WaitIdle()
 	return srv, clock, lock
 }
 

@@ -18,12 +18,12 @@ import (
 // suite, internal/leasesuite, has its own copies of those it needs).
 
 // pushStatsOf returns what the push hub of locks did so far.
-func pushStatsOf(locks *Locks) actor.PushStats { return locks.Driver().PushStats() }
+func pushStatsOf(locks *Locks) actor.PushStats { return locks.driver().PushStats() }
 
 // parkedWaiters returns how many waiters of wireKey are parked on a tracked
 // key (armed, no baton out).
 func parkedWaiters(locks *Locks, wireKey string) int {
-	k := locks.Driver().PushKey(wireKey)
+	k := locks.driver().PushKey(wireKey)
 	if !k.Entry || !k.Armed || k.BatonOut {
 		return 0
 	}
@@ -36,7 +36,7 @@ func parkedWaiters(locks *Locks, wireKey string) int {
 // their key is tracked; one exists only while a read is due or waiters
 // wait (then its armed flag says whether the key is tracked).
 func holderArmed(locks *Locks, wireKey string) bool {
-	k := locks.Driver().PushKey(wireKey)
+	k := locks.driver().PushKey(wireKey)
 	if k.Holders == 0 || k.RetryPending {
 		return false
 	}

@@ -214,8 +214,8 @@ func TestWarningsAreRateLimited_OnePerCauseAndSecondWithTheSuppressedCount(t *te
 		}
 		// The context ends within the step of the refused renewal, which
 		// then starts the warning's write: wait for that step, then for it.
-		locks.Driver().WaitIdle()
-		locks.Driver().WaitIdle() // the warnings are written
+		locks.driver().WaitIdle()
+		locks.driver().WaitIdle() // the warnings are written
 	}
 	lose("x", "y")
 	if got := matching(w.records(t), msgLost, nil); len(got) != 1 {

@@ -214,7 +214,7 @@ func TestWaitRidesOutTransportErrors_APermitWhoseReplyWasLostIsSettled(t *testin
 		ctx := ctxT(t)
 		name := primName(t, "settle")
 		key := "{" + name + "}:sem"
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, locks.driver().StandaloneSession())
 		before := kills(f.target)
 		f.srv.ResetLog()
 		session.BlackHole(faultproxy.ToClient)
@@ -258,7 +258,7 @@ func TestAbandonedAcquisitionIsCleanedUp_PermitAndWriter(t *testing.T) {
 		loadPrimitiveScripts(f.target)
 		locks := f.locks(t)
 		name := primName(t, "abandon")
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, locks.driver().StandaloneSession())
 		reader, err := locks.RWLock(name).RLock(ctxT(t), time.Minute)
 		if err != nil {
 			t.Fatal(err)

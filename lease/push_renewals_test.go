@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,7 +155,12 @@ func measureFollowers(t *testing.T, tg *target, opts []AcquireOption) {
 	deadline := time.Now().Add(20 * time.Second)
 	for countMatching(tg.srv.Log(), isExtend(key)) < renewals {
 		if time.Now().After(deadline) {
-			t.Fatal("four renewals did not come within 20 s")
+			var cmds []string
+			for _, e := range tg.srv.Log() {
+				cmds = append(cmds, strings.Join(e.Args[:min(len(e.Args), 4)], " "))
+			}
+			t.Fatalf("four renewals did not come within 20 s (%d came; the holder's context: %v); sent:\n%s",
+				countMatching(tg.srv.Log(), isExtend(key)), context.Cause(holder.Context()), strings.Join(cmds, "\n"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -21,7 +21,7 @@ func TestPushWatchesFollowKeys_AWatchsReadThatExpiresTheKeyWakesTheWaiter(t *tes
 	ctx := ctxT(t)
 	const key = "watch:expiring"
 	srv.Exec("SET", key, "someone-else", "PX", "1000")
-	watch, ok := locks.Driver().WatchKey(key)
+	watch, ok := locks.driver().WatchKey(key)
 	if !ok {
 		t.Fatal("no push")
 	}

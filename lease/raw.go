@@ -51,7 +51,7 @@ func (l *Locks) ResetExpiry(ctx context.Context, key string, token Token, ttl ti
 // it was not ours (missing, expired or another owner) and nothing changed.
 // It blocks until a definite answer; an error matching
 // ErrOutcomeUnknown means the delete may have run. A server error such
-// as NOPERM is returned unchanged (errors.As to *rueidis.RedisError) and no
+// as NOPERM is returned unchanged (it matches ErrServerReply) and no
 // other implementation is tried.
 func (l *Locks) Release(ctx context.Context, key string, token Token) (bool, error) {
 	if _, err := validate(key, token, 0, false); err != nil {

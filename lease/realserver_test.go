@@ -2,6 +2,7 @@ package lease
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net"
 	"strconv"
@@ -26,6 +27,7 @@ type realServer struct {
 	log     []sim.Entry
 	all     []sim.Entry // never reset: checked for INFO/COMMAND at the end
 	syncSeq int
+	lost    error // why MONITOR stopped being read (the log is incomplete from then on)
 }
 
 // respConn is a minimal RESP2 connection (tests only).
@@ -113,6 +115,12 @@ func startRealServer(t *testing.T, addr, password string) *realServer {
 	r.ResetLog()
 	t.Cleanup(func() {
 		r.syncMonitor()
+		r.mu.Lock()
+		lost := r.lost
+		r.mu.Unlock()
+		if lost != nil {
+			t.Errorf("MONITOR stopped being read (the command log is incomplete): %v", lost)
+		}
 		assertNoDiscoveryCommands(t, r.all)
 		admin.conn.Close()
 		monitor.conn.Close()
@@ -165,9 +173,15 @@ func (r *realServer) syncMonitor() {
 	marker := fmt.Sprintf("respire-monitor-sync-%d", r.syncSeq)
 	r.mu.Unlock()
 	r.Exec("ECHO", marker)
+	// A deadline per sync: the one send set when MONITOR was sent would
+	// end every read 10 s after it (on a loaded machine, mid-test).
+	_ = r.monitor.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
 		line, err := r.monitor.reader.ReadString('\n')
 		if err != nil {
+			r.mu.Lock()
+			r.lost = cmp.Or(r.lost, err)
+			r.mu.Unlock()
 			return
 		}
 		args, source := parseMonitorLine(line)

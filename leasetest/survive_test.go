@@ -1,6 +1,7 @@
 package leasetest_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,8 +13,10 @@ import (
 )
 
 // survivalLease is the lease of the survival tests: short, so that two
-// renewals after the fault come within a second.
-const survivalLease = 800 * time.Millisecond
+// renewals after the fault come within about two seconds, and long enough
+// that the reconnection and the renewal fit in the half lease left after
+// the fault on a loaded machine (800 ms left 0.4 s, which failed at load 30).
+const survivalLease = 2 * time.Second
 
 // TestKitConnectionFaultsAreSurvived_DropConnections: after every socket
 // is closed, a keep-alive holder renews twice on fresh connections, its
@@ -28,7 +31,7 @@ func TestKitConnectionFaultsAreSurvived_DropConnections(t *testing.T) {
 			t.Fatalf("DropConnections() = %d, want at least the session and the watcher", n)
 		}
 		if err := waitRenewals(ctx, srv, "report", before, 2); err != nil {
-			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), lock.Context().Err())
+			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), context.Cause(lock.Context()))
 		}
 		if err := lock.Context().Err(); err != nil || lock.State() != lease.StateHeld {
 			t.Fatalf("after the drop: state %v, Context().Err() = %v; want Held, nil", lock.State(), err)
@@ -64,7 +67,7 @@ func TestKitConnectionFaultsAreSurvived_Failover(t *testing.T) {
 			t.Errorf("PTTL after the failover = %d, want the lease kept", pttl)
 		}
 		if err := waitRenewals(ctx, srv, "report", before, 2); err != nil {
-			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), lock.Context().Err())
+			t.Fatalf("no renewals on fresh connections: %v (state %v, cause %v)", err, lock.State(), context.Cause(lock.Context()))
 		}
 		if err := lock.Context().Err(); err != nil || lock.State() != lease.StateHeld {
 			t.Fatalf("after the failover: state %v, Context().Err() = %v; want Held, nil", lock.State(), err)

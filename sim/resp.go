@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -150,7 +151,7 @@ func readCommand(r *bufio.Reader) ([][]byte, error) {
 	if err != nil || n > 1<<20 {
 		return nil, errProtocol
 	}
-	args := make([][]byte, 0, max(n, 0))
+	args := make([][]byte, 0, min(max(n, 0), 64)) // grows with the arguments that arrive, not with the count
 	for range n {
 		head, err := readLine(r)
 		if err != nil {
@@ -163,13 +164,34 @@ func readCommand(r *bufio.Reader) ([][]byte, error) {
 		if err != nil || size < 0 || size > maxBulk {
 			return nil, errProtocol
 		}
+		buf, err := readBulk(r, size)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, buf)
+	}
+	return args, nil
+}
+
+// readBulk reads an argument of size bytes and its CRLF. A long one grows
+// with the bytes that arrive, so that a length no payload follows
+// allocates nothing near it.
+func readBulk(r *bufio.Reader, size int) ([]byte, error) {
+	if size <= 64<<10 {
 		buf := make([]byte, size+2)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, err
 		}
-		args = append(args, buf[:size])
+		return buf[:size], nil
 	}
-	return args, nil
+	var b bytes.Buffer
+	if _, err := io.CopyN(&b, r, int64(size)+2); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b.Bytes()[:size], nil
 }
 
 func readLine(r *bufio.Reader) ([]byte, error) {

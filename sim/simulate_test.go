@@ -26,9 +26,12 @@ var (
 	mutationFlag  = flag.Int("sim.mutation", 0, "with -seed: replay a deliberately broken variant (dst.Mutation)")
 )
 
-// ciBudget is TestSimulate's default number of schedules: 20,000, or
-// 6,000 under the race detector, which makes a schedule about five times
-// slower (go run ./cmd/simcampaign runs the long campaigns).
+// ciBudget is TestSimulate's default number of schedules: 10,000, or 300
+// under the race detector, which makes a schedule about ten times slower
+// now that the engine runs in every schedule (on two cores at load 20-30:
+// about 58 schedules/s without it, 3-5 with it; 6,000 race schedules took
+// 20 min, past go test's timeout). go run ./cmd/simcampaign runs the long
+// campaigns.
 func ciBudget() int {
 	if raceBuild {
 		return 300 // a smoke run: the simulator runs on one OS thread, so -race finds little there; make test runs the budget without it

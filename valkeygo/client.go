@@ -35,9 +35,9 @@ type Client struct {
 	client valkey.Client
 	mode   conn.Mode
 
-	closedBy  atomic.Pointer[error] // what the user's closed client answered (see Closed)
-	probing   atomic.Bool           // a probe of Closed is in flight
-	lastProbe atomic.Int64          // nanoseconds since probeEpoch of the last probe
+	closedBy  atomic.Pointer[error]         // what the user's closed client answered (see Closed)
+	inflight  atomic.Pointer[chan struct{}] // closed when the probe in flight ends (see Closed)
+	lastProbe atomic.Int64                  // nanoseconds since probeEpoch of the last probe
 }
 
 // NewClient wraps client (it sends nothing). It refuses a standalone client

@@ -7,43 +7,60 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/respire-go/respire/conn"
 )
 
 // Closed implements conn.Client. valkey-go leaves dedicated clients
 // working after its Close and has no call that tells a closed client
-// without a command; but a closed client answers every command at once
-// from its failed connection, sending nothing: with ErrClosing, or with
-// the error its last failed dial or handshake left there (valkey-go keeps
-// it on the node's dead connection). So Closed asks: when the last probe
-// is older than probeGap, a goroutine sends two PINGs through the user's
-// client, and if both fail with the same such error — ErrClosing, or the
-// identical *net.OpError or *valkey.ValkeyError value, which an open
-// client never repeats (each of its dials fails afresh) — the client is
-// closed, for good. Closed waits probeWait for the answer (a closed
-// client's is immediate); a later call reads a slower one. The PINGs'
-// ctx cannot end: valkey-go runs them as the user's own commands of such
-// a ctx, without moving the user's connection to its background mode or
-// cutting a dial the user's commands share. A call made within probeGap of
-// the client's close may still be sent; every later one is refused.
+// without a command. But its Close replaces the node's connections with
+// a dead one, which answers at once and first of all — before it looks at
+// the ctx — a Receive: with ErrClosing, or with the error its node's last
+// failed dial or handshake left there. An open client's connection checks
+// the ctx before sending the SUBSCRIBE. So Closed probes with a Receive
+// whose ctx is already cancelled: nothing is sent either way, and two
+// probes in a row that fail with such an error — ErrClosing, or the very
+// same *net.OpError or *valkey.ValkeyError value, which an open client
+// never repeats (each of its dials fails afresh) — mean closed, for good.
+//
+// A probe runs when the last one is older than probeGap, on a goroutine
+// of its own (a probe that finds the user's first connection to the node
+// being redialled waits for that dial), and every Closed made while it runs
+// waits for it at most probeWait: a closed client answers at once, a later
+// answer is read by a later call. A call made within probeGap of the client's close may
+// still be sent; every later one is refused. A close that races the
+// client's redial of that first connection leaves it open in valkey-go,
+// and the client then reads as open. When that first connection is not
+// up (never used, or broken and not redialled yet), the probe makes
+// valkey-go dial it with the cancelled ctx, which fails at once without
+// sending anything; a command of the user's that asks for that connection
+// in the same instant shares the failed dial (valkey-go retries it when
+// the command is retryable), and the user's next command dials afresh.
 func (c *Client) Closed() error {
 	if p := c.closedBy.Load(); p != nil {
 		return *p
 	}
-	now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
-	if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) ||
-		!c.probing.CompareAndSwap(false, true) {
-		return nil
+	done := c.inflight.Load()
+	if done == nil {
+		now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
+		if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) {
+			return nil
+		}
+		ch := make(chan struct{})
+		if !c.inflight.CompareAndSwap(nil, &ch) {
+			return nil
+		}
+		go func() {
+			defer close(ch)
+			defer c.inflight.Store(nil)
+			c.probe()
+		}()
+		done = &ch
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer c.probing.Store(false)
-		c.probe()
-	}()
 	t := time.NewTimer(probeWait)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-*done:
 		if p := c.closedBy.Load(); p != nil {
 			return *p
 		}
@@ -52,28 +69,33 @@ func (c *Client) Closed() error {
 	return nil
 }
 
-// probe sends the two PINGs of Closed and records a close.
+// probe sends the two probes of Closed and records a close.
 func (c *Client) probe() {
-	first := c.ping()
+	first := c.receive()
 	if !closedAnswer(first) {
 		return
 	}
-	second := c.ping()
+	second := c.receive()
 	if errors.Is(first, valkey.ErrClosing) && errors.Is(second, valkey.ErrClosing) || samePointer(first, second) {
 		c.closedBy.CompareAndSwap(nil, &first)
 	}
 }
 
-// ping sends a PING through the user's client and returns its transport
-// error (nil for any reply). Its key pins it to one node of a cluster.
-func (c *Client) ping() error {
-	cmd := c.client.B().Arbitrary("PING").Keys(probeKey).Build()
-	return c.client.Do(context.Background(), cmd).NonValkeyError()
+// receive is one probe: a Receive of a SUBSCRIBE whose ctx is cancelled,
+// which sends nothing. valkey-go takes a SUBSCRIBE's connection to a node
+// always from the node's first pipeline connection (the one it dialled
+// when it learned the node); in a cluster, the sharded SSUBSCRIBE's
+// channel pins it to one node.
+func (c *Client) receive() error {
+	cmd := c.client.B().Subscribe().Channel(probeChannel).Build()
+	if c.mode == conn.ModeCluster {
+		cmd = c.client.B().Ssubscribe().Channel(probeChannel).Build()
+	}
+	return c.client.Receive(cancelled, cmd, func(valkey.PubSubMessage) {})
 }
 
 // closedAnswer reports whether err is what a closed client may answer (see
-// Closed): ErrClosing, a dial error or a handshake's error reply, not
-// wrapped — so that comparing two of them compares pointers.
+// Closed): ErrClosing, a dial error or a handshake's error reply.
 func closedAnswer(err error) bool {
 	switch err.(type) {
 	case *net.OpError, *valkey.ValkeyError:
@@ -92,12 +114,19 @@ func samePointer(a, b error) bool {
 	return false
 }
 
-// probeKey is the PING's argument; probeGap bounds how often Closed asks;
-// probeWait how long it waits for the answer.
+// probeChannel is the probes' channel; probeGap bounds how often Closed
+// asks; probeWait how long it waits for the answer.
 const (
-	probeKey  = "respire-go"
-	probeGap  = 10 * time.Millisecond
-	probeWait = time.Millisecond
+	probeChannel = "respire-go:closed-probe"
+	probeGap     = 10 * time.Millisecond
+	probeWait    = time.Millisecond
 )
 
-var probeEpoch = time.Now()
+var (
+	probeEpoch = time.Now()
+	cancelled  = func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+)

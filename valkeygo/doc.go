@@ -22,7 +22,9 @@
 // included, may follow a command that ran; its invalidation hook
 // (SetOnInvalidations) reads RESP3 pushes in the background on the
 // connection that also carries the watcher's reads; and a closed client
-// answers every command at once without sending it — with ErrClosing, or
-// with the error a failed dial left on its connection — which is how
-// Closed learns of a close.
+// answers a Receive at once, before it looks at the ctx, without sending
+// anything — with ErrClosing, or with the error a failed dial left on its
+// connection — which is how Closed learns of a close (it asks with a
+// Receive whose ctx is already cancelled, which an open client refuses
+// before sending).
 package valkeygo

@@ -16,7 +16,7 @@ import (
 
 // valkeySuite is the lease behaviour suite's transport over this adapter:
 // New on a valkey-go client (client-side caching unless Client.Plain).
-var valkeySuite = leasesuite.Transport{Name: "valkey-go", Locks: suiteLocks, Sentinel: suiteSentinel,
+var valkeySuite = leasesuite.Transport{Name: "valkeygo", Locks: suiteLocks, Sentinel: suiteSentinel,
 	ServerError: suiteServerError, FenceOnOwnConn: true}
 
 func suiteServerError(err error) (string, bool) {

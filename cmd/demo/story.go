@@ -8,8 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/redis/rueidis"
-
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
@@ -23,8 +22,8 @@ const storyProfile = sim.Redis70
 type storyStage struct {
 	srv         *sim.Server
 	password    string
-	clients     []rueidis.Client // the naive scene's raw clients
-	lockClients []*wire.Client   // the Locks' clients
+	clients     []*naiveClient // the naive scene's raw connections
+	lockClients []*wire.Client // the Locks' clients
 	locks       []*lease.Locks
 }
 
@@ -38,14 +37,43 @@ func openStoryStage(ctx context.Context) (*storyStage, error) {
 	return &storyStage{srv: srv, password: password}, nil
 }
 
-// client returns a new rueidis client of the server, closed by close.
-func (s *storyStage) client() (rueidis.Client, error) {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.srv.Addr()}, Password: s.password})
+// naiveClient is one raw connection, as a naive lock uses one: commands go
+// out as typed, nothing checks who holds what.
+type naiveClient struct {
+	client *wire.Client
+	conn   conn.Conn
+}
+
+// do sends one command and returns its reply (a server error reply as an
+// error).
+func (c *naiveClient) do(ctx context.Context, args ...string) (conn.Reply, error) {
+	replies := make([]conn.Reply, 1)
+	if err := c.conn.Do(ctx, []conn.Command{{Args: args, Key: 1}}, replies); err != nil {
+		return conn.Reply{}, err
+	}
+	if replies[0].Kind == conn.ReplyError {
+		return replies[0], errors.New(replies[0].Text)
+	}
+	return replies[0], nil
+}
+
+// close closes the connection and its client.
+func (c *naiveClient) close() {
+	c.conn.Close()
+	c.client.Close()
+}
+
+// client returns a new raw connection to the server, closed by close.
+func (s *storyStage) client() (*naiveClient, error) {
+	client := wire.New(wire.Options{Addrs: []string{s.srv.Addr()}, Password: s.password})
+	c, err := client.Dial(context.Background(), s.srv.Addr())
 	if err != nil {
+		client.Close()
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	s.clients = append(s.clients, client)
-	return client, nil
+	nc := &naiveClient{client: client, conn: c}
+	s.clients = append(s.clients, nc)
+	return nc, nil
 }
 
 // newLocks returns a Locks on a client of its own, closed by close.
@@ -66,7 +94,7 @@ func (s *storyStage) close() {
 		locks.Close()
 	}
 	for _, client := range s.clients {
-		client.Close()
+		client.close()
 	}
 	for _, client := range s.lockClients {
 		client.Close()

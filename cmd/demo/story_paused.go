@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/coordination"
 	"github.com/respire-go/respire/lease"
 )
@@ -44,12 +44,9 @@ func (s *storyStage) pausedNaive(ctx context.Context) (naiveRun, error) {
 	if err != nil {
 		return naiveRun{}, err
 	}
-	setNX := func(client rueidis.Client, who string) (bool, error) {
-		err := client.Do(ctx, client.B().Set().Key(naiveKey).Value(who).Nx().PxMilliseconds(pausedLease.Milliseconds()).Build()).Error()
-		if rueidis.IsRedisNil(err) {
-			return false, nil
-		}
-		return err == nil, err
+	setNX := func(client *naiveClient, who string) (bool, error) {
+		reply, err := client.do(ctx, "SET", naiveKey, who, "NX", "PX", strconv.FormatInt(pausedLease.Milliseconds(), 10))
+		return err == nil && reply.Kind != conn.ReplyNil, err
 	}
 	var run naiveRun
 	store := &naiveStore{}
@@ -73,8 +70,10 @@ func (s *storyStage) pausedNaive(ctx context.Context) (naiveRun, error) {
 	store.write("B", "total=120")
 	run.paused = time.Since(start) // A resumes: its pause outlasted its lease
 	store.write("A", "total=100")  // nothing tells A that its lock is gone
-	holder, _ := clientA.Do(ctx, clientA.B().Get().Key(naiveKey).Build()).ToString()
-	deleted, err := clientA.Do(ctx, clientA.B().Del().Key(naiveKey).Build()).AsInt64()
+	got, _ := clientA.do(ctx, "GET", naiveKey)
+	holder := got.Text
+	del, err := clientA.do(ctx, "DEL", naiveKey)
+	deleted := del.Int
 	if err != nil {
 		return run, err
 	}

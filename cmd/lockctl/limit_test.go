@@ -47,7 +47,7 @@ func TestLockctlRunLimit_AtMostNCommandsAtOnce(t *testing.T) {
 		var procs []*proc
 		for i := range 5 {
 			procs = append(procs, start(t, tg.env(), append(tg.conn(), "run", "--key", key, "--limit", "2", "--ttl", "5s",
-				"--wait", "30s", "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
+				"--wait", patience.String(), "--", "sh", "-c", script, "sh", strconv.Itoa(i), runs)...))
 		}
 		if err := os.WriteFile(release, nil, 0o600); err != nil { // the holder's CMD ends once the others are started
 			t.Fatal(err)

@@ -198,13 +198,30 @@ func startWith(t *testing.T, env []string, setup func(*exec.Cmd), args ...string
 	return p
 }
 
-// wait waits up to limit for lockctl to exit and returns its status.
+// patience is the least time a test waits for an event it expects — a
+// process starting or exiting, a line printed, a file written — whatever
+// shorter limit the call names (what an idle machine needs). Such a wait
+// only turns a hang into a failure and claims nothing about how soon the
+// event comes; a race-enabled lockctl on a loaded machine (load 30 on two
+// cores) takes tens of seconds for what takes a second on an idle one.
+const patience = 2 * time.Minute
+
+// wait waits for lockctl to exit (for limit, at least patience) and returns
+// its status. When it does not exit, it is sent SIGQUIT (its goroutines'
+// stacks go to stderr) and killed, and the test fails with its stderr.
 func (p *proc) wait(t *testing.T, limit time.Duration) int {
 	t.Helper()
+	limit = max(limit, patience)
 	select {
 	case <-p.done:
 	case <-time.After(limit):
 		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
 		t.Fatalf("lockctl %q did not exit within %v; stderr: %s", p.cmd.Args[1:], limit, p.stderr.String())
 	}
 	return p.cmd.ProcessState.ExitCode()
@@ -219,9 +236,11 @@ func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
 	return code, p.stdout.String(), p.stderr.String()
 }
 
-// eventually polls cond every 10 ms until it holds or limit passes.
+// eventually polls cond every 10 ms until it holds or limit (at least
+// patience) passes.
 func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	limit = max(limit, patience)
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -63,7 +63,7 @@ func readLines(r io.Reader) <-chan string {
 	return ch
 }
 
-// expect reads the next line (within 5 s) and checks that it is a
+// expect reads the next line (waiting up to patience) and checks that it is a
 // timestamped event line for key that contains detail, and no token.
 func expect(t *testing.T, lines <-chan string, event, key, detail string) {
 	t.Helper()
@@ -79,7 +79,7 @@ func expect(t *testing.T, lines <-chan string, event, key, detail string) {
 		if strings.Contains(line, "owner-") {
 			t.Fatalf("watch revealed a token: %q", line)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("watch printed no %q line within 5s", event)
+	case <-time.After(patience):
+		t.Fatalf("watch printed no %q line within %v", event, patience)
 	}
 }

@@ -238,10 +238,12 @@ func (r Result) Replay() string {
 	cmd := fmt.Sprintf("go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
 	switch r.Transport {
 	case "", Wire.Name:
-	case "rueidis": // the rueidislease module's campaign
-		cmd = fmt.Sprintf("cd rueidislease && go run%s ./cmd/chaos -runs 1 -seed %d", tags, r.Seed)
-	default: // the goredis module's campaign
-		cmd = fmt.Sprintf("cd goredis && go run%s ./cmd/chaos -runs 1 -seed %d -transport %s", tags, r.Seed, r.Transport)
+	default: // the adapter module's campaign: rueidislease/, goredis/, valkeygo/
+		dir := r.Transport
+		if dir == "rueidis" {
+			dir = "rueidislease"
+		}
+		cmd = fmt.Sprintf("cd %s && go run%s ./cmd/chaos -runs 1 -seed %d -transport %s", dir, tags, r.Seed, r.Transport)
 	}
 	if r.Target != "" {
 		cmd += " -target " + r.Target

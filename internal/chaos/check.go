@@ -62,7 +62,8 @@ type belief struct {
 	start, end time.Time
 	margin     time.Duration
 	detail     string
-	released   bool // it ended with a release call
+	released   bool     // it ended with a release call
+	hold       *holding // the handle's holding (primitives' beliefs), else nil
 }
 
 // beliefs returns every owner's belief interval, per key, sorted by start:

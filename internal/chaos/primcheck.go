@@ -74,7 +74,7 @@ func primBeliefs(obs observation, kinds ...holdKind) []belief {
 		}
 		if end := h.beliefEnd(); end.After(h.acquiredAt) {
 			out = append(out, belief{who: h.label + " " + short(h.token), start: h.acquiredAt, end: end,
-				margin: driftMargin(h.lease), detail: h.kind.String() + ", " + h.describe(obs.start)})
+				margin: driftMargin(h.lease), detail: h.kind.String() + ", " + h.describe(obs.start), hold: h})
 		}
 	}
 	slices.SortFunc(out, func(a, b belief) int { return a.start.Compare(b.start) })
@@ -159,18 +159,19 @@ func checkWriterStarved(obs observation) []Violation {
 	for _, ww := range obs.writers {
 		waiting, ok := markerSince(obs, ww)
 		for _, r := range readers {
-			if !ok || !r.start.After(waiting) || !r.start.Before(ww.end) {
+			admitted := admittedAt(obs, r)
+			if !ok || !admitted.After(waiting) || !admitted.Before(ww.end) {
 				continue
 			}
-			quiet, ok := quietSince(obs, r.start)
+			quiet, ok := quietSince(obs, admitted)
 			if !ok {
 				continue
 			}
 			quiet = latest(quiet, waiting)
-			if r.start.Sub(quiet) >= obs.scaled(readerAdmission) {
+			if admitted.Sub(quiet) >= obs.scaled(readerAdmission) {
 				out = append(out, Violation{Rule: RuleWriterStarved, Key: obs.prim.rw, Evidence: fmt.Sprintf(
 					"%s was admitted at %s while writer %s waited [%s, %s], no fault in force since %s (%s)",
-					r.who, rel(obs.start, r.start), ww.label, rel(obs.start, ww.start), rel(obs.start, ww.end),
+					r.who, rel(obs.start, admitted), ww.label, rel(obs.start, ww.start), rel(obs.start, ww.end),
 					rel(obs.start, quiet), r.detail)})
 			}
 		}
@@ -185,20 +186,69 @@ func checkWriterStarved(obs observation) []Violation {
 // on a sim node, when its first try set its waiting marker (a write
 // acquisition on the writer key that answered 2 during ww; ok false if
 // none did: it never waited on readers there); on a real server, whose
-// executions are not recorded, when the call started. (A call's first try
-// can reach the server much later than the call starts: a process's first
-// dial on a loaded machine.)
+// executions are not recorded, when the first such try's reply was read
+// (the wire log: the marker was set by then, however late a loaded
+// machine ran the try), or, without a wire log, when the call started.
+// (A call's first try can reach the server much later than the call
+// starts: a process's first dial on a loaded machine.)
 func markerSince(obs observation, ww primWait) (time.Time, bool) {
+	key := writerKeyOf(obs.prim)
+	if obs.history == nil && obs.wire != nil {
+		var first time.Time
+		for _, e := range obs.wire {
+			if !e.sent.Before(ww.start) && !e.answered.After(ww.end) && e.reply == ":2\r\n" && isWriteAcquire(e.args, key) &&
+				(first.IsZero() || e.answered.Before(first)) {
+				first = e.answered
+			}
+		}
+		return first, !first.IsZero()
+	}
 	if obs.history == nil {
 		return ww.start, true
 	}
-	key := writerKeyOf(obs.prim)
 	for _, e := range obs.history {
 		if !e.At.Before(ww.start) && !e.At.After(ww.end) && e.Reply == ":2\r\n" && isWriteAcquire(e.Args, key) {
 			return e.At, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// admittedAt returns when the read hold r was admitted, as early as it
+// can have been: on a sim node, when its admitting script ran; on a real
+// server with a wire log, when that script was sent; else when its
+// acquisition returned (its belief's start), which a loaded machine can
+// make much later than the admission.
+func admittedAt(obs observation, r belief) time.Time {
+	if r.hold == nil {
+		return r.start
+	}
+	key, token := writerKeyOf(obs.prim), r.hold.token
+	var at time.Time
+	for _, e := range obs.history {
+		if e.Reply == ":1\r\n" && isReadAcquire(e.Args, key, token) && !e.At.After(r.start) && e.At.After(at) {
+			at = e.At
+		}
+	}
+	for _, e := range obs.wire {
+		if e.reply == ":1\r\n" && isReadAcquire(e.args, key, token) && !e.answered.After(r.start) && e.sent.After(at) {
+			at = e.sent
+		}
+	}
+	if at.IsZero() {
+		return r.start
+	}
+	return at
+}
+
+// isReadAcquire matches a read acquisition script of token on the lock
+// whose writer key is key.
+func isReadAcquire(args []string, key, token string) bool {
+	if len(args) < 7 || args[3] != key || args[5] != token {
+		return false
+	}
+	name := strings.ToUpper(args[0])
+	return name == "EVALSHA" && args[1] == conn.ReadAcquireScriptSHA || name == "EVAL" && args[1] == conn.ReadAcquireScript
 }
 
 // freeLockIgnored reports a writer that gave up though, for its last

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +149,43 @@ func TestCrashedHolderFreesAtLeaseEnd_TheChaosCheckerFlagsAPermitKeptPastItsLeas
 	obs.events = []faultEvent{{at: at(450), f: stall}, {at: at(650), f: stall, lift: true}}
 	if got := checkPermitFrees(obs); len(got) != 0 {
 		t.Fatalf("%v; want none: a fault in force in the waiter's last 300 ms", got)
+	}
+}
+
+// TestRWLockWriterPreferring_TheChaosCheckerTimesAReadersAdmissionByTheWire:
+// on a real server (no execution history) the starvation check times a
+// writer's wait from the reply of its first try that set its marker, and a
+// reader's admission from the send of the script that admitted it (the
+// wire log), not from when the calls started or returned: a loaded
+// machine can send the writer's first try long after its call began, and
+// return a reader's acquisition long after the server admitted it. A
+// reader sent once the marker was known to be set is still flagged.
+func TestRWLockWriterPreferring_TheChaosCheckerTimesAReadersAdmissionByTheWire(t *testing.T) {
+	writerKey := writerKeyOf(primPlan{rw: "rw"})
+	try := func(sent, answered float64, reply string) wireExec {
+		return wireExec{sent: at(sent), answered: at(answered), reply: reply,
+			args: []string{"EVALSHA", conn.WriteAcquireScriptSHA, "2", writerKey, "rw-readers", "w", "1000", "30"}}
+	}
+	read := func(token string, sent, answered float64) wireExec {
+		return wireExec{sent: at(sent), answered: at(answered), reply: ":1\r\n",
+			args: []string{"EVALSHA", conn.ReadAcquireScriptSHA, "2", writerKey, "rw-readers", token, "200"}}
+	}
+	waited := primWait{label: "w", start: at(10), end: at(2000), acquired: true}
+	early := prim(holdRead, "early", 900, 1000) // its call returned at 900, admitted by a script sent at 200
+	obs := primObs(early)
+	obs.writers = []primWait{waited}
+	if got := checkWriterStarved(obs); len(got) != 1 {
+		t.Fatalf("%v; without a wire log, a reader returning 890 ms into the writer's call is flagged", got)
+	}
+	obs.wire = []wireExec{try(10, 700, ":2\r\n"), read("early", 200, 650)}
+	if got := checkWriterStarved(obs); len(got) != 0 {
+		t.Fatalf("%v; want none: the reader was admitted before the writer's first try answered", got)
+	}
+	late := prim(holdRead, "late", 1300, 1400)
+	obs = primObs(early, late)
+	obs.writers = []primWait{waited}
+	obs.wire = []wireExec{try(10, 700, ":2\r\n"), read("early", 200, 650), read("late", 1200, 1250)}
+	if got := checkWriterStarved(obs); len(got) != 1 || !strings.Contains(got[0].Evidence, "late") {
+		t.Fatalf("%v; want the reader sent 500 ms after the marker was known flagged", got)
 	}
 }

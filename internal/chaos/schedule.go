@@ -23,6 +23,7 @@ type schedule struct {
 	procs    []*process
 	outsider *outsider
 
+	wire        *wireLog       // the acquisition scripts the processes sent (a real server, Wire transport), else nil
 	kaCallbacks sync.WaitGroup // the keep-alive contexts' AfterFunc callbacks
 	dialed      sync.Map       // a process's socket's local address -> the process's index
 }
@@ -59,11 +60,13 @@ type observation struct {
 	writes    []outsiderWrite
 	history   []sim.Execution // nil on a real server
 	profile   sim.Profile     // the sim node's profile
+	wire      []wireExec      // on a real server with the Wire transport: the read/write lock's scripts as sent and answered
 	log       []sim.Entry     // the sim node's arrivals (nil on a real server)
 	final     map[string]keyState
 	readErr   error // reading the final state failed
 	prim      primPlan
 	slow      time.Duration   // the scale of the checks' liveness windows (raceSlowdown; 0 means 1)
+	lag       time.Duration   // the worst scheduling delay seen while the schedule ran (lagProbe)
 	writers   []primWait      // the writer's acquisitions
 	permits   []primWait      // the waiting permit acquisitions
 	members   map[string]bool // the permits' and read holds' tokens still members of their set at the end, by server time
@@ -95,6 +98,12 @@ func setUp(opt Options, p plan) (s *schedule, err error) {
 	tr := opt.Transport
 	if tr.Locks == nil {
 		tr = Wire
+	}
+	if s.srv.sim == nil && tr.Name == Wire.Name {
+		// A real server records no executions: the processes' clients log
+		// when the read/write lock's scripts were sent and answered.
+		s.wire = &wireLog{}
+		tr.Locks = wireLocksLogged(s.wire)
 	}
 	for i := range p.processes {
 		var opts []lease.Option
@@ -137,6 +146,8 @@ func (s *schedule) run() observation {
 		defer close(injected)
 		inj.run(stop)
 	}()
+	lag := make(chan time.Duration, 1)
+	go func() { lag <- lagProbe(stop) }()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.outsider.run(deadline) })
 	workers := make([]*worker, s.plan.workers)
@@ -162,7 +173,7 @@ func (s *schedule) run() observation {
 	wg.Wait()
 	obs := observation{seed: s.plan.seed, start: start, real: s.srv.sim == nil, keys: s.plan.keys,
 		writes: s.outsider.writes, events: inj.events, processes: len(s.procs), prim: s.plan.prim,
-		slow: raceSlowdown, profile: s.plan.profile}
+		slow: raceSlowdown, profile: s.plan.profile, lag: <-lag}
 	obs.stats.Add(s.outsider.stats)
 	obs.stats.Faults = inj.applied
 	for _, w := range workers {
@@ -178,6 +189,9 @@ func (s *schedule) run() observation {
 		obs.members, obs.readErr = s.readMembers(obs.holdings)
 	}
 	obs.history = s.srv.history()
+	if s.wire != nil {
+		obs.wire = s.wire.all()
+	}
 	if s.srv.sim != nil {
 		obs.log = s.srv.sim.Log()
 	}
@@ -217,12 +231,37 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 }
 
 // scaled is a liveness window d of the checks, scaled for a slow build
-// (raceSlowdown).
+// (raceSlowdown) and widened by lagWakeups times the worst scheduling delay
+// seen while the schedule ran: what must show on the server within the
+// window takes a few wake-ups of the client (a retry's timer, the send, the
+// reply's read), each of which a loaded machine may delay that long.
 func (o observation) scaled(d time.Duration) time.Duration {
 	if o.slow > 1 {
-		return d * o.slow
+		d *= o.slow
 	}
-	return d
+	return d + lagWakeups*o.lag
+}
+
+// lagWakeups is how many delayed wake-ups a liveness window allows for.
+const lagWakeups = 4
+
+// lagProbe sleeps a millisecond at a time until stop is closed and returns
+// the longest a sleep overran: how late this process's goroutines were
+// woken while the schedule ran (about a millisecond on an idle machine;
+// hundreds at load 30).
+func lagProbe(stop <-chan struct{}) time.Duration {
+	const nap = time.Millisecond
+	var worst time.Duration
+	for {
+		select {
+		case <-stop:
+			return worst
+		default:
+		}
+		before := time.Now()
+		time.Sleep(nap)
+		worst = max(worst, time.Since(before)-nap)
+	}
 }
 
 // readFinal reads every lock key's value and PTTL.

@@ -30,6 +30,19 @@ var aclUses = []aclUse{
 	{"coordination", aclFenced},
 	{"Locks.Semaphore", aclSemaphore},
 	{"Locks.RWLock", aclRWLock},
+	{"guarded writes", aclGuard},
+}
+
+// aclGuard makes one guarded write (an HSET in the lock key's slot).
+func aclGuard(t *testing.T, ctx context.Context, locks, _ *lease.Locks, _ string) {
+	lock, err := locks.Acquire(ctx, "{acl:guard}:lock", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(ctx) //nolint:errcheck // clean-up
+	if err := lock.Guard(ctx, lease.Command("HSET", "{acl:guard}:state", "status", "sent")); err != nil {
+		t.Fatalf("Lock.Guard = %v", err)
+	}
 }
 
 // TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations: for every use

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func caseCancelAfterTheSetWasSentNeverReturnsTheHandleAndDeletesTheOrphan(t *tes
 	if cleanup.ClientID != set.ClientID {
 		t.Fatalf("the cleanup went on connection %d, the SET on %d: it could overtake the SET", cleanup.ClientID, set.ClientID)
 	}
-	locks.Driver().WaitIdle() // the cleanup has its answer
+	leaseinternal.Driver(locks).WaitIdle() // the cleanup has its answer
 	if got := srv.Exec("EXISTS", "k"); got != ":0\r\n" {
 		t.Fatalf("orphan lock left behind: EXISTS = %q", got)
 	}

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"os"
 	"os/exec"
@@ -106,6 +107,7 @@ func caseClientClosed_KeepAlivesEndWithErrClientClosedAndNoRenewalReachesTheServ
 		}
 
 		closeClient()
+		time.Sleep(20 * time.Millisecond) // a client that can only ask (rueidis, valkey-go) probes at most every 10ms
 		for tries := 0; all[0].err() == nil || all[1].err() == nil; tries++ {
 			if tries == 5 {
 				t.Fatalf("the keep-alives still run after %d renewals with the client closed", tries)
@@ -183,11 +185,11 @@ func caseClientClosed_ARenewalRetriedByKeyIsNotSentAfterTheDetection(t *testing.
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "SET", Error: "LOADING Redis is loading the dataset in memory",
 		Match: func(args []string) bool { return hasIFEQ(args) && args[1] == "b" }})
 	clock.Advance(sm.RenewalDelay(b.Duration(), b.RemainingEstimate()))
-	eventually(t, "b's retry armed", func() bool { return locks.Driver().ArmedTimers() == 4 }) // each lock's deadline and renewal timers
+	eventually(t, "b's retry armed", func() bool { return leaseinternal.Driver(locks).ArmedTimers() == 4 }) // each lock's deadline and renewal timers
 	closeClient()
 	// ClientAlive probes at most once per millisecond: a's renewal may come
 	// within that of b's probe, so wait until the closed client is noticed.
-	eventually(t, "the closed client noticed", func() bool { return locks.Driver().Transport().ClientAlive() != nil })
+	eventually(t, "the closed client noticed", func() bool { return leaseinternal.Driver(locks).Transport().ClientAlive() != nil })
 	clock.Advance(sm.RenewalDelay(a.Duration(), a.RemainingEstimate()))
 	eventually(t, "a's keep-alive ended", func() bool { return ownedKeepAliveErr(a) != nil })
 	if err := ownedKeepAliveErr(a); !errors.Is(err, lease.ErrClientClosed) {
@@ -243,6 +245,7 @@ func caseClientClosed_DetectedEvenInAProcessYoungerThanTheIdleCheck(t *testing.T
 		t.Fatal(err)
 	}
 	closeClient()
+	time.Sleep(20 * time.Millisecond) // a client that can only ask (rueidis, valkey-go) probes at most every 10ms
 	for renewal := 1; ownedKeepAliveErr(lock) == nil; renewal++ {
 		if renewal > 2 {
 			t.Fatalf("the keep-alive still runs after %d renewals with the client closed", renewal-1)

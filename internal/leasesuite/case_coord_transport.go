@@ -94,11 +94,16 @@ func caseFencedLockUncertainRenewalIsFencedOverRealSockets(t *testing.T, tr Tran
 			t.Fatalf("ResetExpiry = %v, %v", ok, err)
 		}
 		work := lock.Context()
-		before := coordKills(t, s)
+		before, renewals := coordKills(t, s), coordRenewals(t, s)
 		p.StallAll(faultproxy.ToClient) // the server runs the renewal; its reply is held
 		resetCtx, cancel := context.WithCancel(ctxT(t))
 		done := make(chan error, 1)
 		go func() { _, err := lock.ResetExpiry(resetCtx, time.Minute); done <- err }()
+		// The renewal ran on the server (so it was sent, and its reply is held):
+		// not merely some reply held (another connection's, say a holder's
+		// read that a loaded machine sent late), which could come before the
+		// renewal was even handed to a connection.
+		eventuallyTrue(t, "the renewal run on the server", func() bool { return coordRenewals(t, s) > renewals })
 		waitReplyHeld(t, p)
 		cancel()
 		waitDone(t, work) // not held from the moment the outcome became unknown
@@ -129,6 +134,40 @@ func caseFencedLockUncertainRenewalIsFencedOverRealSockets(t *testing.T, tr Tran
 	})
 }
 
+// coordRenewals counts the renewals of a fenced lock s ran (SET … IFEQ, or
+// the compare-and-expire script): from a sim node's log; on the real
+// server, from INFO commandstats (every EVALSHA and EVAL: compare with a
+// count taken before, while nothing else runs a script).
+func coordRenewals(t *testing.T, s coordServer) int {
+	t.Helper()
+	if s.srv != nil {
+		n := 0
+		for _, e := range s.srv.Log() {
+			if isCoordRenewal(e.Args) {
+				n++
+			}
+		}
+		return n
+	}
+	n := 0
+	for _, line := range strings.Split(s.exec(t, "INFO", "commandstats"), "\r\n") {
+		for _, name := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, name); ok {
+				calls, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				n += calls
+			}
+		}
+	}
+	return n
+}
+
+// isCoordRenewal matches a fenced lock's renewal: SET … IFEQ, or a script
+// with one key and two arguments other than the fenced acquisition.
+func isCoordRenewal(args []string) bool {
+	return strings.EqualFold(args[0], "SET") && len(args) > 3 && strings.EqualFold(args[3], "IFEQ") ||
+		strings.EqualFold(args[0], "EVALSHA") && len(args) == 6 && !isFencedScript(args)
+}
+
 // assertFenceKilledTheRenewalsConnection checks, on a sim node, that the
 // fence named the connection of the last renewal and that no renewal ran
 // after it.
@@ -141,8 +180,7 @@ func assertFenceKilledTheRenewalsConnection(t *testing.T, s coordServer) {
 		switch {
 		case coordIsKill(e.Args):
 			kill, killedID = i, e.Args[3]
-		case strings.EqualFold(e.Args[0], "SET") && len(e.Args) > 3 && strings.EqualFold(e.Args[3], "IFEQ"),
-			strings.EqualFold(e.Args[0], "EVALSHA") && len(e.Args) == 6 && !isFencedScript(e.Args):
+		case isCoordRenewal(e.Args):
 			renewal, renewedOn = i, e.ClientID
 		}
 	}

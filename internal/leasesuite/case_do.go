@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -50,12 +51,12 @@ func caseDoRunsUnderTheLock_NoLiveHandleAfterAReleaseNotSent(t *testing.T, tr Tr
 		ctx := ctxT(t)
 		var other *lease.Lock
 		err := locks.Do(ctx, "do:probe", ttl, func(work context.Context) error {
-			locks.Driver().Transport().RetireAll()
+			leaseinternal.Driver(locks).Transport().RetireAll()
 			var err error
 			if other, err = locks.Acquire(work, "do:other", time.Minute); err != nil {
 				return err // on a fresh session, which has not probed
 			}
-			fresh := f.connOf(t, locks.Driver().StandaloneSession())
+			fresh := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 			fresh.Stall(faultproxy.ToServer)
 			go func() {
 				if fresh.WaitBuffered(ctx, faultproxy.ToServer, 1) == nil {

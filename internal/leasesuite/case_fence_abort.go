@@ -11,6 +11,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -72,7 +73,7 @@ func caseFenceBeforeReturn_ARenewalNotYetHandedOffIsNeverSent(t *testing.T, tr T
 		}
 		before := serverWrites(f.target)
 		f.proxy.UnstallAll(faultproxy.Both)
-		locks.Driver().WaitIdle()
+		leaseinternal.Driver(locks).WaitIdle()
 		if after := serverWrites(f.target); after != before {
 			t.Fatalf("%d writes ran after Close of the lost lock; want none (its renewal was aborted)", after-before)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -47,7 +48,7 @@ func caseFenceBeforeReturn_AnUncertainReleaseReturnsOnlyOnceItsSocketIsKilled(t 
 			t.Fatalf("the delete never left the client: %v", err)
 		}
 		session.Unstall(faultproxy.Both) // the held delete reaches a killed connection
-		locks.Driver().WaitIdle()
+		leaseinternal.Driver(locks).WaitIdle()
 		time.Sleep(100 * time.Millisecond) // a negative check: the delete must never run
 		if n := deletesOf(f.target, token); n != 0 {
 			t.Fatalf("%d deletes of the token ran after Release returned; want none", n)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -22,7 +23,7 @@ func caseHeldGauge_ASetConfirmedBySettlingCountsOnce(t *testing.T, tr Transport)
 		if n := tel.sum(t, "respire.lock.held"); n != 0 {
 			t.Fatalf("respire.lock.held = %d before the acquisition; want 0", n)
 		}
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 		session.BlackHole(faultproxy.ToClient) // the server runs the SET; its reply vanishes
 		result := acquireAsync(ctx, locks, "k", time.Minute, lease.WithWait(5*time.Second))
 		waitEntry(t, f.srv, isCommand("SET", "k"))

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"runtime"
 	"testing"
@@ -26,6 +27,10 @@ func acquireWithClock(t *testing.T, tr Transport, ttl time.Duration, opts ...lea
 		t.Fatalf("Acquire = %v", err)
 	}
 	t.Cleanup(func() { _ = lock.Close() })
+	// A keep-alive holder's first push read (it tracks the key) is sent in
+	// the background: let it end, so that a test's log starts after it (on
+	// a loaded machine it came after the log was reset).
+	leaseinternal.Driver(locks).WaitIdle()
 	return srv, clock, lock
 }
 

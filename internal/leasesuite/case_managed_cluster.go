@@ -2,6 +2,7 @@ package leasesuite
 
 import (
 	"context"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"strconv"
 	"testing"
@@ -47,7 +48,7 @@ func caseManagedLocksOnMixedVersionClusterRenewAndReleaseOnTheirNode(t *testing.
 			t.Fatalf("node %d: lock not released: %q", i, got)
 		}
 	}
-	locks.Driver().WaitIdle() // the push reads the releases started are bounded on the clock too
+	leaseinternal.Driver(locks).WaitIdle() // the push reads the releases started are bounded on the clock too
 	if n := clock.Pending(); n != 0 {
 		t.Fatalf("%d timers still armed after Close", n)
 	}

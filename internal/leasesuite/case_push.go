@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"strings"
 	"testing"
@@ -13,12 +14,12 @@ import (
 )
 
 // pushStatsOf returns what the push hub of locks did so far.
-func pushStatsOf(locks *lease.Locks) actor.PushStats { return locks.Driver().PushStats() }
+func pushStatsOf(locks *lease.Locks) actor.PushStats { return leaseinternal.Driver(locks).PushStats() }
 
 // parkedWaiters returns how many waiters of wireKey are parked on a tracked
 // key (armed, no baton out).
 func parkedWaiters(locks *lease.Locks, wireKey string) int {
-	k := locks.Driver().PushKey(wireKey)
+	k := leaseinternal.Driver(locks).PushKey(wireKey)
 	if !k.Entry || !k.Armed || k.BatonOut {
 		return 0
 	}
@@ -31,7 +32,7 @@ func parkedWaiters(locks *lease.Locks, wireKey string) int {
 // their key is tracked; one exists only while a read is due or waiters
 // wait (then its armed flag says whether the key is tracked).
 func holderArmed(locks *lease.Locks, wireKey string) bool {
-	k := locks.Driver().PushKey(wireKey)
+	k := leaseinternal.Driver(locks).PushKey(wireKey)
 	if k.Holders == 0 || k.RetryPending {
 		return false
 	}
@@ -159,7 +160,7 @@ func casePushDetectsLoss_NeverRefutesALaterHolder(t *testing.T, tr Transport) {
 }
 
 // pushEntries returns how many keys of locks' push hub have an entry.
-func pushEntries(locks *lease.Locks) int { return locks.Driver().PushEntries() }
+func pushEntries(locks *lease.Locks) int { return leaseinternal.Driver(locks).PushEntries() }
 
 // TestPushDetectsLoss_HolderNeedsNoEntryWhenIdle: a keep-alive holder whose
 // key is tracked costs no pushKey, only its place in the hub's held chain;
@@ -178,7 +179,7 @@ func casePushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T, tr Transport) 
 	if n := pushEntries(locks); n != 0 {
 		t.Fatalf("%d entries while the holder's key is tracked; want 0", n)
 	}
-	if chain := locks.Driver().PushHolders("push:idle"); len(chain) != 1 || chain[0] != coreOf(lock) {
+	if chain := leaseinternal.Driver(locks).PushHolders("push:idle"); len(chain) != 1 || chain[0] != coreOf(lock) {
 		t.Fatalf("held chain %v; want the lock alone", chain)
 	}
 	before := pushStatsOf(locks).HolderReads
@@ -192,7 +193,7 @@ func casePushDetectsLoss_HolderNeedsNoEntryWhenIdle(t *testing.T, tr Transport) 
 	if out, err := lock.Release(ctx); out != lease.Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
 	}
-	if chain := locks.Driver().PushHolders("push:idle"); len(chain) != 0 {
+	if chain := leaseinternal.Driver(locks).PushHolders("push:idle"); len(chain) != 0 {
 		t.Fatalf("held chain %v after the release; want none", chain)
 	}
 	eventually(t, "no entry left", func() bool { return pushEntries(locks) == 0 })
@@ -227,13 +228,13 @@ func casePushDetectsLoss_TwoHoldersOfOneKeyAreJudgedApart(t *testing.T, tr Trans
 	if second.State() != lease.StateHeld {
 		t.Fatalf("second holder %v (cause %v); want Held", second.State(), context.Cause(second.Context()))
 	}
-	if chain := locks.Driver().PushHolders("push:two"); len(chain) != 1 || chain[0] != coreOf(second) {
+	if chain := leaseinternal.Driver(locks).PushHolders("push:two"); len(chain) != 1 || chain[0] != coreOf(second) {
 		t.Fatalf("held chain %v; want the second holder alone", chain)
 	}
 	if out, err := second.Release(ctx); out != lease.Released || err != nil {
 		t.Fatalf("Release = %v, %v", out, err)
 	}
-	if chain := locks.Driver().PushHolders("push:two"); len(chain) != 0 {
+	if chain := leaseinternal.Driver(locks).PushHolders("push:two"); len(chain) != 0 {
 		t.Fatalf("held chain %v after the release; want none", chain)
 	}
 }

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func isCachingYes(args []string) bool {
 // readRetryPending reports whether a holders' read of wireKey failed and
 // is due again after pushCheckRetry.
 func readRetryPending(locks *lease.Locks, wireKey string) bool {
-	return locks.Driver().PushKey(wireKey).RetryPending
+	return leaseinternal.Driver(locks).PushKey(wireKey).RetryPending
 }
 
 // wantReadRefused fails unless lock ended with LossReadRefused.
@@ -209,7 +210,7 @@ func casePushWatcherDropWakes_ABusyRealServerRereadsEveryKey(t *testing.T, tr Tr
 	if reply, err := admin.Do("GET", "push:busy:wait"); err != nil || !strings.HasPrefix(reply, "-BUSY ") {
 		t.Fatalf("GET while the script runs: %q %v; want BUSY", reply, err)
 	}
-	locks.Driver().Invalidated(addr, []string{"push:busy:probe"}) // as a push would: the probe's read meets BUSY
+	leaseinternal.Driver(locks).Invalidated(addr, []string{"push:busy:probe"}) // as a push would: the probe's read meets BUSY
 	eventually(t, "the probe's read failed", func() bool { return readRetryPending(locks, "push:busy:probe") })
 	if reply, err := busy.Reader.ReadString('\n'); err != nil || reply != ":1\r\n" {
 		t.Fatalf("the script: %q %v", reply, err)

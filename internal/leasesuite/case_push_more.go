@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"slices"
 	"strconv"
@@ -138,7 +139,7 @@ func casePushFallsBackToPolling_TrackingDenied(t *testing.T, tr Transport) {
 
 // holderNode returns the node of locks' standalone session.
 func holderNode(locks *lease.Locks) string {
-	if s := locks.Driver().StandaloneSession(); s != nil {
+	if s := leaseinternal.Driver(locks).StandaloneSession(); s != nil {
 		return s.Node()
 	}
 	return ""
@@ -265,7 +266,7 @@ func casePushSafetyNet_AParkedWaiterPollsAboutOnceASecond(t *testing.T, tr Trans
 // sent in, the keys queued for one and the workers running in locks' push
 // hub.
 func holderChecks(locks *lease.Locks) (reading, batches, queued, workers int) {
-	return locks.Driver().HolderChecks()
+	return leaseinternal.Driver(locks).HolderChecks()
 }
 
 // holdTracked acquires n keep-alive locks (keys prefix0…) on locks, from a
@@ -358,9 +359,9 @@ func casePushDetectsLoss_HolderReadsAreBoundedByWorkers(t *testing.T, tr Transpo
 		reading, batches, queued, workers := holderChecks(locks)
 		return reading == inFlight && batches == actor.PushCheckWorkers && queued == n-inFlight && workers == actor.PushCheckWorkers
 	}
-	locks.Driver().Invalidated(srv.Addr(), keys) // as the watcher hands over a push naming them
+	leaseinternal.Driver(locks).Invalidated(srv.Addr(), keys) // as the watcher hands over a push naming them
 	eventually(t, "the workers' batches hanging, the other keys queued", hanging)
-	locks.Driver().Invalidated(srv.Addr(), keys)
+	leaseinternal.Driver(locks).Invalidated(srv.Addr(), keys)
 	if !hanging() {
 		reading, batches, queued, workers := holderChecks(locks)
 		t.Fatalf("after a second invalidation: %d reading in %d batches, %d queued, %d workers; want %d in %d, %d, %d",
@@ -432,7 +433,7 @@ func casePushDetectsLoss_HolderReadsAreBatchedPerWatcher(t *testing.T, tr Transp
 	before := pushStatsOf(locks)
 	srv.ResetLog()
 	proxy.StallAll(faultproxy.ToClient) // the replies to every connection, the watcher's included, are held
-	locks.Driver().Invalidated(srv.Addr(), keys)
+	leaseinternal.Driver(locks).Invalidated(srv.Addr(), keys)
 	seen := 0
 	if _, err := srv.WaitFor(ctxT(t), func(e sim.Entry) bool {
 		if e.ClientID == id && e.Args[0] == "GET" {
@@ -473,7 +474,7 @@ func casePushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T, tr Transpo
 	const n = inFlight + 10
 	_, keys := holdTracked(t, locks, "push:close:", n)
 	gateWatcherReads(t, srv)
-	locks.Driver().Invalidated(srv.Addr(), keys)
+	leaseinternal.Driver(locks).Invalidated(srv.Addr(), keys)
 	eventually(t, "the workers' reads hanging, the other keys queued", func() bool {
 		reading, batches, queued, _ := holderChecks(locks)
 		return reading == inFlight && batches == actor.PushCheckWorkers && queued == n-inFlight
@@ -486,7 +487,7 @@ func casePushDetectsLoss_CloseDropsTheQueuedHolderReads(t *testing.T, tr Transpo
 		t.Errorf("Locks.Close took %v: it waited for the hanging reads", took)
 	}
 	reading, batches, queued, workers := holderChecks(locks)
-	entries, retries := locks.Driver().PushEntries(), locks.Driver().PushRetries()
+	entries, retries := leaseinternal.Driver(locks).PushEntries(), leaseinternal.Driver(locks).PushRetries()
 	if reading+batches+queued+workers+entries+retries != 0 {
 		t.Fatalf("after Close: %d reading in %d batches, %d queued, %d workers, %d entries, %d retries; want none",
 			reading, batches, queued, workers, entries, retries)

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"strings"
 	"sync"
@@ -197,7 +198,7 @@ func casePushSurvivesWatcherReconnect_CloseStopsThePendingRetry(t *testing.T, tr
 	for _, id := range trackingClientIDs(srv) {
 		srv.Exec("CLIENT", "KILL", "ID", id)
 	}
-	pending := locks.Driver().PushRetries
+	pending := leaseinternal.Driver(locks).PushRetries
 	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
 	_ = lock.Close()
 	locks.Close()
@@ -227,7 +228,7 @@ func casePushSurvivesWatcherReconnect_AReleaseStopsThePendingRetry(t *testing.T,
 	for _, id := range trackingClientIDs(srv) {
 		srv.Exec("CLIENT", "KILL", "ID", id)
 	}
-	pending := locks.Driver().PushRetries
+	pending := leaseinternal.Driver(locks).PushRetries
 	eventually(t, "a retry of the holder's read pending", func() bool { return pending() == 1 })
 	if err := lock.Close(); err != nil {
 		t.Fatal(err)

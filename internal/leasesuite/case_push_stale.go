@@ -2,6 +2,7 @@ package leasesuite
 
 import (
 	"context"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"slices"
 	"strconv"
@@ -19,13 +20,13 @@ import (
 // recheckAsked reports whether the holders' read of wireKey in flight was
 // asked for another round (a change, or a new holder, came during it).
 func recheckAsked(locks *lease.Locks, wireKey string) bool {
-	k := locks.Driver().PushKey(wireKey)
+	k := leaseinternal.Driver(locks).PushKey(wireKey)
 	return k.Reading && k.Recheck
 }
 
 // isHeldByHub reports whether a keep-alive holder of wireKey is registered.
 func isHeldByHub(locks *lease.Locks, wireKey string) bool {
-	return locks.Driver().PushKey(wireKey).Holders > 0
+	return leaseinternal.Driver(locks).PushKey(wireKey).Holders > 0
 }
 
 // gate returns a channel to hold a reply with and its opener (also run
@@ -78,7 +79,7 @@ func casePushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter(t *testing.T,
 			slices.Contains(args, key)
 	}})
 	c.Node(0).ResetLog()
-	locks.Driver().Invalidated(c.Node(0).Addr(), []string{key, other}) // as the push of a renewal of each
+	leaseinternal.Driver(locks).Invalidated(c.Node(0).Addr(), []string{key, other}) // as the push of a renewal of each
 	waitLog(t, c.Node(0), func(e sim.Entry) bool { return e.Args[0] == "GET" && e.Args[1] == key })
 	if reading, batches, _, _ := holderChecks(locks); reading != 2 || batches != 1 {
 		t.Fatalf("%d holders' reads in %d batches; want both keys in one", reading, batches)
@@ -129,7 +130,7 @@ func watcherConn(t *testing.T, proxy *faultproxy.Proxy, srv *sim.Server) *faultp
 
 // waitersOf returns how many waiters of wireKey are registered.
 func waitersOf(locks *lease.Locks, wireKey string) int {
-	return locks.Driver().PushKey(wireKey).Waiters
+	return leaseinternal.Driver(locks).PushKey(wireKey).Waiters
 }
 
 // TestPushChangeDuringReadIsSeen_AnAbandonedReadIsMadeAgainForTheOthers: a

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -39,7 +40,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	sentinels, master, password := realSentinel(t)
 	tel := newTelemetry(t)
 	locks := tr.Sentinel(t, sentinels, master, password, tel.options()...).WithKeyPrefix(fmt.Sprintf("switch:%d:", time.Now().UnixNano()))
-	engine, _ := locks.Driver().Transport().(*conn.Engine)
+	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
 	watcher := newSentinelClient(t, sentinels, master, password)
 	old := primaryOf(t, watcher)
 	o := &ownership{ended: map[*lease.Lock]time.Time{}}

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func caseAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCle
 		locks := f.locks(t, lease.WithIdleCheck(time.Hour)) // no liveness PING ahead of the SET
 		clock := &actor.ManualClock{}
 		useClock(locks, clock)
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 		for _, call := range calls {
 			for _, takenOver := range []bool{false, true} {
 				name := call.name
@@ -66,7 +67,7 @@ func caseAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCle
 						t.Fatalf("%s with a reply after the lease = %v, %v; want no lock and ErrAcquiredTooLate", call.name, r.lock, r.err)
 					}
 					assertOneLeasePrefix(t, call.name, r.err)
-					locks.Driver().WaitIdle() // the clean-up has settled
+					leaseinternal.Driver(locks).WaitIdle() // the clean-up has settled
 					if takenOver {
 						if owner := f.srv.Exec("GET", key); owner != "$13\r\nanother-owner\r\n" {
 							t.Fatalf("GET = %q; the clean-up must leave another owner's key", owner)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/lease"
 
@@ -367,7 +368,7 @@ func caseAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *t
 	forEachFaultyServer(t, tr, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		c := f.connOf(t, locks.Driver().StandaloneSession())
+		c := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 		c.Stall(faultproxy.ToClient) // the SET runs; its reply is held
 		before := kills(f.target)
 		type outcome struct {
@@ -382,7 +383,7 @@ func caseAbandonedAcquisitionIsCleanedUp_AnUncertainSetsSocketIsFencedFirst(t *t
 		if got.a.Acquired() || !errors.Is(got.err, conn.ErrOutcomeUnknown) {
 			t.Fatalf("TryAcquire on a reset socket = %v, %v; want not acquired, outcome unknown", got.a.Acquired(), got.err)
 		}
-		locks.Driver().WaitIdle() // the clean-up has its answer
+		leaseinternal.Driver(locks).WaitIdle() // the clean-up has its answer
 		if kills(f.target) <= before {
 			t.Fatal("the clean-up of an uncertain acquisition did not fence the socket that carried its SET")
 		}

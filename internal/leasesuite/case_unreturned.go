@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func caseUnreturnedHandleEnds_AnAbandonedKeepAliveAcquisitionArmsNoRenewal(t *te
 		t.Fatalf("TryAcquire = %v; want context.Canceled", err)
 	}
 	close(gate)
-	locks.Driver().WaitIdle()
-	locks.Driver().WaitIdle() // the clean-up has its answer
-	if n := locks.Driver().ArmedTimers(); n != 0 {
+	leaseinternal.Driver(locks).WaitIdle()
+	leaseinternal.Driver(locks).WaitIdle() // the clean-up has its answer
+	if n := leaseinternal.Driver(locks).ArmedTimers(); n != 0 {
 		t.Fatalf("%d timers armed after the abandoned acquisition; want none (nothing may renew it)", n)
 	}
 	clock.Advance(time.Minute)
@@ -65,12 +66,12 @@ func caseUnreturnedHandleEnds_ARefusedReleaseLeavesNoRenewalAndTheHandleEndsAtIt
 	srv.Inject(sim.Fault{Kind: sim.FailWith, Command: "DELEX", Times: 1000,
 		Error: "NOREPLICAS Not enough good replicas to write."})
 	f := &actor.Fenced{CounterKey: "counter"}
-	lock, err := locks.AcquireFenced(ctxT(t), "TryAcquire", "k", 10*time.Second, f, lease.WithKeepAlive(),
+	lock, err := leaseinternal.AcquireFenced(locks, ctxT(t), "TryAcquire", "k", 10*time.Second, f, lease.WithKeepAlive(),
 		lease.WithReplicas(1, 10*time.Millisecond))
 	if lock != nil || !errors.Is(err, actor.ErrNotReplicated) || !f.Reply.NotReplicated || f.Reply.Released {
 		t.Fatalf("AcquireFenced = %v, %+v, %v; want no lock, not replicated, not released", lock, f.Reply, err)
 	}
-	m := locks.Driver()
+	m := leaseinternal.Driver(locks)
 	m.WaitIdle()
 	if n := m.ArmedTimers(); n != 1 {
 		t.Fatalf("%d timers armed; want 1 (the deadline watch, no renewal)", n)

@@ -3,6 +3,7 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func caseWaitUntilDone_AcquiresAsSoonAsTheHolderReleases(t *testing.T, tr Transp
 // over [0, 1), not a constant: waiters that start together spread out.
 func casePollJitter_PollingSleepsOfALocksAreDrawnUniformly(t *testing.T, tr Transport) {
 	_, locks := managedSim(t, tr, sim.Redis84)
-	jitter := locks.Driver().Jitter()
+	jitter := leaseinternal.Driver(locks).Jitter()
 	const draws = 2000
 	var buckets [10]int
 	for range draws {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func caseWaitRidesOutTransportErrors_ASetWhoseReplyWasLostIsSettledAndAcquired(t
 	forEachFaultyServer(t, tr, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 		before := kills(f.target)
 		f.srv.ResetLog()
 		session.BlackHole(faultproxy.ToClient) // the server runs what it gets; its replies vanish
@@ -117,7 +118,7 @@ func caseWaitRidesOutTransportErrors_ASetThatNeverArrivedIsSettledAndTriedAgain(
 	forEachFaultyServer(t, tr, func(t *testing.T, f *faulty) {
 		locks := f.locks(t)
 		ctx := ctxT(t)
-		session := f.connOf(t, locks.Driver().StandaloneSession())
+		session := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 		before := kills(f.target)
 		f.srv.ResetLog()
 		session.Stall(faultproxy.ToServer)
@@ -156,7 +157,7 @@ func caseWaitRidesOutTransportErrors_AContendedTryWhoseReplyWasLostWaitsOn(t *te
 			locks := f.locks(t, opts...)
 			ctx := ctxT(t)
 			f.srv.Exec("SET", "k", "other", "PX", "60000")
-			session := f.connOf(t, locks.Driver().StandaloneSession())
+			session := f.connOf(t, leaseinternal.Driver(locks).StandaloneSession())
 			f.srv.ResetLog()
 			session.BlackHole(faultproxy.ToClient)
 			result := acquireAsync(ctx, locks, "k", time.Minute, lease.WithWait(5*time.Second), lease.WithRetryEvery(20*time.Millisecond))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/internal/simtest"
 	"github.com/respire-go/respire/lease"
@@ -209,9 +210,9 @@ func idleChecked(t *testing.T, tr conn.Transport) interface {
 // TrackingRefused), failing t when it cannot say.
 func trackingRefused(t *testing.T, locks *lease.Locks, node string) bool {
 	t.Helper()
-	tr, ok := locks.Driver().Transport().(interface{ TrackingRefused(node string) bool })
+	tr, ok := leaseinternal.Driver(locks).Transport().(interface{ TrackingRefused(node string) bool })
 	if !ok {
-		t.Fatalf("the transport %T has no TrackingRefused", locks.Driver().Transport())
+		t.Fatalf("the transport %T has no TrackingRefused", leaseinternal.Driver(locks).Transport())
 	}
 	return tr.TrackingRefused(node)
 }

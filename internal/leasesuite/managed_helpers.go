@@ -2,6 +2,7 @@ package leasesuite
 
 import (
 	"context"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ func managedSim(t *testing.T, tr Transport, profile sim.Profile, opts ...lease.O
 // useClock puts locks on clock, with polling sleeps of exactly RetryEvery
 // (no jitter), so that virtual-time tests know when the next try comes.
 func useClock(locks *lease.Locks, clock actor.Clock) {
-	locks.Driver().UseClock(clock, func() float64 { return 0.5 })
+	leaseinternal.Driver(locks).UseClock(clock, func() float64 { return 0.5 })
 }
 
 // count returns how many logged commands have name (case-insensitive).

@@ -1,11 +1,13 @@
 package leasesuite
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/sim"
@@ -24,6 +26,7 @@ type Monitored struct {
 	log     []sim.Entry
 	all     []sim.Entry // never reset: handed to the check at the end
 	syncSeq int
+	lost    error // why MONITOR stopped being read (the log is incomplete from then on)
 }
 
 // StartMonitored connects to the server at addr, starts MONITOR, and clears
@@ -53,6 +56,12 @@ func StartMonitored(t testing.TB, addr, password string, check func(testing.TB, 
 	r.ResetLog()
 	t.Cleanup(func() {
 		r.syncMonitor()
+		r.mu.Lock()
+		lost := r.lost
+		r.mu.Unlock()
+		if lost != nil {
+			t.Errorf("MONITOR stopped being read (the command log is incomplete): %v", lost)
+		}
 		if check != nil {
 			check(t, r.all)
 		}
@@ -108,9 +117,15 @@ func (r *Monitored) syncMonitor() {
 	marker := fmt.Sprintf("respire-monitor-sync-%d", r.syncSeq)
 	r.mu.Unlock()
 	r.Exec("ECHO", marker)
+	// A deadline per sync: the one Send set when MONITOR was sent would
+	// end every read 10 s after it (on a loaded machine, mid-test).
+	_ = r.monitor.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
 		line, err := r.monitor.Reader.ReadString('\n')
 		if err != nil {
+			r.mu.Lock()
+			r.lost = cmp.Or(r.lost, err)
+			r.mu.Unlock()
 			return
 		}
 		args, source := parseMonitorLine(line)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/internal/wire"
 	"github.com/respire-go/respire/lease"
 )
@@ -50,9 +51,9 @@ func wireSentinel(t testing.TB, sentinels []string, master, password string, opt
 // wireLocksOn returns Locks on client, closed when the test ends.
 func wireLocksOn(t testing.TB, client *wire.Client, opts ...lease.Option) *lease.Locks {
 	t.Helper()
-	locks, err := lease.NewTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
+	locks, err := leaseinternal.NewTransport(conn.NewEngine(conn.EngineConfig{Client: client}), opts...)
 	if err != nil {
-		t.Fatalf("lease.NewTransport: %v", err)
+		t.Fatalf("leaseinternal.NewTransport: %v", err)
 	}
 	t.Cleanup(locks.Close)
 	return locks

@@ -229,7 +229,8 @@ func parseRules(name, text string) ([]rule, []notRule, []string) {
 
 // scannedModules are the nested modules whose tests check rules of this
 // page (their directories relative to the module root): the client
-// adapters (rueidislease/, goredis/, valkeygo/), whose guarantees are rules here too.
+// adapters (rueidislease/, goredis/, valkeygo/), whose guarantees are
+// rules here too.
 var scannedModules = map[string]bool{"goredis": true, "rueidislease": true, "valkeygo": true}
 
 // scanTests returns every test function (TestXxx, TestMain included) of the

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -200,10 +201,16 @@ func readBulk(r *bufio.Reader, length []byte) (string, error) {
 		_, err = r.Discard(n + 2)
 		return s, err
 	}
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// A longer one grows with the bytes that arrive, so that a length no
+	// payload follows allocates nothing near it.
+	var b bytes.Buffer
+	if _, err := io.CopyN(&b, r, int64(n)+2); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return "", err
 	}
+	buf := b.Bytes()
 	if buf[n] != '\r' || buf[n+1] != '\n' {
 		return "", fmt.Errorf("%w: bulk not terminated", errProtocol)
 	}
@@ -217,7 +224,7 @@ func readAggregate(r *bufio.Reader, count []byte, per int) ([]conn.Reply, error)
 	if !ok || n < 0 || n > maxElems {
 		return nil, fmt.Errorf("%w: count %q", errProtocol, count)
 	}
-	elems := make([]conn.Reply, 0, n*per)
+	elems := make([]conn.Reply, 0, min(n*per, 64)) // grows with the elements that arrive, not with the count
 	for range n * per {
 		kind, line, err := readHeader(r)
 		if err != nil {

@@ -1,9 +1,12 @@
 // Command chaos runs the fault campaign of the root module's cmd/chaos
-// (internal/chaos) with every process's locks on rueidis through this
-// adapter: the same schedules, faults and checks.
+// (internal/chaos) with the processes' locks on rueidis through this
+// adapter or on the root module's own client (wire), drawn from the
+// schedule's seed (-transport draw, the default), or all on one
+// (-transport rueidis, -transport wire): the same schedules, faults and
+// checks as on every client.
 //
-//	go run ./cmd/chaos -runs 2000
-//	go run ./cmd/chaos -runs 1 -seed N      # replays a schedule
+//	cd rueidislease && go run ./cmd/chaos -runs 2000 -transport rueidis
+//	cd rueidislease && go run ./cmd/chaos -runs 1 -seed N -transport rueidis   # replays a schedule
 package main
 
 import (
@@ -39,4 +42,4 @@ var transport = chaos.Transport{Name: "rueidis", Locks: func(addr, password stri
 	return locks, client.Close, nil
 }}
 
-func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, transport)) }
+func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, transport, chaos.Wire)) }
