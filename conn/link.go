@@ -112,7 +112,7 @@ func (l *link) hand(ctx context.Context, op string, cmds []Command, replies []Re
 func (l *link) report(ctx context.Context, cmds []Command) {
 	if o := l.e.obs; o != nil && o.Command != nil {
 		for _, c := range cmds {
-			o.Command(ctx, CommandName(c))
+			o.Command(ctx, l.conn, CommandName(c))
 		}
 	}
 }

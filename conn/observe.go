@@ -22,9 +22,12 @@ type Observer struct {
 	// capability (never for FallbackScriptCache, which is no capability).
 	FallbackTaken func(node string, fallback Fallback, first bool)
 	// Command: a command named name ("SET", "EVALSHA", "CLIENT KILL", …) is
-	// about to be handed to a socket on behalf of ctx. Pipelined keep-alive
-	// renewals (Session.ExtendMany) and the idle-check PING are not reported.
-	Command func(ctx context.Context, name string)
+	// about to be handed to c (the Conn the Client dialled) on behalf of
+	// ctx. Pipelined keep-alive renewals (Session.ExtendMany) and the
+	// idle-check PING are not reported. A command handed to c is written on
+	// c or on no connection: a retry after a not-submitted failure is a new
+	// hand-off (to a fresh Conn).
+	Command func(ctx context.Context, c Conn, name string)
 	// Op: the engine starts op for a caller (Engine.Do, Session.Do, and
 	// each request of Session.ExtendMany, as its Renewal), before any of its
 	// commands is handed to a socket. The returned ctx is the one op is

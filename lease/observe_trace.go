@@ -25,8 +25,8 @@ const (
 )
 
 // commandEvent adds the command named name to the span in ctx, if one is
-// recording.
-func commandEvent(ctx context.Context, name string) {
+// recording (the connection it is handed to is no event's).
+func commandEvent(ctx context.Context, _ conn.Conn, name string) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(name)
 	}

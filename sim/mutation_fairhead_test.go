@@ -12,7 +12,7 @@ import (
 // -tags respire_mutation_fairhead, the fair queue's scripts grant the lock
 // to the waiter behind the head (conn/mutation_fairhead_on.go); the
 // deterministic simulator, which runs those scripts under the shipped
-// driver, must catch it by invariant 14 (grant order is ticket order)
+// driver, must catch it by invariant 15 (grant order is ticket order)
 // within 1,000 schedules (make dst-mutation, part of make test).
 func TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation(t *testing.T) {
 	const budget = 1000
@@ -21,8 +21,8 @@ func TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation(t *testing.T) {
 		if !r.Failed() {
 			continue
 		}
-		if v := r.Violations[0]; v.Invariant != 14 {
-			t.Fatalf("seed %d broke invariant %d, not 14 (ticket order):\n%s", seed, v.Invariant, r.Report())
+		if v := r.Violations[0]; v.Invariant != 15 {
+			t.Fatalf("seed %d broke invariant %d, not 15 (ticket order):\n%s", seed, v.Invariant, r.Report())
 		}
 		t.Logf("caught at seed %d: %s\n  replay: %s", seed, r.Violations[0], r.Replay())
 		return

@@ -22,9 +22,12 @@ import (
 //     carries all its renewals), when the engine passed the ctx down;
 //   - else (a non-pipelined connection's drainer writes its callers'
 //     commands under a ctx of its own) the oldest hand-off not written yet
-//     of the same command, owner token, key and family (a
-//     compare-and-pexpire and its script fallbacks are one family, so are
-//     the release ladder's steps);
+//     to this connection of the same command, owner token, key and family
+//     (a compare-and-pexpire and its script fallbacks are one family, so
+//     are the release ladder's steps). A hand-off names the connection it
+//     was handed to, and is written there or nowhere: two owner reads
+//     (GET, no token) handed to two connections, one of them refused by a
+//     retired link and retried on a fresh session, are never swapped;
 //   - else (a renewal batch, which is not reported as hand-offs, written
 //     by a drainer) the oldest open operation of that family, token and
 //     key that may write now: one that wrote nothing yet, or whose last
@@ -81,10 +84,12 @@ func (p *process) opStarted(ctx context.Context, op conn.Op) (context.Context, f
 type handOff struct {
 	op   *opRun
 	name string
+	to   *connection // the connection it was handed to (nil: not a simulated one)
 }
 
-// handedOff is the engine's Command hook for process p.
-func (p *process) handedOff(ctx context.Context, name string) {
+// handedOff is the engine's Command hook for process p: name is handed to
+// c.
+func (p *process) handedOff(ctx context.Context, c conn.Conn, name string) {
 	ops := opsOf(ctx)
 	switch name {
 	case "SET", "GET", "DELEX", "DELIFEQ", "EVAL", "EVALSHA":
@@ -98,7 +103,11 @@ func (p *process) handedOff(ctx context.Context, name string) {
 		rec := ops[len(ops)-1]
 		rec.reported++
 		p.handOffs = slices.DeleteFunc(p.handOffs, func(h handOff) bool { return h.op == rec })
-		p.handOffs = append(p.handOffs, handOff{op: rec, name: name})
+		h := handOff{op: rec, name: name}
+		if s, ok := c.(*simConn); ok {
+			h.to = s.c
+		}
+		p.handOffs = append(p.handOffs, h)
 	}
 }
 
@@ -132,7 +141,7 @@ func (p *process) attribute(ctx context.Context, cmd conn.Command, tracked bool,
 		}
 	}
 	for i, h := range p.handOffs {
-		if h.name == name && h.op.belongs(fam, token, key) {
+		if h.to == c && h.name == name && h.op.belongs(fam, token, key) {
 			p.handOffs = slices.Delete(p.handOffs, i, i+1)
 			return h.op, h.op.ended
 		}

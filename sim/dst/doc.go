@@ -91,7 +91,7 @@
 //
 // The checker still judges every operation: the engine reports when it
 // starts and ends each one (conn.Observer.Op) and which command it hands
-// to a connection for it (conn.Observer.Command), and every command a
+// to which connection for it (conn.Observer.Command), and every command a
 // simulated connection writes is attributed to its operation
 // (attribute.go).
 
