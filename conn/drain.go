@@ -274,11 +274,19 @@ func (d *drainer) stop() {
 	d.l.e.running.Done()
 }
 
-// reply answers r, taken by the drainer, with its part of the batch's
-// replies and err, unless its caller left or the fence cut it off first
-// (then nothing of r is touched: its caller may reuse its replies).
-func (r *request) reply(replies []Reply, err error) {
-	if !r.state.CompareAndSwap(stateTaken, stateAnswered) {
+// answer answers batch[i], taken by the drainer, with its part of the
+// batch's replies and err, unless its caller left or the fence cut it off
+// first (then nothing of it is touched: its caller may reuse its replies).
+// It leaves the batch on the wire (d.flight, the same slice) under d.mu
+// first: an answered request goes back to the pool and may be taken by
+// another link's drainer at once, where cutOff must not reach it.
+func (d *drainer) answer(batch []*request, i int, replies []Reply, err error) {
+	r := batch[i]
+	d.mu.Lock()
+	batch[i] = nil
+	answered := r.state.CompareAndSwap(stateTaken, stateAnswered)
+	d.mu.Unlock()
+	if !answered {
 		return
 	}
 	copy(r.replies, replies)
@@ -293,8 +301,8 @@ func (d *drainer) send(batch []*request) {
 	ctx, cancel := d.batchContext(batch)
 	defer cancel()
 	if err := l.checkIdle(ctx); err != nil {
-		for _, r := range batch {
-			r.reply(nil, l.notSent("", nil, err))
+		for i := range batch {
+			d.answer(batch, i, nil, l.notSent("", nil, err))
 		}
 		return
 	}
@@ -316,14 +324,14 @@ func (d *drainer) send(batch []*request) {
 		l.touch()
 	}
 	next := 0
-	for _, r := range batch {
+	for i, r := range batch {
 		mine := replies[next : next+len(r.cmds)]
 		next += len(r.cmds)
 		if failure != nil && !answered(mine) {
-			r.reply(nil, failure)
+			d.answer(batch, i, nil, failure)
 			continue
 		}
-		r.reply(mine, nil)
+		d.answer(batch, i, mine, nil)
 	}
 }
 
@@ -372,7 +380,7 @@ func (d *drainer) cutOff() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.flight {
-		if r.state.CompareAndSwap(stateTaken, stateCutOff) {
+		if r != nil && r.state.CompareAndSwap(stateTaken, stateCutOff) {
 			r.err = &Error{Class: Uncertain, Addr: d.l.node, Err: errFencedInFlight}
 			r.done <- struct{}{}
 		}
