@@ -7,7 +7,6 @@ package deps
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +23,7 @@ var clients = map[string]string{
 // included), run in dir (relative to the root module).
 func goListDeps(t *testing.T, dir, pkg string) []string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
 	cmd.Dir = filepath.Join("..", "..", dir)
 	out, err := cmd.Output()
 	if err != nil {

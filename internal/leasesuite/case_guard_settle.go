@@ -11,15 +11,7 @@ import (
 	"github.com/respire-go/respire/internal/faultproxy"
 	"github.com/respire-go/respire/internal/realserver"
 	"github.com/respire-go/respire/lease"
-	"github.com/respire-go/respire/sim"
 )
-
-// isGuardScript matches a guarded-write script whose writes name key.
-func isGuardScript(key string) func(sim.Entry) bool {
-	return func(e sim.Entry) bool {
-		return guardScripts([]sim.Entry{e}) == 1 && containsAll(e.Args, []string{key})
-	}
-}
 
 // TestGuardedWriteSettlesAnUnknownOutcome_TheWriteIDRecordTellsRanFromNotRun:
 // a guarded write whose reply is lost (the command timeout ends the wait)
