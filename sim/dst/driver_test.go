@@ -162,6 +162,7 @@ func TestScenarioPushFaults(t *testing.T) {
 // directly.
 func TestSimulatorRunsTheShippedDriver_ACommandInFlightGoesOnWhileTheOtherIsFenced(t *testing.T) {
 	opt := Swarm(9935).withDefaults()
+	opt.Guarded, opt.FairPercent = false, 0 // the schedule as found, before guarded writes and fair waits joined the swarm
 	opt.Transcript = true
 	w := newWorld(opt)
 	w.loop()
