@@ -68,6 +68,30 @@ func waitLog(t *testing.T, srv *sim.Server, match func(sim.Entry) bool) sim.Entr
 	return e
 }
 
+// waitExecuted waits (bounded) until n commands matching match have been
+// executed on srv (started with History) after its first mark executions.
+// It polls: execution has no wake-up of its own, and the condition, not a
+// duration, ends the wait.
+func waitExecuted(t *testing.T, srv *sim.Server, mark, n int, match func(sim.Entry) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+		for _, e := range srv.History()[mark:] {
+			if match(sim.Entry{Args: e.Args}) {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d matching commands executed within 10s; log %v", got, n, srv.Log())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // waitDone waits (bounded) for ctx to be cancelled.
 func waitDone(t *testing.T, ctx context.Context) {
 	t.Helper()
