@@ -103,6 +103,14 @@ type Client interface {
 	Closed() error
 }
 
+// ClientReleaser is implemented by a Client that holds resources of its own
+// beyond the user's client (the rueidis adapter's Sentinel subscriptions,
+// rule SentinelAnnouncementSwitches): the engine's Close calls Release after
+// its last call to the Client. Release must be safe to call more than once.
+type ClientReleaser interface {
+	Release()
+}
+
 // Conn is one pinned connection to one node: the socket that carries a
 // session's lock commands, a fence, a watcher's reads, a WAIT. It is never
 // redialled behind the engine's back: once it fails it stays failed.

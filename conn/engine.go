@@ -205,7 +205,7 @@ func sortedLinks(m map[string]*link) []*link {
 // good and later calls fail with ErrPoolClosed (NotSubmitted). It blocks
 // until every task and connection of the engine ended (a connection closes
 // within about a second, whatever the server does). Idempotent; the client
-// is not closed.
+// is not closed (a ClientReleaser is released).
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
@@ -222,6 +222,9 @@ func (e *Engine) Close() {
 	}
 	e.closeWatchers()
 	e.wait()
+	if r, ok := e.client.(ClientReleaser); ok {
+		r.Release()
+	}
 }
 
 // wait blocks until no task of the engine runs.

@@ -23,6 +23,7 @@ import (
 type Client struct {
 	client rueidis.Client
 	mode   conn.Mode
+	watch  *sentinelWatch // NewSentinel: every sentinel's announcements; nil otherwise
 
 	closed    atomic.Bool  // the user's client was found closed
 	lastProbe atomic.Int64 // nanoseconds since probeEpoch of the last probe
@@ -47,8 +48,14 @@ func (c *Client) Name() string { return "rueidis" }
 func (c *Client) Mode() conn.Mode { return c.mode }
 
 // Nodes implements conn.Client: the addresses of rueidis' node clients (a
-// Sentinel client's one node is the master it follows). It never blocks.
+// Sentinel client's one node is the master it follows; under NewSentinel,
+// the primary a sentinel announced last, once one has). It never blocks.
 func (c *Client) Nodes(context.Context) ([]string, error) {
+	if c.watch != nil {
+		if primary := c.watch.named(); primary != "" {
+			return []string{primary}, nil
+		}
+	}
 	nodes := c.client.Nodes()
 	out := make([]string, 0, len(nodes))
 	for addr := range nodes {
@@ -61,7 +68,9 @@ func (c *Client) Nodes(context.Context) ([]string, error) {
 // Dial implements conn.Client: a dedicated client of node's rueidis node
 // client. A cluster node rueidis has not discovered yet (added after it
 // read the topology) is learned first (see learnNode); a Sentinel client
-// whose master is no longer node answers conn.ErrUnknownNode.
+// whose master is no longer node answers conn.ErrUnknownNode (under
+// NewSentinel, the announced primary is dialed with the user's option while
+// rueidis does not know it yet).
 func (c *Client) Dial(ctx context.Context, node string) (conn.Conn, error) {
 	nc, err := c.nodeClient(ctx, node)
 	if err != nil {
@@ -80,6 +89,11 @@ func (c *Client) nodeClient(ctx context.Context, node string) (rueidis.Client, e
 		c.learnNode(ctx, node)
 		if nc, ok := c.client.Nodes()[node]; ok {
 			return nc, nil
+		}
+	}
+	if c.watch != nil {
+		if nc, err := c.watch.clientOf(node); nc != nil || err != nil {
+			return nc, err
 		}
 	}
 	return nil, fmt.Errorf("%w: %s", conn.ErrUnknownNode, node)
@@ -166,6 +180,14 @@ const (
 )
 
 var probeEpoch = time.Now()
+
+// Release implements conn.ClientReleaser: the engine's Close ends
+// NewSentinel's subscriptions.
+func (c *Client) Release() {
+	if c.watch != nil {
+		c.watch.release()
+	}
+}
 
 // The adapter is a conn.Client.
 var _ conn.Client = (*Client)(nil)

@@ -50,18 +50,19 @@ func suiteSentinel(t testing.TB, sentinels []string, master, password string, op
 	if master == "" {
 		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
 	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{
+	option := rueidis.ClientOption{
 		InitAddress: sentinels, Password: password, DisableCache: true,
 		Sentinel: rueidis.SentinelOption{MasterSet: master, Password: password,
 			TopologyRefreshInterval: time.Second}, // a missed +switch-master must not pin the client
-	})
+	}
+	client, err := rueidis.NewClient(option)
 	if err != nil {
 		t.Fatalf("Sentinel client: %v", err)
 	}
 	t.Cleanup(client.Close)
-	locks, err := rueidislease.New(client, opts...)
+	locks, err := rueidislease.NewSentinel(client, option, opts...) // every sentinel's +switch-master
 	if err != nil {
-		t.Fatalf("rueidislease.New: %v", err)
+		t.Fatalf("rueidislease.NewSentinel: %v", err)
 	}
 	t.Cleanup(locks.Close)
 	return locks
