@@ -80,6 +80,9 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 	if lock == nil && t.fairToken != "" {
 		d.leaveQueue(spec.fairResource(), t.fairToken) // the waiter gives up: its place and any grant go to the next
 	}
+	if lock != nil && !spec.KeepAlive && d.switches {
+		lock.watchForSwitch() // rule SwitchReassertsLocksWithoutKeepAlive
+	}
 	if lock == nil || spec.Fenced == nil {
 		return lock, err
 	}

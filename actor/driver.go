@@ -74,6 +74,7 @@ type Driver struct {
 	logger          *slog.Logger
 	obs             Observer
 	cluster         bool
+	switches        bool // the primary can move (Sentinel): see watchForSwitch
 
 	standalone sessionCache // the current session, standalone mode only
 	fencing    sync.Map     // conn.Session → fenceVerdict
@@ -123,6 +124,9 @@ func New(cfg Config) *Driver {
 	}
 	if !d.cluster {
 		cfg.Transport.SetPrimarySwitchHandler(d.primarySwitched)
+	}
+	if s, ok := cfg.Transport.(interface{ Switches() bool }); ok {
+		d.switches = s.Switches()
 	}
 	return d
 }

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"time"
+
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
 )
@@ -12,24 +14,68 @@ import (
 // key to the new primary — and its lease estimate counts from that
 // renewal's confirmation. The transport has demoted the old node's
 // sessions: their replies no longer confirm anything (see demotedReply).
+//
+// A lock held without keep-alive is re-asserted there (rule
+// SwitchReassertsLocksWithoutKeepAlive): see reassert.
 func (d *Driver) primarySwitched(_, _ string) {
 	for _, l := range d.timers.armedLocks() {
-		l.renewAtOnce()
+		if !l.renewAtOnce() {
+			l.reassert()
+		}
 	}
 }
 
 // renewAtOnce fires l's armed renewal timer now (the handle decides, as on
 // any renewal tick: a renewal in flight settles first, a releasing lock
 // sends none) and routes its keep-alive renewals by key until one answers.
-func (l *Lock) renewAtOnce() {
+// It reports whether l had a renewal timer armed.
+func (l *Lock) renewAtOnce() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.renewOn("")
 	seq := l.d.timers.renewalSeq(l)
 	if seq == 0 {
-		return
+		return false
 	}
 	l.step(sm.Input{Kind: sm.InputTimer, Timer: sm.TimerRenewal, Seq: seq, Now: l.d.clock.Now()}, 0)
+	return true
+}
+
+// reassert confirms a lock held without keep-alive on the new primary, on
+// a background task: an owner-compared reset of its expiry to the lease
+// time it has left (ResetExpiry with that TTL), bounded by that time. It
+// never creates a key: a key the new primary lacks (the acquisition or a
+// reset had not been replicated) or holds for another owner refuses it,
+// and the lock is lost at once instead of believing in its estimate; a key
+// it holds keeps the lock, whose estimate does not grow (its reset is
+// counted from its send, less the drift margin). A lock not Held, or whose
+// estimate ran out, is left alone.
+func (l *Lock) reassert() {
+	d := l.d
+	d.goBackground(func() {
+		l.mu.Lock()
+		left := l.h.RemainingEstimate(d.clock.Now())
+		held := l.h.State() == sm.Held
+		l.mu.Unlock()
+		if !held || left < time.Millisecond {
+			return
+		}
+		ctx, cancel := d.bound(d.stop, left)
+		defer cancel()
+		_, _ = l.ResetExpiry(ctx, left)
+	})
+}
+
+// watchForSwitch arms the deadline timer of a lock acquired without
+// keep-alive when the transport's primary can move (Sentinel), as its
+// Context would: the switch handler finds every held lock among the armed
+// ones, and reasserts those without keep-alive.
+func (l *Lock) watchForSwitch() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ending == nil {
+		l.step(sm.Input{Kind: sm.InputWatch, Now: l.d.clock.Now()}, 0)
+	}
 }
 
 // demotedReply turns a reply that confirmed a command (OK) on a session

@@ -85,6 +85,11 @@ func NewEngine(cfg EngineConfig) *Engine {
 // Cluster implements Transport.
 func (e *Engine) Cluster() bool { return e.mode == ModeCluster }
 
+// Switches reports whether the primary of the engine's keys can move under
+// it (Sentinel mode): the switch handler may be told (see
+// SetPrimarySwitchHandler).
+func (e *Engine) Switches() bool { return e.mode == ModeSentinel }
+
 // SetIdleCheck sets how long a session may stay without a reply before the
 // next command on it is preceded by a liveness PING, and returns the
 // previous value; zero or less pings before every command. It takes effect

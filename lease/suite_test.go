@@ -537,3 +537,7 @@ func TestListShowsWhoHoldsWhat_NeverAToken(t *testing.T) {
 func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
 }
+
+func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
+}

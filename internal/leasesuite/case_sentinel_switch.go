@@ -1,6 +1,7 @@
 package leasesuite
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,9 +72,10 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		late += checkEstimates(t, held, fresh, password)
 		time.Sleep(50 * time.Millisecond)
 	}
+	causes := lossCauses(held)
 	kept, lost := settle(t, o, held, stop, done)
-	t.Logf("Sentinel failover %s -> %s on %s: %d of %d locks kept, %d lost, %d estimates past the new primary's expiry",
-		old, fresh, tr.Name, kept, switchLocks, lost, late)
+	t.Logf("Sentinel failover %s -> %s on %s: %d of %d locks kept, %d lost%s, %d estimates past the new primary's expiry",
+		old, fresh, tr.Name, kept, switchLocks, lost, causes, late)
 	host, port, _ := strings.Cut(fresh, ":")
 	portNumber, _ := strconv.Atoi(port)
 	if n := tel.sum(t, "respire.sessions.retired", str(attrResult, "demoted"), str(attrServerAddr, host),
@@ -86,6 +88,22 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	eventually(t, "the old primary reconfigured as a replica", func() bool {
 		return strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave")
 	})
+}
+
+// lossCauses returns, for the test's log, how many of held ended with
+// each cause ("" when none ended).
+func lossCauses(held []*lease.Lock) string {
+	counts := map[string]int{}
+	for _, lock := range held {
+		if lock.Context().Err() != nil {
+			counts[context.Cause(lock.Context()).Error()]++
+		}
+	}
+	out := ""
+	for cause, n := range counts {
+		out += fmt.Sprintf(" [%d: %s]", n, cause)
+	}
+	return out
 }
 
 // checkEstimates reports (t.Errorf) every live lock whose ExpiresAtEstimate
