@@ -79,6 +79,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	waitReplicated(t, old, password, wireKeys(held)) // a failover during the replica's full resync loses acquisitions: not this case's subject
 	stop, done := startContending(t, o, newSentinelClient(t, sentinels, master, password), wireKeys(held))
 	t.Logf("before the failover: %s", replicationLine(old, password))
+	t.Cleanup(func() { awaitReconfigured(old, password) }) // a failed run leaves no failover in progress to the next
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
@@ -100,6 +101,16 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	eventually(t, "the old primary reconfigured as a replica", func() bool {
 		return strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave")
 	})
+}
+
+// awaitReconfigured waits (30 s at most) until Sentinel made the old
+// primary a replica, so that the next failover starts from a settled set.
+func awaitReconfigured(old, password string) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave") {
+			return
+		}
+	}
 }
 
 // replicationLine returns the primary's INFO replication line of its first
