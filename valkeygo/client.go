@@ -34,6 +34,7 @@ var ErrNotPrimary = errors.New("valkeygo: the server is not a primary")
 type Client struct {
 	client valkey.Client
 	mode   conn.Mode
+	watch  *sentinelWatch // NewSentinel: every sentinel's announcements; nil otherwise
 
 	closedBy  atomic.Pointer[error]         // what the user's closed client answered (see Closed)
 	inflight  atomic.Pointer[chan struct{}] // closed when the probe in flight ends (see Closed)
@@ -64,9 +65,15 @@ func (c *Client) Name() string { return "valkey-go" }
 func (c *Client) Mode() conn.Mode { return c.mode }
 
 // Nodes implements conn.Client: the addresses of valkey-go's node clients
-// (a Sentinel client's one node is the primary it follows). It never
-// blocks.
+// (a Sentinel client's one node is the primary it follows; under
+// NewSentinel, the primary a sentinel announced last, once one has). It
+// never blocks.
 func (c *Client) Nodes(context.Context) ([]string, error) {
+	if c.watch != nil {
+		if primary := c.watch.named(); primary != "" {
+			return []string{primary}, nil
+		}
+	}
 	nodes := c.client.Nodes()
 	out := make([]string, 0, len(nodes))
 	for addr := range nodes {
@@ -177,6 +184,11 @@ func (c *Client) nodeClient(ctx context.Context, node string) (valkey.Client, er
 			return nc, nil
 		}
 	}
+	if c.watch != nil {
+		if nc, err := c.watch.clientOf(node); nc != nil || err != nil {
+			return nc, err
+		}
+	}
 	return nil, fmt.Errorf("%w: %s", conn.ErrUnknownNode, node)
 }
 
@@ -217,6 +229,14 @@ func (c *Client) keyOf(slot uint16) string {
 		if cmd := c.client.B().Get().Key(key).Build(); cmd.Slot() == slot {
 			return key
 		}
+	}
+}
+
+// Release implements conn.ClientReleaser: the engine's Close ends
+// NewSentinel's subscriptions.
+func (c *Client) Release() {
+	if c.watch != nil {
+		c.watch.release()
 	}
 }
 

@@ -50,18 +50,19 @@ func suiteSentinel(t testing.TB, sentinels []string, master, password string, op
 	if master == "" {
 		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
 	}
-	client, err := valkey.NewClient(valkey.ClientOption{
+	option := valkey.ClientOption{
 		InitAddress: sentinels, Password: password, DisableCache: true,
 		Sentinel: valkey.SentinelOption{MasterSet: master, Password: password,
 			TopologyRefreshInterval: time.Second}, // a missed +switch-master must not pin the client
-	})
+	}
+	client, err := valkey.NewClient(option)
 	if err != nil {
 		t.Fatalf("Sentinel client: %v", err)
 	}
 	t.Cleanup(client.Close)
-	locks, err := valkeygo.New(client, opts...)
+	locks, err := valkeygo.NewSentinel(client, option, opts...) // every sentinel's +switch-master
 	if err != nil {
-		t.Fatalf("valkeygo.New: %v", err)
+		t.Fatalf("valkeygo.NewSentinel: %v", err)
 	}
 	t.Cleanup(locks.Close)
 	return locks
