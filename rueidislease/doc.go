@@ -1,7 +1,8 @@
 // Package rueidislease runs respire-go's lease locks over rueidis
 // (github.com/redis/rueidis): New returns the lease.Locks of a
 // rueidis.Client an application already has — standalone, Cluster or
-// Sentinel. It is its own module, so that the lock library itself links no
+// Sentinel (NewSentinel for a Sentinel client: it also follows every
+// sentinel's +switch-master). It is its own module, so that the lock library itself links no
 // Redis client, and go-redis users never download rueidis.
 //
 // The package is thin: it implements conn.Client, the seam through which
