@@ -54,9 +54,10 @@ type sentinelWatch struct {
 	done   sync.WaitGroup
 	once   sync.Once
 
-	mu      sync.Mutex
-	primary string         // the primary the last announcement named; "" before one
-	direct  rueidis.Client // a client of primary (made when rueidis did not know it)
+	mu       sync.Mutex
+	primary  string         // the primary the last announcement named; "" before one
+	direct   rueidis.Client // a client of primary, made with option
+	released bool           // release ran: no client is made any more
 }
 
 // watchSentinels subscribes to +switch-master on every sentinel of option,
@@ -100,7 +101,9 @@ func (w *sentinelWatch) subscribe(ctx context.Context, addr string) {
 }
 
 // announced takes a +switch-master message ("<set> <old ip> <old port>
-// <new ip> <new port>") of our master set: its new primary is the primary.
+// <new ip> <new port>") of our master set: its new primary is the primary,
+// and a client of it is made at once (see clientOf), so that the engine's
+// first dial after the switch does not wait for it.
 func (w *sentinelWatch) announced(msg string) {
 	f := strings.Fields(msg)
 	if len(f) != 5 || f[0] != w.option.Sentinel.MasterSet {
@@ -109,12 +112,16 @@ func (w *sentinelWatch) announced(msg string) {
 	addr := net.JoinHostPort(f[3], f[4])
 	w.mu.Lock()
 	var stale rueidis.Client
-	if addr != w.primary {
+	changed := addr != w.primary
+	if changed {
 		w.primary, stale, w.direct = addr, w.direct, nil
 	}
 	w.mu.Unlock()
 	if stale != nil {
 		stale.Close() // its dedicated connections live on until the engine closes them
+	}
+	if changed {
+		_, _ = w.clientOf(addr)
 	}
 }
 
@@ -126,24 +133,38 @@ func (w *sentinelWatch) named() string {
 }
 
 // clientOf returns a client of node, made with the user's option, when node
-// is the announced primary; nil otherwise.
+// is the announced primary; nil otherwise. The dial runs without the lock
+// (Nodes never waits for it); of two racing dials, one client is kept.
 func (w *sentinelWatch) clientOf(node string) (rueidis.Client, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if node != w.primary {
+	direct, current := w.direct, node == w.primary && !w.released
+	w.mu.Unlock()
+	if !current {
 		return nil, nil
 	}
-	if w.direct == nil {
-		o := w.option
-		o.InitAddress, o.ForceSingleClient, o.Sentinel = []string{node}, true, rueidis.SentinelOption{}
-		o.SendToReplicas, o.ReplicaOnly = nil, false
-		direct, err := rueidis.NewClient(o)
-		if err != nil {
-			return nil, err
-		}
-		w.direct = direct
+	if direct != nil {
+		return direct, nil
 	}
-	return w.direct, nil
+	o := w.option
+	o.InitAddress, o.ForceSingleClient, o.Sentinel = []string{node}, true, rueidis.SentinelOption{}
+	o.SendToReplicas, o.ReplicaOnly = nil, false
+	made, err := rueidis.NewClient(o)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	if node == w.primary && !w.released && w.direct == nil {
+		w.direct, made = made, nil
+	}
+	direct = w.direct
+	if node != w.primary {
+		direct = nil
+	}
+	w.mu.Unlock()
+	if made != nil {
+		made.Close()
+	}
+	return direct, nil
 }
 
 // release ends the subscriptions and closes the client of the announced
@@ -154,7 +175,7 @@ func (w *sentinelWatch) release() {
 		w.done.Wait()
 		w.mu.Lock()
 		direct := w.direct
-		w.direct = nil
+		w.direct, w.released = nil, true
 		w.mu.Unlock()
 		if direct != nil {
 			direct.Close()
