@@ -65,29 +65,33 @@ func GuardOp(g Guard) Op {
 	}
 	call.script, call.sha = GuardWritesScript, GuardWritesScriptSHA
 	head := [...]string{g.LeaseKey, record, fence, g.Token, g.WriteID, fencing, strconv.Itoa(len(g.Writes))}
-	call.keys, call.args, call.invalid = guardWrites(g.Writes, &head, reserved[:])
-	if call.invalid != nil {
+	call.evalsha, call.invalid = guardWrites(g.Writes, &head, reserved[:])
+	if w := call.evalsha; w != nil {
+		keys, _ := strconv.Atoi(w[2])
+		call.keys, call.args = w[3:3+keys:3+keys], w[3+keys:]
+	} else {
 		// nothing is sent; the lease key names the error's route
 		call.keys, call.args = append([]string(nil), head[:3]...), append([]string(nil), head[3:]...)
 	}
 	return primitiveOp(call)
 }
 
-// guardWrites checks writes and returns the script's keys — head's first
-// three, then the keys the writes name, each once — and its arguments —
-// head's last four, then each write's encoding (its argument count, then
-// its arguments, name in upper case) —, each in one allocation of its
-// final size; or nil, nil and the *WriteError.
-func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]string, []string, error) {
+// guardWrites checks writes and returns the script's EVALSHA command
+// (name and SHA1 first, then the number of keys) in one allocation of its
+// final size: its keys are head's first three, then the keys the writes
+// name, each once; its arguments head's last four, then each write's
+// encoding (its argument count, then its arguments, name in upper case).
+// Or nil and the *WriteError.
+func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]string, error) {
 	if len(writes) == 0 {
-		return nil, nil, &WriteError{Index: -1, Err: ErrNoWrites}
+		return nil, &WriteError{Index: -1, Err: ErrNoWrites}
 	}
 	total := 0
 	for _, w := range writes {
 		total += len(w) + 1
 	}
 	if total > MaxGuardArgs+len(writes) {
-		return nil, nil, &WriteError{Index: -1, Err: ErrTooManyArgs}
+		return nil, &WriteError{Index: -1, Err: ErrTooManyArgs}
 	}
 	var few [8]int
 	lasts := few[:0]
@@ -96,31 +100,32 @@ func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]strin
 		last, err := CheckWrite(w)
 		if err != nil {
 			err.(*WriteError).Index = i
-			return nil, nil, err
+			return nil, err
 		}
 		for _, k := range w[1 : last+1] {
 			if isReserved(k, reserved) {
-				return nil, nil, &WriteError{Index: i, Command: w[0], Err: ErrReservedKey}
+				return nil, &WriteError{Index: i, Command: w[0], Err: ErrReservedKey}
 			}
 		}
 		lasts, named = append(lasts, last), named+last
 	}
-	keys := make([]string, 3, 3+named)
-	copy(keys, head[:3])
+	cmd := make([]string, 0, 3+3+named+4+total)
+	cmd = append(cmd, "EVALSHA", GuardWritesScriptSHA, "")
+	cmd = append(cmd, head[:3]...)
 	for i, w := range writes {
 		for _, k := range w[1 : lasts[i]+1] {
-			if !slices.Contains(keys[3:], k) {
-				keys = append(keys, k)
+			if !slices.Contains(cmd[6:], k) {
+				cmd = append(cmd, k)
 			}
 		}
 	}
-	out := make([]string, 0, 4+total)
-	out = append(out, head[3:]...)
+	cmd[2] = strconv.Itoa(len(cmd) - 3)
+	cmd = append(cmd, head[3:]...)
 	for _, w := range writes {
-		out = append(out, strconv.Itoa(len(w)), strings.ToUpper(w[0]))
-		out = append(out, w[1:]...)
+		cmd = append(cmd, strconv.Itoa(len(w)), strings.ToUpper(w[0]))
+		cmd = append(cmd, w[1:]...)
 	}
-	return keys, out, nil
+	return cmd, nil
 }
 
 // checkScriptKeys refuses a user script's key that is one of the lock's own.
