@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // heldForMemory acquires n keep-alive locks on fresh keys of prefix and
@@ -65,4 +67,46 @@ func TestHeldLockIsSmall_ItsContextCostsUnder128Bytes(t *testing.T) {
 	if perLock >= 128 {
 		t.Errorf("Lock.Context allocates %.1f bytes per lock; want under 128 (120: its cancellation and 24 bytes)", perLock)
 	}
+}
+
+// liveHeap is the heap in use after a full GC.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestHeldLockIsSmall_HoldDurationMetricKeepsAtMost48BytesPerLock: with
+// metrics on, what respire.lock.hold.duration remembers of each held lock
+// (when it was seen held) keeps at most 48 bytes of heap per lock, and
+// nothing once the locks have ended.
+func TestHeldLockIsSmall_HoldDurationMetricKeepsAtMost48BytesPerLock(t *testing.T) {
+	obs, err := newObserver(&options{meterProvider: sdkmetric.NewMeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10_000
+	held := make([]Lock, n)
+	obs.addHeld(&held[0], 1) // the attribute set, made once
+	obs.holdEnded(&held[0], true)
+	before := liveHeap()
+	for i := range held {
+		obs.addHeld(&held[i], 1)
+	}
+	perLock := float64(liveHeap()-before) / n
+	for i := range held {
+		obs.addHeld(&held[i], -1)
+		obs.holdEnded(&held[i], true)
+	}
+	left := liveHeap() - before
+	t.Logf("hold starts keep %.1f bytes per held lock, %d bytes once they ended", perLock, left)
+	if perLock > 48 {
+		t.Errorf("the hold-duration metric keeps %.1f bytes per held lock; want at most 48", perLock)
+	}
+	if left > 4096 {
+		t.Errorf("the hold-duration metric keeps %d bytes once every lock ended; want at most 4096", left)
+	}
+	runtime.KeepAlive(held)
 }
