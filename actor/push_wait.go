@@ -67,6 +67,7 @@ func (h *pushHub) close() {
 type pushKey struct {
 	armed   bool          // a tracked read answered and no invalidation came since
 	arming  bool          // a waiter's tracked read is in flight
+	tracks  bool          // the last tracked read of it answered (reads work: a waiter parks long on one in flight)
 	gen     uint64        // invalidations seen: a read that spans one is stale
 	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
 	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
@@ -250,7 +251,7 @@ func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Durati
 	case <-w.wake: // stale: the baton it carried was given back above
 	default:
 	}
-	armed, arm := e.armed, !e.armed && !e.arming
+	armed, tracks, arm := e.armed, e.tracks, !e.armed && !e.arming
 	if arm {
 		e.arming = true
 	}
@@ -272,9 +273,14 @@ func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Durati
 		}
 		armed = true
 	}
-	if !armed { // another waiter's read is in flight: not tracked yet
+	if !armed && !tracks { // another's read is in flight, and the last one failed or none answered yet
 		return h.parkUntilTry(ctx, key, w, sleep, parked)
 	}
+	// Parked on a tracked key, or on another's read in flight where reads
+	// work: that read tracks the key (a change then wakes one waiter), or
+	// finds it free or changed (its waiter tries, or the next one is
+	// woken), or fails (its waiter tries and reads again soon, or the next
+	// one is woken: rearm).
 	return h.parkUntilTry(ctx, key, w, parked, parked)
 }
 
@@ -323,6 +329,7 @@ func (h *pushHub) armRead(ctx context.Context, key string, gen uint64) (found, c
 	e := h.entry(key)
 	e.arming = false
 	h.stats.reads++
+	e.tracks = err == nil
 	if err != nil {
 		return false, false, err
 	}
