@@ -30,12 +30,24 @@ package actor
 // is l.mu, then h.mu). With the baton out already, a read it was to make
 // first is skipped, or else it tries once more when it comes back.
 func (h *pushHub) released(l *Lock) {
-	if l.Fair() || (l.Kind() != KindMutex && l.Kind() != KindPermit) {
+	if l.Kind() != KindMutex && l.Kind() != KindPermit {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.keys[l.wireKey]
+	if l.Fair() {
+		// The release script granted the lock to the queue's head: a local
+		// head claims it now, not when the invalidation comes.
+		if e != nil {
+			for _, w := range e.fair {
+				if w.position() == 1 {
+					w.signal()
+				}
+			}
+		}
+		return
+	}
 	if e == nil || e.shared || len(e.waiters) == 0 {
 		return
 	}

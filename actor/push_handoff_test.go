@@ -70,3 +70,33 @@ func TestPushWakesOneWaiterPerRelease_NoWaiterIsStrandedWhenTheWokenOneLeaves(t 
 		h.leave(key, w2, false)
 	}
 }
+
+// TestFairGrantsInTicketOrder_ALocalReleaseWakesTheLocalHeadAtOnce: the
+// release of a fair holder, which grants the lock to the queue's head in
+// its script, wakes the head waiting in the same Locks from the release's
+// reply (not when the key's invalidation comes); the waiters behind it stay
+// parked. The hub is driven directly, as the release's reply drives it.
+func TestFairGrantsInTicketOrder_ALocalReleaseWakesTheLocalHeadAtOnce(t *testing.T) {
+	_, d := testDriver(t, sim.Valkey90)
+	h := d.push
+	const key = "fair:local"
+	head := &fairWaiter{wake: make(chan struct{}, 1), pos: 1}
+	second := &fairWaiter{wake: make(chan struct{}, 1), pos: 2}
+	h.mu.Lock()
+	e := h.entry(key)
+	e.fair = append(e.fair, second, head)
+	h.mu.Unlock()
+	holder := &Lock{wireKey: key}
+	holder.setKind(KindMutex | kindFair)
+	h.released(holder)
+	select {
+	case <-head.wake:
+	default:
+		t.Fatal("the local head was not woken by the fair holder's release")
+	}
+	select {
+	case <-second.wake:
+		t.Fatal("the waiter behind the head was woken")
+	default:
+	}
+}
