@@ -11,27 +11,30 @@ GOREDIS_MINORS ?= v9.23.0
 
 .PHONY: test demo sim chaos allocs chaos-mutation dst-mutation bench lint fmt install-check
 
-## test: the root module and the three adapter modules at once (scripts/parallel.sh; each with
-## servers of its own): install/start private redis-servers, run every test with -race, stop the servers (the
-## deterministic simulator runs on one OS thread, where -race finds nothing: sim/dst and
-## TestSimulate's budget run without it, on the shipped code all the same); the adapters' tests
-## (rueidislease/, valkeygo/: modules of their own, the whole lease suite on their client); then
-## the peer benchmark's own unit tests (bench/ is its own module); the go-redis transport's tests
-## (goredis/ is its own module) on servers of their own, once per version of GOREDIS_MINORS; then
-## check that the chaos campaign and the deterministic simulator catch deliberately broken builds.
-## The root module's tests include the install check (see install-check).
+## test: everything at once (scripts/parallel.sh), each suite with private redis-servers of its own
+## (scripts/with-servers.sh installs and starts them, and stops them on any exit): the root module
+## with -race (the install check included, see install-check), the three adapter modules
+## (rueidislease/, goredis/ once per version of GOREDIS_MINORS, valkeygo/: the whole lease suite
+## on their client), and beside them test-sim, the CPU-bound part (below).
 test:
 	bash scripts/parallel.sh \
-	  "root=bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v '/sim/dst\$$')" \
+	  "root=bash scripts/with-servers.sh $(GO) test -race -p 4 -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v '/sim/dst\$$')" \
 	  "rueidislease=bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./..." \
 	  "goredis=bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do bash scripts/goredis-minor.sh \$$v -race -count=1 -timeout 15m ./... || exit 1; done'" \
-	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..."
+	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..." \
+	  "sim=$(MAKE) --no-print-directory test-sim"
+
+## test-sim: the CPU-bound part of test, run beside the suites (which mostly wait): the deterministic
+## simulator (sim/dst, TestSimulate's budget), the peer benchmark's own unit tests, the allocation
+## checks and the mutation campaigns.
+.PHONY: test-sim
+test-sim:
 	$(GO) test -count=1 -timeout 15m ./sim/dst
 	$(GO) test -count=1 -timeout 15m -run '^TestSimulate$$' ./sim
 	cd bench && $(GO) test -count=1 ./cmd/...
-	$(MAKE) allocs
-	$(MAKE) chaos-mutation
-	$(MAKE) dst-mutation
+	$(MAKE) --no-print-directory allocs
+	$(MAKE) --no-print-directory chaos-mutation
+	$(MAKE) --no-print-directory dst-mutation
 
 ## install-check: RELEASING.md's check alone (also part of test): every module published from the
 ## working tree in a throw-away file module proxy; in a fresh module with an empty module cache,

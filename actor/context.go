@@ -2,34 +2,42 @@ package actor
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	sm "github.com/respire-go/respire/statemachine"
 )
 
-// leaseWatch is a context and its cancel: the lock's (created on first
-// Context call) or a keep-alive's. Both check the lease's end in Err and
-// Value (see Lock.Context).
-type leaseWatch struct {
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	lock      *Lock // the lock whose lease's end Err and Value check first; nil: none (a keep-alive that never started)
-	keepAlive bool  // a KeepAlive's context (for String)
+// leaseCancel is a context made by context.WithCancelCause and its cancel:
+// the cancellation of a lock's Context (made on the first call, 24 bytes
+// beside the 96 of the context and its cancel) and, within a leaseWatch,
+// of a keep-alive's.
+type leaseCancel struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
+// lockContext is a Lock seen as its Context: handing the Lock itself out
+// costs nothing. Its Err and Value check the lease's end first (see
+// Lock.Context); the rest is its leaseCancel's, which Lock.Context made
+// before any lockContext was handed out and which is never replaced.
+type lockContext Lock
+
 // Context returns the context that is cancelled when the lease ends, with
-// the reason as its cause (see lease.Lock.Context for the causes): a
-// *leaseWatch whose Err and Value compare the driver's clock with the
-// lease's end when called (exact after a pause), and whose Done is closed
-// by the deadline timer. It is created on the first call and the same
-// context is returned afterwards. It does not block.
+// the reason as its cause (see lease.Lock.Context for the causes): the
+// lock as a *lockContext, whose Err and Value compare the driver's clock
+// with the lease's end when called (exact after a pause), and whose Done
+// is closed by the deadline timer. Its cancellation is made on the first
+// call (already cancelled when the lease has ended) and the same context
+// is returned afterwards. It does not block.
 func (l *Lock) Context() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.watch == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		l.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: l}
+		l.watch = &leaseCancel{ctx: ctx, cancel: cancel}
 		if l.ending != nil {
 			cancel(l.endingCause(*l.ending))
 		} else {
@@ -37,17 +45,50 @@ func (l *Lock) Context() context.Context {
 			l.observeLocked()
 		}
 	}
-	return l.watch
+	return (*lockContext)(l)
 }
 
 // Deadline implements context.Context: the lock's context has none.
-func (w *leaseWatch) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *lockContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // Done implements context.Context: closed by a timer once the lease ended.
-func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
+func (c *lockContext) Done() <-chan struct{} { return c.watch.ctx.Done() }
 
 // Err implements context.Context exactly: a lease whose end has passed on
 // the monotonic clock is ended now, synchronously, before Err answers.
+func (c *lockContext) Err() error {
+	(*Lock)(c).endIfDue()
+	return c.watch.ctx.Err()
+}
+
+// Value implements context.Context. It checks the lease's end first, so
+// that context.Cause (which reads the cause through Value) is exact too.
+func (c *lockContext) Value(key any) any {
+	(*Lock)(c).endIfDue()
+	return c.watch.ctx.Value(key)
+}
+
+// String names the context without revealing anything of the lock.
+func (c *lockContext) String() string { return "lease.Lock.Context" }
+
+// Format prints String for every verb: the context is the Lock, whose
+// fields (its owner token among them) fmt would print otherwise.
+func (c *lockContext) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
+// leaseWatch is a keep-alive's context and its cancel (KeepAlive.Context):
+// its Err and Value check the lease's end first, as the lock's do.
+type leaseWatch struct {
+	leaseCancel
+	lock *Lock // the lock whose lease's end Err and Value check first; nil: none (a keep-alive that never started)
+}
+
+// Deadline implements context.Context: a keep-alive's context has none.
+func (w *leaseWatch) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done implements context.Context: closed once the keep-alive ended.
+func (w *leaseWatch) Done() <-chan struct{} { return w.ctx.Done() }
+
+// Err implements context.Context exactly, as the lock's context does.
 func (w *leaseWatch) Err() error {
 	if w.lock != nil {
 		w.lock.endIfDue()
@@ -55,8 +96,7 @@ func (w *leaseWatch) Err() error {
 	return w.ctx.Err()
 }
 
-// Value implements context.Context. It checks the lease's end first, so
-// that context.Cause (which reads the cause through Value) is exact too.
+// Value implements context.Context, exact as Err is.
 func (w *leaseWatch) Value(key any) any {
 	if w.lock != nil {
 		w.lock.endIfDue()
@@ -64,13 +104,8 @@ func (w *leaseWatch) Value(key any) any {
 	return w.ctx.Value(key)
 }
 
-// String names the context without revealing anything of the lock.
-func (w *leaseWatch) String() string {
-	if w.keepAlive {
-		return "lease.KeepAlive.Context"
-	}
-	return "lease.Lock.Context"
-}
+// String names the context without revealing anything of the keep-alive.
+func (w *leaseWatch) String() string { return "lease.KeepAlive.Context" }
 
 // endIfDue ends the lease now if its estimate ran out: the check of the
 // lock's exact Err. It takes l.mu only when the end is due.

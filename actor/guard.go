@@ -30,6 +30,9 @@ type lockSide struct {
 	// (conn.GuardFenceKey of its counter) and token; "" and 0 otherwise.
 	fenceKey     string
 	fencingToken int64
+	// recordKey is the lock's write-id record (conn.GuardRecordKey of its
+	// wire key), kept from its first guarded write on.
+	recordKey string
 	// turn lets one guarded write of the lock run at a time (it holds a
 	// value while free), so that the write-id record a settling reads was
 	// written by no other write of this lock.
@@ -259,11 +262,12 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 	l.mu.Lock()
 	l.observeLocked()
 	deadline, holding := l.h.LeaseDeadline()
-	var fenceKey string
-	var fencing int64
-	if l.side != nil {
-		fenceKey, fencing = l.side.fenceKey, l.side.fencingToken
+	side := l.sideLocked()
+	fenceKey, fencing := side.fenceKey, side.fencingToken
+	if side.recordKey == "" {
+		side.recordKey = conn.GuardRecordKey(l.wireKey)
 	}
+	record := side.recordKey
 	var ended error
 	if !holding && l.ending != nil {
 		ended = l.endingCause(*l.ending)
@@ -276,7 +280,7 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 		return conn.Op{}, "", 0, sm.ErrNotHeld
 	}
 	writeID = l.d.newToken()
-	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, Token: l.token, WriteID: writeID, FenceKey: fenceKey,
+	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, RecordKey: record, Token: l.token, WriteID: writeID, FenceKey: fenceKey,
 		FencingToken: fencing, Writes: g.Writes, Script: g.Script, ScriptKeys: g.Keys, ScriptArgs: g.Args})
 	if err := op.Invalid(); err != nil {
 		return conn.Op{}, "", 0, err

@@ -81,7 +81,7 @@ func (k *KeepAlive) Context() context.Context {
 			values = context.WithoutCancel(k.values)
 		}
 		ctx, cancel := context.WithCancelCause(values)
-		k.watch = &leaseWatch{ctx: ctx, cancel: cancel, lock: k.lock, keepAlive: true}
+		k.watch = &leaseWatch{leaseCancel: leaseCancel{ctx: ctx, cancel: cancel}, lock: k.lock}
 		if k.cause != nil {
 			cancel(k.cause)
 		}

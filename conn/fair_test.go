@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"fmt"
 	. "github.com/respire-go/respire/conn"
 	"testing"
 	"time"
@@ -88,39 +89,62 @@ func TestFairGrantsInTicketOrder_MutexScripts(t *testing.T) {
 // next script and its place goes to the one behind it; a granted waiter
 // that does not claim within its waiter lease loses its turn (the key
 // ends, and the next script grants it to the next waiter) (rule
-// FairDeadWaiterCostsItsWaiterLease).
+// FairDeadWaiterCostsItsWaiterLease). The sim servers run on a virtual
+// clock (their TIME, which the scripts prune by, moves only when the test
+// says); the real server's time cannot be held, so there the steps that
+// need a waiter lease not yet ended are checked only when they ran within
+// it, and redone on fresh keys when a loaded machine took longer.
 func TestFairDeadWaiterCostsItsWaiterLease_MutexScripts(t *testing.T) {
-	const short = 200 // ms
-	for _, s := range primitiveServers(t) {
+	for _, s := range clockedServers(t) {
 		t.Run(s.name, func(t *testing.T) {
-			key := s.prefix + "job"
-			r, _ := FairMutex(key)
-			fairTry(t, s, r, "h", 5000)
-			fairTry(t, s, r, "dead", short)
-			fairTry(t, s, r, "b", 60000)
-			time.Sleep(2 * short * time.Millisecond)
-			if res := mustDo(t, s.pool, r.RenewOp("b", 60000)); !res.Owned || res.Holders != 1 {
-				t.Fatalf("b's renewal after the dead waiter's lease ended = %+v; want queued at 1", res)
-			}
-			if res := mustDo(t, s.pool, r.RenewOp("dead", short)); res.Owned || res.Waiting {
-				t.Fatalf("the dead waiter's late renewal = %+v; want not queued", res)
-			}
-			fairTry(t, s, r, "late", short)
-			fairTry(t, s, r, "c", 60000)
-			mustDo(t, s.pool, r.ReleaseOp("h")) // granted to b
-			mustDo(t, s.pool, r.ReleaseOp("b")) // b leaves without claiming: late is granted, never claims
-			if got := s.exec("GET", key); got != "fair:late" {
-				t.Fatalf("key = %q; want reserved for late", got)
-			}
-			time.Sleep(2 * short * time.Millisecond)
-			if res := mustDo(t, s.pool, r.RenewOp("c", 60000)); !res.Waiting {
-				t.Fatalf("c's renewal after late's grant ended = %+v; want granted", res)
-			}
-			if res := fairTry(t, s, r, "late", short); !res.Waiting || res.Holders != 1 {
-				t.Fatalf("late's try after its grant ended = %+v; want queued again, at the back (1: alone)", res)
+			for attempt := 1; ; attempt++ {
+				if deadWaiterScenario(t, s, fmt.Sprintf("job%d", attempt)) {
+					return
+				}
+				if attempt == 20 {
+					t.Skip("the machine never ran the steps within a waiter lease of 200 ms; the sim servers check the rule on their virtual clock")
+				}
 			}
 		})
 	}
+}
+
+// deadWaiterScenario runs the dead-waiter steps on key name; false when a
+// step that needs a live waiter lease ran too late on real time.
+func deadWaiterScenario(t *testing.T, s clockedServer, name string) bool {
+	const short = 200 // ms
+	key := s.prefix + name
+	r, _ := FairMutex(key)
+	fairTry(t, s.primServer, r, "h", 5000)
+	fairTry(t, s.primServer, r, "dead", short)
+	fairTry(t, s.primServer, r, "b", 60000)
+	s.advance(2 * short * time.Millisecond)
+	if res := mustDo(t, s.pool, r.RenewOp("b", 60000)); !res.Owned || res.Holders != 1 {
+		t.Fatalf("b's renewal after the dead waiter's lease ended = %+v; want queued at 1", res)
+	}
+	if res := mustDo(t, s.pool, r.RenewOp("dead", short)); res.Owned || res.Waiting {
+		t.Fatalf("the dead waiter's late renewal = %+v; want not queued", res)
+	}
+	lateQueued := time.Now()
+	fairTry(t, s.primServer, r, "late", short)
+	fairTry(t, s.primServer, r, "c", 60000)
+	mustDo(t, s.pool, r.ReleaseOp("h")) // granted to b
+	mustDo(t, s.pool, r.ReleaseOp("b")) // b leaves without claiming: late is granted, never claims
+	got := s.exec("GET", key)
+	if !s.virtual && time.Since(lateQueued) >= short*time.Millisecond {
+		return false // late's waiter lease may have ended before its grant
+	}
+	if got != "fair:late" {
+		t.Fatalf("key = %q; want reserved for late", got)
+	}
+	s.advance(2 * short * time.Millisecond)
+	if res := mustDo(t, s.pool, r.RenewOp("c", 60000)); !res.Waiting {
+		t.Fatalf("c's renewal after late's grant ended = %+v; want granted", res)
+	}
+	if res := fairTry(t, s.primServer, r, "late", short); !res.Waiting || res.Holders != 1 {
+		t.Fatalf("late's try after its grant ended = %+v; want queued again, at the back (1: alone)", res)
+	}
+	return true
 }
 
 // Goal: a semaphore's free permits go to the first limit − live waiters,

@@ -13,7 +13,10 @@ import (
 type Guard struct {
 	LeaseKey string // the lease key (wire key, prefix included)
 	Token    string // the lock's owner token: a secret, never in an error
-	WriteID  string // this write's fresh id, recorded in RecordKey when the writes run
+	// RecordKey is GuardRecordKey(LeaseKey), given when the caller keeps it
+	// (a lock's guarded writes share it); "" computes it.
+	RecordKey string
+	WriteID   string // this write's fresh id, recorded in RecordKey when the writes run
 	// FenceKey and FencingToken, for a fencing-token lock: the fence
 	// record (GuardFenceKey of the counter key) and the lock's token.
 	// FenceKey "" means no fence check.
@@ -41,63 +44,88 @@ const guardOp = "guarded-write"
 // nothing is sent. Keys in other cluster slots are the caller's to refuse
 // (Transport.CheckFencedKeys on each of GuardKeys).
 func GuardOp(g Guard) Op {
-	record := GuardRecordKey(g.LeaseKey)
+	record := g.RecordKey
+	if record == "" {
+		record = GuardRecordKey(g.LeaseKey)
+	}
 	fence, fencing := g.FenceKey, ""
 	if fence == "" {
 		fence = record
 	} else {
 		fencing = strconv.FormatInt(g.FencingToken, 10)
 	}
-	call := &primitiveCall{name: guardOp, kind: primGuard, keys: []string{g.LeaseKey, record, fence}}
-	args := []string{g.Token, g.WriteID, fencing}
-	reserved := []string{g.LeaseKey, record, g.FenceKey}
+	call := &primitiveCall{name: guardOp, kind: primGuard}
+	reserved := [3]string{g.LeaseKey, record, g.FenceKey}
 	if g.Script != nil {
 		call.script, call.sha = g.Script.source, g.Script.sha
-		call.keys = append(call.keys, g.ScriptKeys...)
-		call.args = append(args, g.ScriptArgs...)
-		call.invalid = checkScriptKeys(g.ScriptKeys, reserved)
+		call.keys = append([]string{g.LeaseKey, record, fence}, g.ScriptKeys...)
+		call.args = append([]string{g.Token, g.WriteID, fencing}, g.ScriptArgs...)
+		call.invalid = checkScriptKeys(g.ScriptKeys, reserved[:])
 		return primitiveOp(call)
 	}
 	call.script, call.sha = GuardWritesScript, GuardWritesScriptSHA
-	var err error
-	call.keys, call.args, err = guardWrites(g.Writes, call.keys, append(args, strconv.Itoa(len(g.Writes))), reserved)
-	call.invalid = err
+	head := [...]string{g.LeaseKey, record, fence, g.Token, g.WriteID, fencing, strconv.Itoa(len(g.Writes))}
+	call.evalsha, call.invalid = guardWrites(g.Writes, &head, reserved[:])
+	if w := call.evalsha; w != nil {
+		keys, _ := strconv.Atoi(w[2])
+		call.keys, call.args = w[3:3+keys:3+keys], w[3+keys:]
+	} else {
+		// nothing is sent; the lease key names the error's route
+		call.keys, call.args = append([]string(nil), head[:3]...), append([]string(nil), head[3:]...)
+	}
 	return primitiveOp(call)
 }
 
-// guardWrites checks writes and appends their keys (each once) to keys and
-// their encoding (argument count, then the arguments, name in upper case)
-// to args.
-func guardWrites(writes [][]string, keys, args, reserved []string) ([]string, []string, error) {
+// guardWrites checks writes and returns the script's EVALSHA command
+// (name and SHA1 first, then the number of keys) in one allocation of its
+// final size: its keys are head's first three, then the keys the writes
+// name, each once; its arguments head's last four, then each write's
+// encoding (its argument count, then its arguments, name in upper case).
+// Or nil and the *WriteError.
+func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]string, error) {
 	if len(writes) == 0 {
-		return keys, args, &WriteError{Index: -1, Err: ErrNoWrites}
+		return nil, &WriteError{Index: -1, Err: ErrNoWrites}
 	}
 	total := 0
 	for _, w := range writes {
 		total += len(w) + 1
 	}
 	if total > MaxGuardArgs+len(writes) {
-		return keys, args, &WriteError{Index: -1, Err: ErrTooManyArgs}
+		return nil, &WriteError{Index: -1, Err: ErrTooManyArgs}
 	}
-	args = slices.Grow(args, total)
+	var few [8]int
+	lasts := few[:0]
+	named := 0
 	for i, w := range writes {
 		last, err := CheckWrite(w)
 		if err != nil {
 			err.(*WriteError).Index = i
-			return keys, args, err
+			return nil, err
 		}
 		for _, k := range w[1 : last+1] {
 			if isReserved(k, reserved) {
-				return keys, args, &WriteError{Index: i, Command: w[0], Err: ErrReservedKey}
-			}
-			if !slices.Contains(keys[3:], k) {
-				keys = append(keys, k)
+				return nil, &WriteError{Index: i, Command: w[0], Err: ErrReservedKey}
 			}
 		}
-		args = append(args, strconv.Itoa(len(w)), strings.ToUpper(w[0]))
-		args = append(args, w[1:]...)
+		lasts, named = append(lasts, last), named+last
 	}
-	return keys, args, nil
+	cmd := make([]string, 0, 3+3+named+4+total)
+	cmd = append(cmd, "EVALSHA", GuardWritesScriptSHA, "")
+	cmd = append(cmd, head[:3]...)
+	for i, w := range writes {
+		for _, k := range w[1 : lasts[i]+1] {
+			if !slices.Contains(cmd[6:], k) {
+				cmd = append(cmd, k)
+			}
+		}
+	}
+	cmd[2] = strconv.Itoa(len(cmd) - 3)
+	cmd = append(cmd, head[3:]...)
+	for _, w := range writes {
+		cmd = append(cmd, strconv.Itoa(len(w)), strings.ToUpper(w[0]))
+		cmd = append(cmd, w[1:]...)
+	}
+	return cmd, nil
 }
 
 // checkScriptKeys refuses a user script's key that is one of the lock's own.

@@ -313,8 +313,11 @@ func oneOf(s string, options ...string) bool {
 // isInteger accepts what the server parses as a 64-bit integer: an
 // optional minus sign and digits, without leading zeros.
 func isInteger(s string) bool {
-	_, err := strconv.ParseInt(s, 10, 64)
-	return err == nil && strconv.FormatInt(mustInt(s), 10) == s
+	if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+		return false
+	}
+	digits := strings.TrimPrefix(s, "-") // ParseInt accepted it: one optional sign, then digits
+	return s[0] != '+' && (digits[0] != '0' || s == "0")
 }
 
 func isPositive(s string) bool { return isInteger(s) && mustInt(s) > 0 }

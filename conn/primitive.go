@@ -43,6 +43,10 @@ type primitiveCall struct {
 	keys, args  []string
 	limit       int   // semaphore acquisitions: the requested limit
 	invalid     error // bad input found when it was built: nothing is sent
+	// evalsha, when built with the call (a guarded write's), is its
+	// EVALSHA command's arguments, keys and args being parts of it: sent
+	// as they are, never changed.
+	evalsha []string
 }
 
 // ScriptCall is one run of a semaphore or read/write-lock script as a pure
@@ -78,6 +82,9 @@ func (c *ScriptCall) Err() error { return c.call.invalid }
 // key (the one that routes it); all its keys share one hash slot.
 func (c *ScriptCall) Command() Command {
 	name, script := "EVALSHA", c.call.sha
+	if w := c.call.evalsha; w != nil && c.step != StepPrimitiveEval {
+		return Command{Args: w[:len(w):len(w)], Key: 3}
+	}
 	if c.step == StepPrimitiveEval {
 		name, script = "EVAL", c.call.script
 	}

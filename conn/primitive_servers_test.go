@@ -125,3 +125,31 @@ func mustRWLock(t *testing.T, prefix, name string) RWLock {
 	}
 	return l
 }
+
+// clockedServer is a primServer whose time the test moves: a sim server on
+// a virtual clock (advance moves it; nothing else does), or the real
+// redis-server (advance sleeps).
+type clockedServer struct {
+	primServer
+	advance func(time.Duration)
+	virtual bool // advance moves the server's clock exactly
+}
+
+// clockedServers is primitiveServers with the sim servers on virtual
+// clocks, for the scripts' rules about time the server measures (TIME).
+func clockedServers(t *testing.T) []clockedServer {
+	var out []clockedServer
+	for _, p := range sim.Profiles {
+		clock := sim.NewManualClock(time.Unix(1_700_000_000, 0))
+		srv := simtest.Start(t, sim.Config{Profile: p, Password: simPassword, Clock: clock})
+		admin := newOutsider(t, []string{srv.Addr()}, "", simPassword)
+		out = append(out, clockedServer{primServer{string(p), newPool(t, newClient(t, []string{srv.Addr()}, "", simPassword)), admin,
+			adminExec(t, admin), ""}, clock.Advance, true})
+	}
+	for _, s := range primitiveServers(t) {
+		if s.name == "real-redis-7.0" {
+			out = append(out, clockedServer{s, time.Sleep, false})
+		}
+	}
+	return out
+}

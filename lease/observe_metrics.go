@@ -51,7 +51,7 @@ type instruments struct {
 	waiters         metric.Int64UpDownCounter
 	holdDuration    metric.Float64Histogram
 
-	heldSince sync.Map // *Lock → time.Time it was seen held (hold.duration)
+	holds holdStarts // when each held lock was seen held (hold.duration)
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
@@ -85,7 +85,7 @@ var (
 // package doc with a meter of provider.
 func newInstruments(provider metric.MeterProvider) (*instruments, error) {
 	meter := provider.Meter(scope, metric.WithInstrumentationVersion(Version))
-	m := &instruments{attrs: map[attrKey]*attrOpts{}}
+	m := &instruments{attrs: map[attrKey]*attrOpts{}, holds: holdStarts{epoch: time.Now()}}
 	var errs [13]error
 	m.acquisitions, errs[0] = meter.Int64Counter("respire.lock.acquisitions", metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Acquisitions of managed locks, by result (acquired, contended, abandoned, failed)."))
@@ -193,7 +193,7 @@ func (o *observer) addHeld(l *Lock, n int64) {
 	if o.metrics != nil {
 		o.metrics.held.Add(context.Background(), n, o.lockAttrs(l, "", "").add...)
 		if n > 0 {
-			o.metrics.heldSince.Store(l, time.Now())
+			o.metrics.holds.start(l)
 		}
 	}
 }
@@ -203,7 +203,7 @@ func (o *observer) holdEnded(l *Lock, released bool) {
 	if o.metrics == nil {
 		return
 	}
-	since, ok := o.metrics.heldSince.LoadAndDelete(l)
+	held, ok := o.metrics.holds.end(l)
 	if !ok {
 		return
 	}
@@ -211,7 +211,7 @@ func (o *observer) holdEnded(l *Lock, released bool) {
 	if released {
 		result = "released"
 	}
-	o.metrics.holdDuration.Record(context.Background(), time.Since(since.(time.Time)).Seconds(),
+	o.metrics.holdDuration.Record(context.Background(), held.Seconds(),
 		o.lockAttrs(l, attrResult, result).rec...)
 }
 

@@ -28,8 +28,8 @@ alive() {
   [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
-cleanup() {
-  local rc=$?
+# stop_servers stops every server started so far (by pid file) and empties $work.
+stop_servers() {
   local pids=()
   for f in "$work"/*/redis.pid; do
     [ -f "$f" ] && pids+=("$(cat "$f")")
@@ -39,6 +39,12 @@ cleanup() {
     for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
+  rm -rf "${work:?}"/*
+}
+
+cleanup() {
+  local rc=$?
+  stop_servers
   rm -rf "$work"
   exit "$rc"
 }
@@ -135,33 +141,45 @@ sentinels_know() {
   [ "$n" -ge 2 ] && cli -p "$1" sentinel replicas respire | grep -q 'slave'
 }
 
+# start_servers starts every server on fresh ports; non-zero when one did
+# not come up (a port taken between freeport's check and the bind: the
+# caller starts over).
+start_servers() {
+  mapfile -t ports < <(cd "$here" && go run ./internal/tools/freeport -n 12)
+  [ "${#ports[@]}" -eq 12 ] || return 1
+  start_node standalone "${ports[0]}" || return 1
+  for i in 1 2 3 4 5 6; do
+    start_node "node$i" "${ports[$i]}" --cluster-enabled yes \
+      --cluster-config-file "$work/node$i/nodes.conf" --cluster-node-timeout 1000 || return 1
+  done
+  start_node primary "${ports[7]}" || return 1
+  start_node replica "${ports[8]}" --replicaof 127.0.0.1 "${ports[7]}" || return 1
+  for p in "${ports[@]:0:9}"; do wait_ready "$p" || return 1; done
+
+  cluster_addrs=()
+  for i in 1 2 3 4 5 6; do cluster_addrs+=("127.0.0.1:${ports[$i]}"); done
+  cli --cluster create "${cluster_addrs[@]}" --cluster-replicas 1 --cluster-yes \
+    >"$work/cluster-create.log" 2>&1 || { cat "$work/cluster-create.log" >&2; return 1; }
+
+  for i in 1 2 3; do start_sentinel "sentinel$i" "${ports[$((8 + i))]}" "${ports[7]}" || return 1; done
+
+  for i in 1 2 3 4 5 6; do wait_for "cluster_state:ok on node$i" cluster_ok "${ports[$i]}" || return 1; done
+  for i in 1 2 3 4 5 6; do
+    if cli -p "${ports[$i]}" role | head -1 | grep -q master; then
+      wait_for "a replica of node$i" replicas_linked "${ports[$i]}" || return 1
+    fi
+  done
+  wait_for "the replica of the sentinel primary" replicas_linked "${ports[7]}" || return 1
+  for i in 1 2 3; do wait_for "sentinel$i knowing the others" sentinels_know "${ports[$((8 + i))]}" || return 1; done
+}
+
 ensure_redis
-mapfile -t ports < <(cd "$here" && go run ./internal/tools/freeport -n 12)
-
-start_node standalone "${ports[0]}"
-for i in 1 2 3 4 5 6; do
-  start_node "node$i" "${ports[$i]}" --cluster-enabled yes \
-    --cluster-config-file "$work/node$i/nodes.conf" --cluster-node-timeout 1000
+for attempt in 1 2 3; do
+  if start_servers; then break; fi
+  if [ "$attempt" -eq 3 ]; then echo "with-servers: servers did not start in 3 attempts" >&2; exit 1; fi
+  echo "with-servers: starting over on other ports (attempt $((attempt + 1)) of 3)" >&2
+  stop_servers
 done
-start_node primary "${ports[7]}"
-start_node replica "${ports[8]}" --replicaof 127.0.0.1 "${ports[7]}"
-for p in "${ports[@]:0:9}"; do wait_ready "$p"; done
-
-cluster_addrs=()
-for i in 1 2 3 4 5 6; do cluster_addrs+=("127.0.0.1:${ports[$i]}"); done
-cli --cluster create "${cluster_addrs[@]}" --cluster-replicas 1 --cluster-yes \
-  >"$work/cluster-create.log" 2>&1 || { cat "$work/cluster-create.log" >&2; exit 1; }
-
-for i in 1 2 3; do start_sentinel "sentinel$i" "${ports[$((8 + i))]}" "${ports[7]}"; done
-
-for i in 1 2 3 4 5 6; do wait_for "cluster_state:ok on node$i" cluster_ok "${ports[$i]}"; done
-for i in 1 2 3 4 5 6; do
-  if cli -p "${ports[$i]}" role | head -1 | grep -q master; then
-    wait_for "a replica of node$i" replicas_linked "${ports[$i]}"
-  fi
-done
-wait_for "the replica of the sentinel primary" replicas_linked "${ports[7]}"
-for i in 1 2 3; do wait_for "sentinel$i knowing the others" sentinels_know "${ports[$((8 + i))]}"; done
 
 export RESPIRE_REAL_REDIS70="127.0.0.1:${ports[0]}"
 export RESPIRE_REAL_REDIS70_PASSWORD="$password"

@@ -37,6 +37,24 @@ func (s *server) commandStats() commandStats {
 	return parseCommandStats(text)
 }
 
+// serverCPU is the server's user + system CPU time so far (INFO cpu; 0 on
+// error).
+func (s *server) serverCPU() time.Duration {
+	text, err := s.stats.Do(context.Background(), s.stats.B().Info().Section("cpu").Build()).ToString()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(text, "\r\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			seconds, _ := strconv.ParseFloat(value, 64)
+			sum += seconds
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
 // parseCommandStats reads the calls of each cmdstat_ line.
 func parseCommandStats(text string) commandStats {
 	out := commandStats{}

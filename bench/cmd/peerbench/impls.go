@@ -55,7 +55,10 @@ type impl struct {
 	// guardedScript is raw rueidis' second row of the guarded-write table:
 	// the guard script by hand; nil for every other implementation.
 	guardedScript func(tag string) (write func(i int) error, done func() error, err error)
-	close         func()
+	// guardedUnguarded is its third: the same writes in a script without
+	// the guard (guarded.go).
+	guardedUnguarded func(tag string) (write func(i int) error, done func() error, err error)
+	close            func()
 }
 
 // watchedLock is a lock taken with a keep-alive whose loss is observable.
@@ -156,7 +159,8 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 	}
 	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, wait: pollTry(try),
 		waits: fmt.Sprintf("polls SET NX every %v (jittered ±50 %%), by hand", rawPollEvery), sem: sem, semWait: pollSem(sem),
-		guarded: rawGuarded(client, c), guardedScript: rawGuardScript(client, c), close: client.Close}, nil
+		guarded: rawGuarded(client, c), guardedScript: rawGuardScript(client, c),
+		guardedUnguarded: rawUnguardedScript(client, c), close: client.Close}, nil
 }
 
 // newRawGoredis is the same by hand on go-redis (SetNX sends EX for a TTL of
