@@ -98,6 +98,14 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 // run tries, and waits between tries as t's spec says.
 func (t *tries) run(ctx context.Context) (*Lock, error) {
 	d := t.d
+	if t.joinsParked() {
+		// Others of this Locks wait on the tracked key: the key was held
+		// at their last read and has not changed since, so a SET NX now
+		// would be refused. Join them; a change hands the key on.
+		if sleep, again := t.poll.Next(d.clock.Now(), d.jitter()); again {
+			return t.pushed(ctx, sleep)
+		}
+	}
 	for {
 		lock, err := t.one(ctx)
 		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
@@ -122,16 +130,16 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 // pushed goes on with a waiting acquisition after a try that did not
 // acquire, with push (push_wait.go): between tries it waits for the key's
 // invalidation, or for the retry interval as a safety net.
-func (t *tries) pushed(ctx context.Context, sleep time.Duration) (*Lock, error) {
+func (t *tries) pushed(ctx context.Context, sleep time.Duration) (lock *Lock, err error) {
 	d := t.d
 	var waiter *pushWaiter
 	on := t.waitOn()
-	defer func() { d.push.leave(on.key, waiter) }()
+	defer func() { d.push.leave(on.key, waiter, lock != nil) }()
 	for {
 		if err := d.push.wait(ctx, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
 			return nil, err
 		}
-		lock, err := t.one(ctx)
+		lock, err = t.one(ctx)
 		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
 			return lock, err
 		}

@@ -31,7 +31,7 @@ func TestPushChangeDuringReadIsSeen_AFreeKeyFoundWhileTheBatonIsOutIsTriedAgain(
 	h.settleReadLocked(holderRead{key: key, e: e, gen: e.gen}, false, nil)
 	armed, missed := e.armed, e.missed
 	h.mu.Unlock()
-	defer h.leave(key, w)
+	defer h.leave(key, w, false)
 	<-w.wake
 	if !armed || !missed {
 		t.Fatalf("after the read: armed %v, missed %v; want the key tracked and the baton's waiter told to try again", armed, missed)

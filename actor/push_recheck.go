@@ -53,9 +53,19 @@ func (h *pushHub) parkUntilTry(ctx context.Context, key string, w *pushWaiter, s
 func (h *pushHub) heldAfterChange(ctx context.Context, key string, w *pushWaiter) bool {
 	h.mu.Lock()
 	e := h.entry(key)
-	if e.baton != w || !e.verify || e.missed || e.arming || ctx.Err() != nil {
+	if e.baton != w || !e.verify || e.missed || ctx.Err() != nil {
 		h.mu.Unlock()
 		return false
+	}
+	if e.arming && !e.member {
+		// Another read of the key is in flight (a waiter's, or the one for
+		// the waiters left after one took the key) and will see this
+		// change: a waiter reading then tries if the key is free or changed,
+		// the read for the others reads again or hands the baton on. Give
+		// the baton back and park.
+		e.verify, e.baton = false, nil
+		h.mu.Unlock()
+		return true
 	}
 	e.verify, e.arming = false, true
 	gen := e.gen

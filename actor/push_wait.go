@@ -67,6 +67,7 @@ func (h *pushHub) close() {
 type pushKey struct {
 	armed   bool          // a tracked read answered and no invalidation came since
 	arming  bool          // a waiter's tracked read is in flight
+	tracks  bool          // the last tracked read of it answered (reads work: a waiter parks long on one in flight)
 	gen     uint64        // invalidations seen: a read that spans one is stale
 	waiters []*pushWaiter // in arrival order; the first without the baton is woken next
 	baton   *pushWaiter   // the waiter woken to try SET NX now, nil when none
@@ -250,7 +251,7 @@ func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Durati
 	case <-w.wake: // stale: the baton it carried was given back above
 	default:
 	}
-	armed, arm := e.armed, !e.armed && !e.arming
+	armed, tracks, arm := e.armed, e.tracks, !e.armed && !e.arming
 	if arm {
 		e.arming = true
 	}
@@ -272,9 +273,14 @@ func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Durati
 		}
 		armed = true
 	}
-	if !armed { // another waiter's read is in flight: not tracked yet
+	if !armed && !tracks { // another's read is in flight, and the last one failed or none answered yet
 		return h.parkUntilTry(ctx, key, w, sleep, parked)
 	}
+	// Parked on a tracked key, or on another's read in flight where reads
+	// work: that read tracks the key (a change then wakes one waiter), or
+	// finds it free or changed (its waiter tries, or the next one is
+	// woken), or fails (its waiter tries and reads again soon, or the next
+	// one is woken: rearm).
 	return h.parkUntilTry(ctx, key, w, parked, parked)
 }
 
@@ -300,10 +306,17 @@ func (h *pushHub) park(ctx context.Context, w *pushWaiter, sleep time.Duration) 
 // ZSCORE of a member it never has (owner tokens are not empty), which
 // tracks it but cannot tell whether a permit is free: it counts as free.
 func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, err error) {
+	found, changed, err := h.armRead(ctx, key, gen)
+	return err == nil && (changed || !found), err
+}
+
+// armRead is arm's read: found says the key (for a sorted set: nothing, it
+// is false) was there, changed that an invalidation came during the read
+// (then the key is not tracked as armed).
+func (h *pushHub) armRead(ctx context.Context, key string, gen uint64) (found, changed bool, err error) {
 	h.mu.Lock()
 	member := h.entry(key).member
 	h.mu.Unlock()
-	var found bool
 	if member {
 		var one [1]conn.WatchReadResult
 		r := h.d.transport.WatchScoreMany(ctx, []conn.MemberRead{{Key: key}}, one[:0])[0]
@@ -316,27 +329,30 @@ func (h *pushHub) arm(ctx context.Context, key string, gen uint64) (free bool, e
 	e := h.entry(key)
 	e.arming = false
 	h.stats.reads++
+	e.tracks = err == nil
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if !found {
 		h.keyMissingLocked(key)
 	}
 	if e.gen != gen {
-		return true, nil
+		return found, true, nil
 	}
 	e.armed = true
-	return !found, nil
+	return found, false, nil
 }
 
 // leave unregisters a waiter whose acquisition ended (acquired, gave up or
 // out of budget). A baton it held goes on to the next waiter at once when
-// the key changed meanwhile. Otherwise, when waiters are left and the key
+// the key changed meanwhile, unless it acquired a mutex key: that change
+// was its own SET NX, or one before it (push_handoff.go). Otherwise, when
+// waiters are left and the key
 // is not tracked (the baton's change untracked it, or this waiter gave up
 // its own read in flight, which may run too late to see the change), the
 // key is read again for them in the background, and the next waiter is
 // woken if it is found free.
-func (h *pushHub) leave(key string, w *pushWaiter) {
+func (h *pushHub) leave(key string, w *pushWaiter, acquired bool) {
 	if w == nil {
 		return
 	}
@@ -354,6 +370,9 @@ func (h *pushHub) leave(key string, w *pushWaiter) {
 	}
 	if e.baton == w {
 		e.baton = nil
+		if e.missed && acquired && !e.member && !e.shared {
+			e.missed = false // read again below: the next is woken if it is free
+		}
 		if e.missed {
 			h.passBatonLocked(e)
 		}
@@ -370,16 +389,33 @@ func (h *pushHub) leave(key string, w *pushWaiter) {
 // left, and wakes the next one if the key is free, or if the read failed:
 // the key is then tracked by nobody, and the woken waiter tries and reads
 // again itself (a parked waiter would otherwise sleep its whole safety
-// net). Locks.Close cancels it.
+// net). A change during a read that found the key held (most often the
+// SET NX of the waiter that just left with the key) is read again, up to
+// rearmRereads times, rather than woken for: its invalidation handed the
+// baton on already, and the read tells whether the key is tracked now.
+// Locks.Close cancels it.
 func (h *pushHub) rearm(key string, gen uint64) {
 	ctx, cancel := h.d.bound(h.ctx, PushCheckTimeout)
 	defer cancel()
-	free, err := h.arm(ctx, key, gen)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entry(key)
-	if err != nil || free {
-		h.passBatonLocked(e)
+	for reads := 1; ; reads++ {
+		found, changed, err := h.armRead(ctx, key, gen)
+		h.mu.Lock()
+		e := h.entry(key)
+		again := err == nil && found && changed && reads <= rearmRereads && !h.closed &&
+			len(e.waiters) > 0 && !e.armed && !e.arming
+		if again {
+			e.arming, gen = true, e.gen
+			h.mu.Unlock()
+			continue
+		}
+		if err != nil || !found || changed {
+			h.passBatonLocked(e)
+		}
+		h.forget(key, e)
+		h.mu.Unlock()
+		return
 	}
-	h.forget(key, e)
 }
+
+// rearmRereads bounds rearm's reads again after a change during its read.
+const rearmRereads = 3

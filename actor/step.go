@@ -199,6 +199,9 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	case sm.EffectDisarmTimer:
 		l.d.timers.disarm(l, e.Timer)
 	case sm.EffectResolve:
+		if e.Result.Release == sm.ReleaseReleased && l.d.push != nil {
+			l.d.push.released(l) // hand the key to a waiter of this process now
+		}
 		l.resolve(e.Caller, e.Result)
 	}
 	return job{}

@@ -12,8 +12,12 @@
 // Besides throughput, latency and memory it compares waiting: hand-off
 // latency between 16 waiters, loss-detection latency, server commands per
 // held lock and the cost of 10,000 waiters, respire-go (invalidation
-// pushes) against respire-go-poll (lease.WithoutPush) and the peers that
-// can wait; -scenarios selects tables, e.g.
+// pushes) against respire-go-poll (lease.WithoutPush), raw rueidis polling
+// SET NX by hand and the peers that can wait (the hand-off tables give SET NX
+// per hand-off, p50 and p99 side by side); fair waiting
+// (lease.WithFairWait) with a waiter in a child process killed with SIGKILL
+// in the middle of the queue (fair-dead-waiter: what it costs the waiters
+// behind it, against its waiter lease); -scenarios selects tables, e.g.
 //
 //	go run ./cmd/peerbench -scenarios handoff,loss -reps 3
 //

@@ -309,6 +309,9 @@ func TestPushSurvivesWatcherReconnect_RereadsEveryKey(t *testing.T) {
 func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_RetriesABusyNode")
 }
+func TestPushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX")
+}
 func TestPushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AFailedRearmWakesTheNextWaiter")
 }

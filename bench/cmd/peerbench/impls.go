@@ -157,7 +157,8 @@ func newRawRueidis(srv *server, c calls, ttl time.Duration) (*impl, error) {
 		client.Close()
 		return nil, err
 	}
-	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, sem: sem, semWait: pollSem(sem),
+	return &impl{name: "raw-rueidis", wire: "SET NX PX, EVALSHA", try: try, wait: pollTry(try),
+		waits: fmt.Sprintf("polls SET NX every %v (jittered ±50 %%), by hand", rawPollEvery), sem: sem, semWait: pollSem(sem),
 		guarded: rawGuarded(client, c), guardedScript: rawGuardScript(client, c),
 		guardedUnguarded: rawUnguardedScript(client, c), close: client.Close}, nil
 }

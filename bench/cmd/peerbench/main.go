@@ -62,6 +62,9 @@ func main() {
 
 // run is main with an exit code, so deferred clean-up (the server) runs.
 func run() int {
+	if spec := os.Getenv(deadWaiterEnv); spec != "" {
+		return deadWaiterChild(spec) // a fair waiter to be killed (deadwaiter.go)
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "peerbench:", err)
@@ -120,7 +123,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.acquireBudget, "acquire-budget", 30*time.Second, "the keep-alive scenario starts no acquisition after this long (the rest count as given up)")
 	implFlag := fs.String("impls", "", "comma-separated subset of implementations (default all)")
 	scenFlag := fs.String("scenarios", "", "comma-separated subset of: uncontended, parallel-64, contended-16, keepalive, "+
-		"handoff, loss, held-cost, watch, semaphore, guarded (default all)")
+		"handoff, loss, held-cost, watch, fair-dead-waiter, semaphore, guarded (default all)")
 	waitingFlags(fs, &cfg.waiting)
 	fs.StringVar(&cfg.out, "out", "RESULTS.md", "write the report here too (empty: stdout only)")
 	if err := fs.Parse(args); err != nil {

@@ -134,6 +134,7 @@ func scenarios(cfg config) []*scenario {
 		})
 	}
 	all = append(all, waitingScenarios(cfg)...)
+	all = append(all, deadWaiterScenario(cfg))
 	all = append(all, semaphoreScenarios(cfg)...)
 	all = append(all, guardedScenarios(cfg)...)
 	var out []*scenario

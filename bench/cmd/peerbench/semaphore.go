@@ -116,6 +116,15 @@ func pollSem(sem func(name string, limit int) (func() error, error)) func(contex
 	}
 }
 
+// pollTry waits for a key by hand: try, and again every rawPollEvery
+// (jittered) until acquired, an error or ctx's end (the raw clients' way
+// to wait, next to the libraries' in the hand-off tables).
+func pollTry(try func(key string) (func() error, error)) func(context.Context, string) (func() error, error) {
+	sem := func(key string, _ int) (func() error, error) { return try(key) }
+	poll := pollSem(sem)
+	return func(ctx context.Context, key string) (func() error, error) { return poll(ctx, key, 1) }
+}
+
 // respireSemWait is respire-go's waiting permit: Semaphore.Acquire with
 // WithWaitUntilDone.
 func respireSemWait(locks *lease.Locks, c calls, ttl time.Duration) func(context.Context, string, int) (func() error, error) {

@@ -21,8 +21,9 @@ import (
 
 // Targets the report states next to the figures (issue 14).
 const (
-	handoffP50Target = time.Millisecond      // hand-off p50
-	lossP99Target    = 10 * time.Millisecond // loss detection p99
+	handoffP50Target  = time.Millisecond      // hand-off p50
+	lossP99Target     = 10 * time.Millisecond // loss detection p99
+	handoffSetsTarget = 1.5                   // SET NX per hand-off, 16 waiters of one process (issue 31)
 )
 
 // waitingConfig is the waiting scenarios' flags.
@@ -84,6 +85,8 @@ func waitingScenarios(cfg config) []*scenario {
 			w.handoffHold, w.handoffs),
 		target: &target{impl: "respire-go", metric: "p50", max: micros(handoffP50Target), unit: "µs",
 			what: fmt.Sprintf("respire-go hand-off p50 ≤ %v", handoffP50Target)},
+		more: []*target{{impl: "respire-go", metric: "sets", max: handoffSetsTarget, unit: "SET",
+			what: fmt.Sprintf("respire-go SET NX per hand-off ≤ %v (one waiter of the process woken per change)", handoffSetsTarget)}},
 		metrics: []metric{{key: "p50", header: "p50 µs", lowerBetter: true, ratio: true},
 			{key: "p99", header: "p99 µs", lowerBetter: true, ratio: true},
 			{key: "commands", header: "commands/hand-off", lowerBetter: true, ratio: true},
