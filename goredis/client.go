@@ -45,6 +45,7 @@ type client struct {
 	addr         string               // standalone: the node
 	ctxDeadlines bool                 // go-redis ends I/O at the ctx's deadline
 	timeouts     bool                 // and at its own ReadTimeout and WriteTimeout
+	ioBound      time.Duration        // timeouts: ReadTimeout + WriteTimeout, the longest a dialled Conn's round trip lasts
 
 	closed    atomic.Pointer[error] // set once the client was found closed
 	lastProbe atomic.Int64          // monoNow of the last probe
@@ -81,6 +82,9 @@ func newClient(uc redis.UniversalClient) (*client, error) {
 		return nil, fmt.Errorf("%w (got %T)", ErrUnsupportedClient, uc)
 	}
 	c.timeouts = read > 0 && write > 0
+	if c.timeouts {
+		c.ioBound = read + write
+	}
 	if read < 0 || write < 0 || (!c.ctxDeadlines && !c.timeouts) || (wbuf > 0 && wbuf < 64) {
 		return nil, ErrUnboundedIO
 	}

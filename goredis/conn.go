@@ -51,6 +51,8 @@ type gconn struct {
 	work  chan struct{}   // a round trip for the worker (cap 1); nil before the first, or once released
 	sent  context.Context // the ctx of the round trip handed to the worker; nil once it returned
 	timer *time.Timer     // Do's deadline
+
+	dialled bool // a round trip returned: the socket was dialled (one Do at a time reads and sets it)
 }
 
 // newConn returns the conn.Conn of rc, a Conn of a client of cl's, to node.
@@ -107,7 +109,7 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 		return notWritten(err)
 	}
 	c.w.prepare(ctx, cmds)
-	if hasDeadline && c.cl.ctxDeadlines && time.Until(deadline) <= closeBound {
+	if c.ownedByCaller(deadline, hasDeadline) {
 		c.w.send(ctx, c.rc)
 		return c.finish(len(cmds), replies)
 	}
@@ -138,6 +140,21 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 	c.abandon()
 	c.cl.learnFailure(c)
 	return fmt.Errorf("%w: %w", errAbandoned, left)
+}
+
+// ownedByCaller reports whether go-redis itself ends the round trip by
+// ctx's deadline (if any) and within closeBound, so that it may run on the
+// caller's goroutine, with no hand-off to the worker: go-redis bounds each
+// write and each read by ctx's deadline with ContextTimeoutEnabled, and
+// by WriteTimeout, then ReadTimeout, once the Conn is dialled (its first
+// round trip may dial, which DialTimeout bounds).
+func (c *gconn) ownedByCaller(deadline time.Time, hasDeadline bool) bool {
+	now := time.Now()
+	end, bounded := now.Add(c.cl.ioBound), c.cl.timeouts && c.dialled
+	if hasDeadline && c.cl.ctxDeadlines && (!bounded || deadline.Before(end)) {
+		end, bounded = deadline, true
+	}
+	return bounded && end.Sub(now) <= closeBound && (!hasDeadline || !end.After(deadline))
 }
 
 // begin marks a round trip in flight, unless the connection is closed or
@@ -204,6 +221,7 @@ func (c *gconn) release() {
 // connection (go-redis would redial it, or read a late reply on it) unless
 // a hook stopped the round trip before go-redis.
 func (c *gconn) finish(n int, replies []conn.Reply) error {
+	c.dialled = true
 	unwritten, err := c.w.outcome(n)
 	for i, r := range c.w.record {
 		if unwritten || r.transport != nil || errors.Is(err, errHookAltered) {

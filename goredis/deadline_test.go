@@ -3,6 +3,9 @@ package goredis
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,4 +161,76 @@ func TestBoundedLocksClose_GoRedisOptionsOnAFrozenServer(t *testing.T) {
 			_ = held
 		})
 	}
+}
+
+// TestGoRedisReturnsByTheDeadline_BoundedRoundTripsStayOnTheCallersGoroutine:
+// a round trip of a dialled Conn that go-redis itself ends within
+// closeBound and by its ctx's deadline (ContextTimeoutEnabled with 200 ms
+// timeouts; or 300 ms ReadTimeout and WriteTimeout) runs on the caller's
+// goroutine, whether its ctx has no deadline or a far one: no hand-off to
+// the worker, whose two goroutine wake-ups per round trip are most of the
+// adapter's latency over raw go-redis from one goroutine. One that go-redis
+// would not end by its ctx's deadline (500 ms under 300 ms + 300 ms
+// timeouts without ContextTimeoutEnabled), or not within closeBound (the
+// default 5 s timeouts), runs on the worker.
+func TestGoRedisReturnsByTheDeadline_BoundedRoundTripsStayOnTheCallersGoroutine(t *testing.T) {
+	far, near := ctxFor(t, time.Minute), ctxFor(t, 500*time.Millisecond)
+	cases := []struct {
+		name            string
+		opts            func(*redis.Options)
+		ctxs            []context.Context
+		wantOnTheWorker bool
+	}{
+		{"ctx-deadlines-read-timeout", ioOptions["ctx-deadlines-read-timeout"], []context.Context{context.Background(), far, near}, false},
+		{"timeouts-300ms", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []context.Context{context.Background(), far}, false},
+		{"timeouts-300ms-near-deadline", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []context.Context{near}, true},
+		{"defaults", ioOptions["defaults"], []context.Context{context.Background(), far}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _, client := private(t, false, tc.opts)
+			var onTheWorker, sent atomic.Int32
+			client.AddHook(workerSpy{onTheWorker: &onTheWorker, sent: &sent})
+			cn := dial(t, newAdapter(t, client), srv.Addr)
+			onTheWorker.Store(0)
+			sent.Store(0)
+			for _, ctx := range tc.ctxs {
+				if _, err := do(ctx, cn, "SET", key(t, "k"), "v"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := onTheWorker.Load(), int32(0); tc.wantOnTheWorker {
+				want = int32(len(tc.ctxs))
+				if got != want || sent.Load() != want {
+					t.Fatalf("%d of %d round trips ran on the worker, want all", got, sent.Load())
+				}
+			} else if got != want || sent.Load() != int32(len(tc.ctxs)) {
+				t.Fatalf("%d of %d round trips ran on the worker, want none", got, sent.Load())
+			}
+		})
+	}
+}
+
+// workerSpy is a user's hook that counts the commands go-redis sends, and
+// those it sends on a gconn's worker goroutine.
+type workerSpy struct{ onTheWorker, sent *atomic.Int32 }
+
+func (workerSpy) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s workerSpy) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.sent.Add(1)
+		pcs := make([]uintptr, 64)
+		frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+		for f, more := frames.Next(); more; f, more = frames.Next() {
+			if strings.HasSuffix(f.Function, ".(*gconn).worker") {
+				s.onTheWorker.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (workerSpy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
