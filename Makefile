@@ -13,12 +13,15 @@ GOREDIS_MINORS ?= v9.23.0
 
 ## test: everything at once (scripts/parallel.sh), each suite with private redis-servers of its own
 ## (scripts/with-servers.sh installs and starts them, and stops them on any exit): the root module
-## with -race (the install check included, see install-check), the three adapter modules
+## with -race (the install check included, see install-check; its two longest packages, lease and
+## cmd/lockctl, as jobs of their own so that they start at once), the three adapter modules
 ## (rueidislease/, goredis/ once per version of GOREDIS_MINORS, valkeygo/: the whole lease suite
 ## on their client), and beside them test-sim, the CPU-bound part (below).
 test:
 	bash scripts/parallel.sh \
-	  "root=bash scripts/with-servers.sh $(GO) test -race -p 4 -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v '/sim/dst\$$')" \
+	  "lease=bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m ./lease" \
+	  "lockctl=bash scripts/with-servers.sh $(GO) test -race -count=1 -timeout 15m ./cmd/lockctl" \
+	  "root=bash scripts/with-servers.sh $(GO) test -race -p 4 -count=1 -timeout 15m \$$($(GO) list $(PKGS) | grep -v -e '/sim/dst\$$' -e '/lease\$$' -e '/cmd/lockctl\$$')" \
 	  "rueidislease=bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./..." \
 	  "goredis=bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do bash scripts/goredis-minor.sh \$$v -race -count=1 -timeout 15m ./... || exit 1; done'" \
 	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..." \
