@@ -25,7 +25,7 @@ test:
 	  "rueidislease=bash scripts/with-servers.sh env -C rueidislease $(GO) test -race -count=1 -timeout 15m ./..." \
 	  "goredis=bash scripts/with-servers.sh bash -c 'for v in $(GOREDIS_MINORS); do bash scripts/goredis-minor.sh \$$v -race -count=1 -timeout 15m ./... || exit 1; done'" \
 	  "valkeygo=bash scripts/with-servers.sh env -C valkeygo $(GO) test -race -count=1 -timeout 15m ./..." \
-	  "sim=$(MAKE) --no-print-directory test-sim"
+	  "sim=make --no-print-directory test-sim"
 
 ## test-sim: the CPU-bound part of test, run beside the suites (which mostly wait): the deterministic
 ## simulator (sim/dst, TestSimulate's budget), the peer benchmark's own unit tests, the allocation
