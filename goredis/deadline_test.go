@@ -174,17 +174,21 @@ func TestBoundedLocksClose_GoRedisOptionsOnAFrozenServer(t *testing.T) {
 // timeouts without ContextTimeoutEnabled), or not within closeBound (the
 // default 5 s timeouts), runs on the worker.
 func TestGoRedisReturnsByTheDeadline_BoundedRoundTripsStayOnTheCallersGoroutine(t *testing.T) {
-	far, near := ctxFor(t, time.Minute), ctxFor(t, 500*time.Millisecond)
+	// Each ctx is made just before its round trip: a deadline made at the
+	// test's start may have passed by the later cases on a loaded machine.
+	none := func() context.Context { return context.Background() }
+	far := func() context.Context { return ctxFor(t, time.Minute) }
+	near := func() context.Context { return ctxFor(t, 500*time.Millisecond) }
 	cases := []struct {
 		name            string
 		opts            func(*redis.Options)
-		ctxs            []context.Context
+		ctxs            []func() context.Context
 		wantOnTheWorker bool
 	}{
-		{"ctx-deadlines-read-timeout", ioOptions["ctx-deadlines-read-timeout"], []context.Context{context.Background(), far, near}, false},
-		{"timeouts-300ms", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []context.Context{context.Background(), far}, false},
-		{"timeouts-300ms-near-deadline", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []context.Context{near}, true},
-		{"defaults", ioOptions["defaults"], []context.Context{context.Background(), far}, true},
+		{"ctx-deadlines-read-timeout", ioOptions["ctx-deadlines-read-timeout"], []func() context.Context{none, far, near}, false},
+		{"timeouts-300ms", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []func() context.Context{none, far}, false},
+		{"timeouts-300ms-near-deadline", func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond }, []func() context.Context{near}, true},
+		{"defaults", ioOptions["defaults"], []func() context.Context{none, far}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +199,7 @@ func TestGoRedisReturnsByTheDeadline_BoundedRoundTripsStayOnTheCallersGoroutine(
 			onTheWorker.Store(0)
 			sent.Store(0)
 			for _, ctx := range tc.ctxs {
-				if _, err := do(ctx, cn, "SET", key(t, "k"), "v"); err != nil {
+				if _, err := do(ctx(), cn, "SET", key(t, "k"), "v"); err != nil {
 					t.Fatal(err)
 				}
 			}
