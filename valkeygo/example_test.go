@@ -32,7 +32,7 @@ func ExampleNew() {
 
 	locks, err := valkeygo.New(client)
 	if err != nil {
-		panic(err) // a nil client or an unsupported one, or an invalid option
+		panic(err) // ErrNilClient, ErrStandaloneReplicas, or an invalid option
 	}
 	defer locks.Close()
 
