@@ -316,3 +316,40 @@ func TestBareCommandRepliesWithEveryCommandsEntry(t *testing.T) {
 		t.Fatalf("SET after COMMAND = %q", got)
 	}
 }
+
+// tickingClock is a Clock that moves forward by step every time it is
+// read: a script that reads the time twice sees time pass inside it, as a
+// script preempted on a loaded machine does.
+type tickingClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+// TestScriptTimeIsFrozenForExpiry: as on a real server, a key that was
+// live when a script started stays live for the whole script, however
+// long the script runs: keys expire by the script's start time, never in
+// the middle of it (else a script that reads TIME, then a key, can find
+// the key gone before the time it read: a semaphore permit taken over
+// before its end).
+func TestScriptTimeIsFrozenForExpiry(t *testing.T) {
+	clock := &tickingClock{now: testEpoch, step: 40 * time.Millisecond}
+	s := startSim(t, Config{Clock: clock, ExpireEvery: -1})
+	w := dial(t, s.Addr())
+	w.do("SET", "k", "v", "PX", "100") // expires 100 ms after one tick
+	script := "redis.call('time') redis.call('time') redis.call('time') redis.call('time')\n" +
+		"return redis.call('get', KEYS[1])"
+	if got := w.do("EVAL", script, "1", "k"); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET after TIME×4 in one script = %q; want the key, live when the script started", got)
+	}
+	if got := w.do("GET", "k"); got != "$-1\r\n" {
+		t.Fatalf("GET after the script = %q; want the key expired", got)
+	}
+}

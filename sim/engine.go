@@ -51,6 +51,7 @@ type Engine struct {
 	pushed     []int64                   // clients whose queue filled since the hook last ran
 	onPush     func(id int64)            // network hook: write the client's pushes
 	nextExpiry int64                     // no key expires before (unix ms); 0: no TTL set
+	scriptAt   int64                     // a running script's start (unix ms), keys expire by it; 0: none
 	pf         *pushFaults               // a Server's DropPush/DelayPush hook (push.go); nil: none
 }
 
@@ -287,12 +288,23 @@ func (e *Engine) AdminExec(args ...string) string {
 
 func (e *Engine) now() int64 { return e.clock.Now().UnixMilli() }
 
+// expiryNow is the time keys expire by: the running script's start time
+// while a script runs (a real server pretends time is blocked at the
+// script's start, so a key live when it started stays live until it
+// ends), else now.
+func (e *Engine) expiryNow() int64 {
+	if e.scriptAt != 0 {
+		return e.scriptAt
+	}
+	return e.now()
+}
+
 // lookup returns the live value of key in the client's db, expiring it
 // lazily.
 func (e *Engine) lookup(c *client, key string) *value {
 	db := e.dbs[c.db]
 	v := db[key]
-	if v != nil && v.expireAt != 0 && e.now() > v.expireAt {
+	if v != nil && v.expireAt != 0 && e.expiryNow() > v.expireAt {
 		delete(db, key)
 		e.keyModified(key, 0)
 		return nil

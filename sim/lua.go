@@ -79,7 +79,8 @@ func (e *Engine) runScript(c *client, sha, src string, keys, argv []string, cach
 	defer L.RemoveContext()
 	defer L.SetTop(0)
 	vm.run = &scriptRun{e: e, c: c, sha: sha, line: 1}
-	defer func() { vm.run = nil }()
+	e.scriptAt = e.now()
+	defer func() { vm.run, e.scriptAt = nil, 0 }()
 	L.SetGlobal("KEYS", stringTable(L, keys))
 	L.SetGlobal("ARGV", stringTable(L, argv))
 	L.Push(L.NewFunctionFromProto(proto))
