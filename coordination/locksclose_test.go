@@ -111,9 +111,16 @@ func TestBoundedLocksClose_CloseContextReturnsAtItsEndAndCloseWaitsForTheRest(t 
 		_, err := lock.Release(context.Background())
 		released <- err
 	}()
-	eventually(t, "the release in flight", 5*time.Second, func() error {
-		if lock.State() != lease.StateReleasing {
-			return fmt.Errorf("state %v", lock.State())
+	// In flight means written: its bytes wait unread in the stopped
+	// server's socket (a release still queued in the client would be
+	// "not sent" when the shutdown closes the socket, and settle at once).
+	// A release script is far longer than a keep-alive's PING.
+	eventually(t, "the release in flight", 10*time.Second, func() error {
+		if st := lock.State(); st != lease.StateReleasing {
+			return fmt.Errorf("state %v", st)
+		}
+		if n := unreadByServer(t, node); n < 60 {
+			return fmt.Errorf("%d bytes unread by the stopped server", n)
 		}
 		return nil
 	})
