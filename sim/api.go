@@ -35,7 +35,10 @@
 // Sorted sets and TIME exist for the semaphore and read/write-lock scripts:
 // ZADD (NX, XX, GT, LT, CH, INCR), ZREM, ZREMRANGEBYSCORE, ZCARD, ZSCORE (a
 // RESP3 double) and ZCOUNT, with WRONGTYPE against strings and lists,
-// expiry and tracking invalidations like every other key.
+// expiry and tracking invalidations like every other key. TIME reads the
+// clock; while a script runs, keys expire by the script's start time, as
+// on a real server (a key live when the script started stays live to its
+// end, however long it runs, and however late a TIME inside it reads).
 //
 // Known gaps: keyspace notifications, pattern and shard pub/sub, ACL
 // channel rules, the tracking table size limit; non-integer sorted-set
