@@ -74,7 +74,13 @@ func caseClientClosed_EveryCallFailsAtOnceNamingTheClientAndSendsNothing(t *test
 			t.Fatal(err)
 		}
 		closeClient()
-		time.Sleep(20 * time.Millisecond) // a client that can only ask (rueidis) probes at most every 10ms
+		// A client that can only be asked (rueidis) is probed at most every
+		// 10 ms: wait until a call was refused for the close, however slow
+		// the machine, rather than sleeping a margin.
+		eventually(t, "a call refused with ErrClientClosed", func() bool {
+			_, err := locks.TryAcquire(ctx, "probe", 10*time.Second)
+			return errors.Is(err, lease.ErrClientClosed)
+		})
 		tg.srv.ResetLog()
 		start := time.Now()
 		_, tryErr := locks.TryAcquire(ctx, "other", 10*time.Second)

@@ -76,8 +76,11 @@ func caseWaitUntilDone_KeepsPollingUntilTheContextEndsAndReturnsItsCause(t *test
 		if ctx.Err() == nil {
 			t.Fatal("Acquire returned before its ctx ended")
 		}
-		if tries := acquireTries(srv.Log(), "k"); tries < 3 {
-			t.Fatalf("%d tries in %v polling every ~10ms; want it to keep polling", tries, budget)
+		// How often it polls is checked on the virtual clock
+		// (WaitUntilDone_AcquiresAsSoonAsTheHolderReleases); here, on a
+		// machine of any load, only that it tried.
+		if tries := acquireTries(srv.Log(), "k"); tries < 1 {
+			t.Fatalf("%d tries in %v; want at least one", tries, budget)
 		}
 	})
 }
