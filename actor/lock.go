@@ -29,14 +29,14 @@ type Lock struct {
 
 	mu        sync.Mutex // guards everything below but pushNext; held only for a Step and its non-blocking effects
 	h         sm.Handle
-	waiters   *waitList    // callers waiting for their answers; nil (back in its pool) when none
-	cmds      *lockCmds    // the commands in flight; nil when none and the lock keeps alive (commands.go)
-	timers    lockTimers   // its renewal and deadline timers on the driver's timer heap (timers.go)
-	renewer   *renewer     // the renewal session's node's renewer (keep-alive batches); nil: route by key
-	keepAlive *KeepAlive   // the running keep-alive, nil when none
-	ending    *sm.Ending   // why the lease ended; nil while it lasts (see endingOf)
-	watch     *leaseCancel // the cancellation of its Context (context.go); nil until first asked for
-	side      *lockSide    // rarely used state (guard.go); nil until first needed
+	waiters   *waitList                 // callers waiting for their answers; nil (back in its pool) when none
+	cmds      *lockCmds                 // the commands in flight; nil when none and the lock keeps alive (commands.go)
+	timers    lockTimers                // its renewal and deadline timers on the driver's timer heap (timers.go)
+	renewer   *renewer                  // the renewal session's node's renewer (keep-alive batches); nil: route by key
+	keepAlive *KeepAlive                // the running keep-alive, nil when none
+	ending    *sm.Ending                // why the lease ended; nil while it lasts (see endingOf)
+	watch     atomic.Pointer[lockWatch] // its Context's Done channel and end (context.go); nil until first needed
+	side      *lockSide                 // rarely used state (guard.go); nil until first needed
 	// pushNext is the next holder of the same wire key in the push hub's
 	// chain (push_hold.go); guarded by the hub's mutex.
 	pushNext *Lock
@@ -62,6 +62,7 @@ type lockFlags uint8
 const (
 	flagClientClosed lockFlags = 1 << iota // the keep-alive ended because the client was closed
 	flagPushed                             // registered with the push hub as a holder (push_hold.go)
+	flagWatched                            // its Context was asked for: the lease's end is watched (context.go)
 	// ownedEndShift is where the owned keep-alive's end cause starts.
 	ownedEndShift = iota
 )

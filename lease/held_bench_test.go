@@ -53,6 +53,7 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 		n := *heldLocks
 		held := make([]*Lock, n)
 		bytes0, goroutines0 := liveBytes(), runtime.NumGoroutine()
+		writeHeapProfile(b, *heldProfile+".before")
 		holdAll(b, locks, held, ttl)
 		time.Sleep(hold) // past the first renewal (at about half the lease)
 		bytes1, goroutines1 := liveBytes(), runtime.NumGoroutine()
