@@ -206,7 +206,7 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as
 		// the lock is held, and nobody can ask for its Context.
-		lock.keepAlive = ownedKeepAlive
+		lock.setKeepAlive(ownedKeepAlive)
 	}
 	lock.renewOn(t.node)
 	lock.mu.Lock()

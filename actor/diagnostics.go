@@ -159,7 +159,7 @@ func (l *Lock) OwnedKeepAliveErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.keepAlive == ownedKeepAlive || l.ownedEnd() == sm.CauseNone:
+	case l.flags.has(flagOwnedKeepAlive) || l.ownedEnd() == sm.CauseNone:
 		return nil
 	case l.ownedEnd() == sm.CauseStopped && l.flags.has(flagClientClosed):
 		return conn.ErrClientClosed

@@ -33,7 +33,7 @@ func TestRecoveryDefersRequests_AReleaseAndAResetWaitingForTheRecoveryGoOutToget
 	clock := &ManualClock{}
 	spawn := &parkedSpawn{}
 	d := New(Config{Transport: standaloneOnly{}, Clock: clock, Spawn: spawn, NewToken: testToken, Drift: sm.DefaultDrift()})
-	l := &Lock{d: d, wireKey: "k", token: "t", keepAlive: ownedKeepAlive}
+	l := &Lock{d: d, wireKey: "k", token: "t", flags: flagOwnedKeepAlive}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	caller := l.newCaller(context.Background())
