@@ -38,9 +38,10 @@ type lockWatch struct {
 	// the lease's cause: Value answers from it, which is how
 	// context.Cause finds the cause (through its *cancelCtx).
 	ended context.Context
-	// afters are the functions AfterFunc registered; guarded by the
-	// lock's mu. Each is started on its own once the lease ends.
-	afters []*afterFunc
+	// afters are the functions AfterFunc registered, nil while none;
+	// guarded by the lock's mu. Each is started on its own once the lease
+	// ends.
+	afters *[]*afterFunc
 }
 
 // afterFunc is one registration of lockContext.AfterFunc.
@@ -104,8 +105,10 @@ func (l *Lock) endWatch(why sm.Ending) {
 	}
 	w.done = old.done // not yet published: set before l.mu is released
 	close(old.done)
-	for _, a := range old.afters {
-		l.d.spawn.Go(a.f)
+	if old.afters != nil {
+		for _, a := range *old.afters {
+			l.d.spawn.Go(a.f)
+		}
 	}
 }
 
@@ -160,16 +163,22 @@ func (c *lockContext) AfterFunc(f func()) (stop func() bool) {
 		return func() bool { return false }
 	}
 	a := &afterFunc{f: f}
-	w.afters = append(w.afters, a)
+	if w.afters == nil {
+		w.afters = new([]*afterFunc)
+	}
+	*w.afters = append(*w.afters, a)
 	return func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		w := l.watch.Load() // the ended one has none: a started one is not undone
-		i := slices.Index(w.afters, a)
+		if w.afters == nil {
+			return false
+		}
+		i := slices.Index(*w.afters, a)
 		if i < 0 {
 			return false
 		}
-		w.afters = slices.Delete(w.afters, i, i+1)
+		*w.afters = slices.Delete(*w.afters, i, i+1)
 		return true
 	}
 }
