@@ -99,11 +99,13 @@ func (l *Lock) endWatch(why sm.Ending) {
 	ended, cancel := context.WithCancelCause(context.Background())
 	cancel(l.endingCause(why))
 	w := &lockWatch{done: closedDone, ended: ended}
-	l.watch.Store(w)
+	if old != nil {
+		w.done = old.done // the channel Done handed out: closed below
+	}
+	l.watch.Store(w) // before the close: whoever it wakes sees the end (Err, Value)
 	if old == nil {
 		return
 	}
-	w.done = old.done // not yet published: set before l.mu is released
 	close(old.done)
 	if old.afters != nil {
 		for _, a := range *old.afters {
