@@ -27,7 +27,7 @@ type Lock struct {
 	// without mu.
 	leaseDeadline atomic.Int64
 
-	mu      sync.Mutex // guards everything below but pushNext; held only for a Step and its non-blocking effects
+	mu      sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
 	h       sm.Handle
 	waiters *waitList                 // callers waiting for their answers; nil (back in its pool) when none
 	cmds    *lockCmds                 // the commands in flight; nil when none and the lock keeps alive (commands.go)
@@ -36,9 +36,6 @@ type Lock struct {
 	ending  *sm.Ending                // why the lease ended; nil while it lasts (see endingOf)
 	watch   atomic.Pointer[lockWatch] // its Context's Done channel and end (context.go); nil until first needed
 	side    *lockSide                 // rarely used state (guard.go); nil until first needed
-	// pushNext is the next holder of the same wire key in the push hub's
-	// chain (push_hold.go); guarded by the hub's mutex.
-	pushNext *Lock
 	// heldSince is the Observer's word for the lock (package lease: when
 	// the hold-duration metric saw it held); guarded by mu.
 	heldSince int64
@@ -51,7 +48,7 @@ type Lock struct {
 	// and never changed, so it is read without mu (its own byte: a byte
 	// written under mu next to it would race with such reads).
 	kind Kind
-	// A Lock is 256 bytes (a size class): every byte is paid by each held
+	// A Lock is 240 bytes (a size class): every byte is paid by each held
 	// lock (lease.TestLockStaysSmall); rarely used state belongs in side
 	// structs.
 }
