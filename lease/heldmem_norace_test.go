@@ -142,13 +142,15 @@ func heldBytesPerLock(t *testing.T, locks *Locks, prefix string, n int) float64 
 	return least
 }
 
-// TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder352Bytes: a lock held
-// with WithKeepAlive, its Context asked for, keeps under 352 bytes of heap
-// with push off or on and metrics on: its Lock (256), its owner token (32),
-// its key (16 here) and its slot of the timer heap and of the push hub's
-// table (BenchmarkHeldKeepAlive measures the same at 10,000 on a real
-// server; docs/architecture.md has the table).
-func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder352Bytes(t *testing.T) {
+// TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder320Bytes: a lock held
+// with WithKeepAlive, its Context asked for, keeps under 320 bytes of heap
+// with push off and under 336 with push on (metrics on): its Lock (240),
+// its owner token (32), its key (16 here), its slot of the timer heap and,
+// with push, of the push hub's holders' table; 304.5 and 317.5 measured,
+// so a Lock one size class larger fails it (BenchmarkHeldKeepAlive
+// measures the same at 10,000 on a real server; docs/architecture.md has
+// the table).
+func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder320Bytes(t *testing.T) {
 	addr := startSimProcess(t)
 	for _, push := range []bool{false, true} {
 		opts := []Option{WithMeterProvider(sdkmetric.NewMeterProvider())}
@@ -157,9 +159,13 @@ func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder352Bytes(t *testing.T) {
 		}
 		locks := newLocks(t, newClient(t, []string{addr}, "", simPassword, false), opts...)
 		perLock := heldBytesPerLock(t, locks, "held"+strconv.FormatBool(push), 5000)
+		bound := 320.0
+		if push {
+			bound = 336
+		}
 		t.Logf("push %v: a held keep-alive lock keeps %.1f bytes", push, perLock)
-		if perLock >= 352 {
-			t.Errorf("push %v: a held keep-alive lock keeps %.1f bytes; want under 352", push, perLock)
+		if perLock >= bound {
+			t.Errorf("push %v: a held keep-alive lock keeps %.1f bytes; want under %v", push, perLock, bound)
 		}
 	}
 }
