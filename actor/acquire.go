@@ -206,13 +206,13 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 		// Shared, and it keeps no values: holding ctx would keep a
 		// request's context (its timer, its values) alive for as long as
 		// the lock is held, and nobody can ask for its Context.
-		lock.keepAlive = ownedKeepAlive
+		lock.setKeepAlive(ownedKeepAlive)
 	}
 	lock.renewOn(t.node)
 	lock.mu.Lock()
 	id := lock.newCaller(ctx)
 	job := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: t.spec.TTL, KeepAlive: t.spec.KeepAlive,
-		Settle: t.settles(), Drift: d.drift, Now: d.clock.Now()}, id)
+		Settle: t.settles(), Drift: &d.drift, Now: d.clock.Now()}, id)
 	for job.op != 0 {
 		d.inflight.Add() // Shutdown waits for the command and the step of its completion
 		lock.mu.Unlock()

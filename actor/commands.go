@@ -100,7 +100,7 @@ func (l *Lock) forgetOp(op sm.OpID) {
 			c.ops[i] = 0
 		}
 	}
-	if c.ops == [2]sm.OpID{} && (l.keepAlive != nil || l.ending != nil) {
+	if c.ops == [2]sm.OpID{} && (l.keepAliveRunning() != nil || l.ending != nil) {
 		l.cmds = nil
 		putCmds(c)
 	}

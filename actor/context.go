@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,35 +12,63 @@ import (
 )
 
 // leaseCancel is a context made by context.WithCancelCause and its cancel:
-// the cancellation of a lock's Context (made on the first call, 24 bytes
-// beside the 96 of the context and its cancel) and, within a leaseWatch,
-// of a keep-alive's.
+// the cancellation of a keep-alive's Context (within a leaseWatch).
 type leaseCancel struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
 
 // lockContext is a Lock seen as its Context: handing the Lock itself out
-// costs nothing. Its Err and Value check the lease's end first (see
-// Lock.Context); the rest is its leaseCancel's, which Lock.Context made
-// before any lockContext was handed out and which is never replaced.
+// costs nothing, and neither does the context until something waits on
+// it. Its Err and Value check the lease's end first (see Lock.Context);
+// its Done channel and the functions registered by AfterFunc (a child
+// context's cancellation, ContextFrom's watch) live in the lock's
+// lockWatch, made when first needed.
 type lockContext Lock
+
+// lockWatch is what a lock's context needs beyond the Lock: the channel
+// Done returns and, once the lease ended, a context cancelled with its
+// cause. It is made by the first Done or AfterFunc, or at the lease's
+// end; it is replaced (same channel, now closed) by one with ended set
+// when the lease ends, so a reader of Lock.watch without l.mu sees either
+// a lease that lasts or an ended one with its cause.
+type lockWatch struct {
+	done chan struct{}
+	// ended is nil while the lease lasts, then a context cancelled with
+	// the lease's cause: Value answers from it, which is how
+	// context.Cause finds the cause (through its *cancelCtx).
+	ended context.Context
+	// afters are the functions AfterFunc registered, nil while none;
+	// guarded by the lock's mu. Each is started on its own once the lease
+	// ends.
+	afters *[]*afterFunc
+}
+
+// afterFunc is one registration of lockContext.AfterFunc.
+type afterFunc struct{ f func() }
+
+// closedDone is the Done of a lock whose lease ended before anyone waited.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Context returns the context that is cancelled when the lease ends, with
 // the reason as its cause (see lease.Lock.Context for the causes): the
 // lock as a *lockContext, whose Err and Value compare the driver's clock
 // with the lease's end when called (exact after a pause), and whose Done
-// is closed by the deadline timer. Its cancellation is made on the first
-// call (already cancelled when the lease has ended) and the same context
-// is returned afterwards. It does not block.
+// is closed by the deadline timer. The first call starts watching the
+// lease's end (InputWatch) and allocates nothing; Done's channel is made
+// when first asked for. The same context is returned afterwards. It does
+// not block.
 func (l *Lock) Context() context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.watch == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		l.watch = &leaseCancel{ctx: ctx, cancel: cancel}
+	if !l.flags.has(flagWatched) {
+		l.flags.set(flagWatched, true)
 		if l.ending != nil {
-			cancel(l.endingCause(*l.ending))
+			l.endWatch(*l.ending)
 		} else {
 			l.step(sm.Input{Kind: sm.InputWatch, Now: l.d.clock.Now()}, 0)
 			l.observeLocked()
@@ -48,24 +77,112 @@ func (l *Lock) Context() context.Context {
 	return (*lockContext)(l)
 }
 
+// watchLocked returns the lock's lockWatch, made now if there is none;
+// l.mu is held.
+func (l *Lock) watchLocked() *lockWatch {
+	w := l.watch.Load()
+	if w == nil {
+		w = &lockWatch{done: make(chan struct{})}
+		l.watch.Store(w)
+	}
+	return w
+}
+
+// endWatch ends the lock's context with why's cause: a lockWatch with
+// ended set replaces the current one, then Done's channel is closed and
+// every function AfterFunc registered is started; l.mu is held.
+func (l *Lock) endWatch(why sm.Ending) {
+	old := l.watch.Load()
+	if old != nil && old.ended != nil {
+		return
+	}
+	ended, cancel := context.WithCancelCause(context.Background())
+	cancel(l.endingCause(why))
+	w := &lockWatch{done: closedDone, ended: ended}
+	if old != nil {
+		w.done = old.done // the channel Done handed out: closed below
+	}
+	l.watch.Store(w) // before the close: whoever it wakes sees the end (Err, Value)
+	if old == nil {
+		return
+	}
+	close(old.done)
+	if old.afters != nil {
+		for _, a := range *old.afters {
+			l.d.spawn.Go(a.f)
+		}
+	}
+}
+
 // Deadline implements context.Context: the lock's context has none.
 func (c *lockContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // Done implements context.Context: closed by a timer once the lease ended.
-func (c *lockContext) Done() <-chan struct{} { return c.watch.ctx.Done() }
+func (c *lockContext) Done() <-chan struct{} {
+	if w := c.watch.Load(); w != nil {
+		return w.done
+	}
+	l := (*Lock)(c)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.watchLocked().done
+}
 
 // Err implements context.Context exactly: a lease whose end has passed on
 // the monotonic clock is ended now, synchronously, before Err answers.
 func (c *lockContext) Err() error {
 	(*Lock)(c).endIfDue()
-	return c.watch.ctx.Err()
+	if w := c.watch.Load(); w != nil && w.ended != nil {
+		return context.Canceled
+	}
+	return nil
 }
 
 // Value implements context.Context. It checks the lease's end first, so
-// that context.Cause (which reads the cause through Value) is exact too.
+// that context.Cause (which reads the cause through Value) is exact too;
+// once the lease ended it answers from a context cancelled with the
+// cause. The context carries no values.
 func (c *lockContext) Value(key any) any {
 	(*Lock)(c).endIfDue()
-	return c.watch.ctx.Value(key)
+	if w := c.watch.Load(); w != nil && w.ended != nil {
+		return w.ended.Value(key)
+	}
+	return nil
+}
+
+// AfterFunc arranges for f to run on its own once the lease ended (at
+// once if it has), as context.AfterFunc does; stop undoes that and reports
+// whether it did. The context package uses it for the children of the
+// lock's context (context.WithCancel and the like) and context.AfterFunc,
+// which would otherwise each need a goroutine to wait on Done.
+func (c *lockContext) AfterFunc(f func()) (stop func() bool) {
+	l := (*Lock)(c)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.watchLocked()
+	if w.ended != nil {
+		l.d.spawn.Go(f)
+		return func() bool { return false }
+	}
+	a := &afterFunc{f: f}
+	if w.afters == nil {
+		w.afters = new([]*afterFunc)
+	}
+	*w.afters = append(*w.afters, a)
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		w := l.watch.Load() // the ended one has none: a started one is not undone
+		if w.afters == nil {
+			return false
+		}
+		i := slices.Index(*w.afters, a)
+		if i < 0 {
+			return false
+		}
+		*w.afters = slices.Delete(*w.afters, i, i+1)
+		return true
+	}
 }
 
 // String names the context without revealing anything of the lock.
@@ -126,8 +243,8 @@ func (l *Lock) endLease(why sm.Ending) {
 	if l.flags.has(flagPushed) {
 		l.d.push.unwatchHeld(l)
 	}
-	if l.watch != nil {
-		l.watch.cancel(l.endingCause(why))
+	if l.flags.has(flagWatched) {
+		l.endWatch(why)
 	}
 }
 

@@ -86,7 +86,7 @@ func (d *Driver) PushKey(wireKey string) PushKey {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var k PushKey
-	for l := h.held.get(wireKey); l != nil; l = l.pushNext {
+	for l := h.held.get(wireKey); l != nil; l = h.held.nextOf(l) {
 		k.Holders++
 	}
 	k.RetryPending = h.retries[wireKey] != nil
@@ -146,7 +146,7 @@ func (d *Driver) PushHolders(wireKey string) []*Lock {
 	d.push.mu.Lock()
 	defer d.push.mu.Unlock()
 	var chain []*Lock
-	for l := d.push.held.get(wireKey); l != nil; l = l.pushNext {
+	for l := d.push.held.get(wireKey); l != nil; l = d.push.held.nextOf(l) {
 		chain = append(chain, l)
 	}
 	return chain
@@ -159,7 +159,7 @@ func (l *Lock) OwnedKeepAliveErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.keepAlive == ownedKeepAlive || l.ownedEnd() == sm.CauseNone:
+	case l.flags.has(flagOwnedKeepAlive) || l.ownedEnd() == sm.CauseNone:
 		return nil
 	case l.ownedEnd() == sm.CauseStopped && l.flags.has(flagClientClosed):
 		return conn.ErrClientClosed

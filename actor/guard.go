@@ -41,6 +41,9 @@ type lockSide struct {
 	// connection could not be fenced, so it may still run: from then on no
 	// settling concludes that a write did not run.
 	unsettled bool
+	// keepAlive is the keep-alive StartKeepAlive started, while it runs
+	// (see Lock.keepAliveRunning); the one an acquisition starts is a flag.
+	keepAlive *KeepAlive
 }
 
 // sideLocked returns l's side, made when first needed; l.mu is held.

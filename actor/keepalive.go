@@ -108,11 +108,38 @@ func (k *KeepAlive) Lock() *Lock { return k.lock }
 // idempotent, and never releases the lock.
 func (k *KeepAlive) Stop() { k.lock.stopKeepAlive(k) }
 
+// keepAliveRunning returns the lock's running keep-alive, nil when none:
+// ownedKeepAlive for the one its acquisition started (a flag: most held
+// locks have one, at no cost), else the one StartKeepAlive started (in the
+// lock's side); l.mu is held (or l is not shared yet).
+func (l *Lock) keepAliveRunning() *KeepAlive {
+	switch {
+	case l.flags.has(flagOwnedKeepAlive):
+		return ownedKeepAlive
+	case l.side != nil:
+		return l.side.keepAlive
+	}
+	return nil
+}
+
+// setKeepAlive records k as the lock's running keep-alive (nil: none);
+// l.mu is held (or l is not shared yet).
+func (l *Lock) setKeepAlive(k *KeepAlive) {
+	l.flags.set(flagOwnedKeepAlive, k == ownedKeepAlive)
+	if k == ownedKeepAlive {
+		k = nil
+	}
+	if k != nil || l.side != nil {
+		l.sideLocked().keepAlive = k
+	}
+}
+
 // stopKeepAlive stops k if it is the lock's keep-alive (or the lock has none
 // running, so a fence after its loss is awaited).
 func (l *Lock) stopKeepAlive(k *KeepAlive) {
 	l.mu.Lock()
-	other := l.keepAlive != nil && l.keepAlive != k
+	running := l.keepAliveRunning()
+	other := running != nil && running != k
 	l.mu.Unlock()
 	if other {
 		return
@@ -141,18 +168,18 @@ func (l *Lock) StartKeepAlive(ctx context.Context, k *KeepAlive) error {
 	}
 	k.lock, k.values = l, ctx
 	l.mu.Lock()
-	if l.keepAlive != nil {
+	if l.keepAliveRunning() != nil {
 		l.mu.Unlock()
 		k.end(sm.ErrKeepAliveActive)
 		return sm.ErrKeepAliveActive
 	}
-	l.keepAlive = k
+	l.setKeepAlive(k)
 	l.renewOn(s.Node())
 	id := l.newCaller(ctx)
 	l.step(sm.Input{Kind: sm.InputKeepAliveStart, Caller: id, Now: l.d.clock.Now()}, id)
 	res, _ := l.collect(id)
-	if res.Err != nil && l.keepAlive == k {
-		l.keepAlive = nil
+	if res.Err != nil && l.keepAliveRunning() == k {
+		l.setKeepAlive(nil)
 	}
 	l.mu.Unlock()
 	if res.Err != nil {

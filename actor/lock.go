@@ -27,21 +27,20 @@ type Lock struct {
 	// without mu.
 	leaseDeadline atomic.Int64
 
-	mu        sync.Mutex // guards everything below but pushNext; held only for a Step and its non-blocking effects
-	h         sm.Handle
-	waiters   *waitList    // callers waiting for their answers; nil (back in its pool) when none
-	cmds      *lockCmds    // the commands in flight; nil when none and the lock keeps alive (commands.go)
-	timers    lockTimers   // its renewal and deadline timers on the driver's timer heap (timers.go)
-	renewer   *renewer     // the renewal session's node's renewer (keep-alive batches); nil: route by key
-	keepAlive *KeepAlive   // the running keep-alive, nil when none
-	ending    *sm.Ending   // why the lease ended; nil while it lasts (see endingOf)
-	watch     *leaseCancel // the cancellation of its Context (context.go); nil until first asked for
-	side      *lockSide    // rarely used state (guard.go); nil until first needed
-	// pushNext is the next holder of the same wire key in the push hub's
-	// chain (push_hold.go); guarded by the hub's mutex.
-	pushNext *Lock
-	callers  sm.CallerID // last CallerID handed out
-	keyStart uint16      // len of the view's prefix: Key is wireKey[keyStart:]
+	mu      sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
+	h       sm.Handle
+	waiters *waitList                 // callers waiting for their answers; nil (back in its pool) when none
+	cmds    *lockCmds                 // the commands in flight; nil when none and the lock keeps alive (commands.go)
+	timers  lockTimers                // its renewal and deadline timers on the driver's timer heap (timers.go)
+	renewer *renewer                  // the renewal session's node's renewer (keep-alive batches); nil: route by key
+	ending  *sm.Ending                // why the lease ended; nil while it lasts (see endingOf)
+	watch   atomic.Pointer[lockWatch] // its Context's Done channel and end (context.go); nil until first needed
+	side    *lockSide                 // rarely used state (guard.go); nil until first needed
+	// heldSince is the Observer's word for the lock (package lease: when
+	// the hold-duration metric saw it held); guarded by mu.
+	heldSince int64
+	callers   sm.CallerID // last CallerID handed out
+	keyStart  uint16      // len of the view's prefix: Key is wireKey[keyStart:]
 	// flags are the lock's yes-or-no facts and how the keep-alive an
 	// acquisition started ended (ownedEnd); written under mu.
 	flags lockFlags
@@ -49,7 +48,7 @@ type Lock struct {
 	// and never changed, so it is read without mu (its own byte: a byte
 	// written under mu next to it would race with such reads).
 	kind Kind
-	// A Lock is 256 bytes (a size class): every byte is paid by each held
+	// A Lock is 240 bytes (a size class): every byte is paid by each held
 	// lock (lease.TestLockStaysSmall); rarely used state belongs in side
 	// structs.
 }
@@ -60,8 +59,10 @@ type Lock struct {
 type lockFlags uint8
 
 const (
-	flagClientClosed lockFlags = 1 << iota // the keep-alive ended because the client was closed
-	flagPushed                             // registered with the push hub as a holder (push_hold.go)
+	flagClientClosed   lockFlags = 1 << iota // the keep-alive ended because the client was closed
+	flagPushed                               // registered with the push hub as a holder (push_hold.go)
+	flagWatched                              // its Context was asked for: the lease's end is watched (context.go)
+	flagOwnedKeepAlive                       // the keep-alive its acquisition started runs (ownedKeepAlive)
 	// ownedEndShift is where the owned keep-alive's end cause starts.
 	ownedEndShift = iota
 )
@@ -182,6 +183,15 @@ func (l *Lock) LeaseDeadline() (time.Duration, bool) {
 	deadline := time.Duration(l.leaseDeadline.Load())
 	return deadline, deadline != 0
 }
+
+// HeldSince returns the Observer's word for the lock (see SetHeldSince);
+// l.mu is held (Observer calls).
+func (l *Lock) HeldSince() int64 { return l.heldSince }
+
+// SetHeldSince sets the Observer's word for the lock, 0 at first: one
+// field in the lock instead of a table of held locks (package lease keeps
+// when it saw the lock held); l.mu is held (Observer calls).
+func (l *Lock) SetHeldSince(v int64) { l.heldSince = v }
 
 // KeepAliveRunning reports whether a keep-alive occupies the lock (running
 // or stopping). It does not block.

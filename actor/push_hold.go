@@ -140,7 +140,7 @@ func (h *pushHub) unwatchHeld(l *Lock) {
 // linkHolderLocked chains l first among the holders of its key; h.mu is
 // held.
 func (h *pushHub) linkHolderLocked(l *Lock) {
-	l.pushNext = h.held.get(l.wireKey)
+	h.held.setNext(l, h.held.get(l.wireKey))
 	h.held.set(l)
 }
 
@@ -149,28 +149,29 @@ func (h *pushHub) linkHolderLocked(l *Lock) {
 // read retry, when none is left; h.mu is held.
 func (h *pushHub) unlinkHolderLocked(l *Lock) {
 	key := l.wireKey
+	next := h.held.nextOf(l)
 	if first := h.held.get(key); first == l {
-		if l.pushNext == nil {
+		if next == nil {
 			h.held.remove(key)
 			h.stopRetryLocked(key) // the retry reads for holders: none is left
 		} else {
-			h.held.set(l.pushNext)
+			h.held.set(next)
 		}
 	} else {
-		for p := first; p != nil; p = p.pushNext {
-			if p.pushNext == l {
-				p.pushNext = l.pushNext
+		for p := first; p != nil; p = h.held.nextOf(p) {
+			if h.held.nextOf(p) == l {
+				h.held.setNext(p, next)
 				break
 			}
 		}
 	}
-	l.pushNext = nil
+	h.held.setNext(l, nil)
 }
 
 // holdsLocked reports whether l is still a registered holder of key; h.mu
 // is held.
 func (h *pushHub) holdsLocked(key string, l *Lock) bool {
-	for p := h.held.get(key); p != nil; p = p.pushNext {
+	for p := h.held.get(key); p != nil; p = h.held.nextOf(p) {
 		if p == l {
 			return true
 		}
@@ -260,7 +261,7 @@ func (h *pushHub) takeChecksLocked(b *checkBatch) bool {
 		r.e.recheck = false
 		r.gen = r.e.gen
 		r.from = len(b.judged)
-		for p := h.held.get(r.key); p != nil; p = p.pushNext {
+		for p := h.held.get(r.key); p != nil; p = h.held.nextOf(p) {
 			b.judged = append(b.judged, p)
 		}
 		r.to = len(b.judged)

@@ -66,9 +66,11 @@ func TestPushDetectsLoss_HolderChainUnlinksAnyHolder(t *testing.T) {
 	}{{nil, []*Lock{c, b, a}}, {b, []*Lock{c, a}}, {c, []*Lock{a}}, {a, nil}} {
 		if step.unlink != nil {
 			locked(func() { h.unlinkHolderLocked(step.unlink) })
-			if step.unlink.pushNext != nil {
-				t.Fatal("an unlinked holder still points into the chain")
-			}
+			locked(func() {
+				if h.held.nextOf(step.unlink) != nil {
+					t.Fatal("an unlinked holder still points into the chain")
+				}
+			})
 		}
 		if got := d.PushHolders("k"); !slices.Equal(got, step.want) {
 			t.Fatalf("chain %v; want %v", got, step.want)
@@ -77,6 +79,9 @@ func TestPushDetectsLoss_HolderChainUnlinksAnyHolder(t *testing.T) {
 	locked(func() {
 		if h.held.get("k") != nil || h.held.get("j") != other || h.held.n != 1 {
 			t.Errorf("%d keys held; want only j's holder", h.held.n)
+		}
+		if h.held.next != nil {
+			t.Errorf("the chains keep %d entries once every chain is one long; want none", len(h.held.next))
 		}
 		h.unlinkHolderLocked(other)
 		if h.held.n != 0 {

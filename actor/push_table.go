@@ -3,7 +3,7 @@ package actor
 import "hash/maphash"
 
 // holderTable maps a wire key to the first keep-alive holder of it (the
-// others are chained by Lock.pushNext): the push hub's held set. It is an
+// others are chained by next): the push hub's held set. It is an
 // open-addressing table of *Lock slots with linear probing, keyed by each
 // lock's own wireKey, so a slot is one pointer: with 100,000 held locks it
 // costs about 10 B a lock where a map[string]*Lock cost about 34 (the key's
@@ -13,6 +13,30 @@ type holderTable struct {
 	seed  maphash.Seed
 	slots []*Lock // len is 0 or a power of two; nil is a free slot
 	n     int     // slots in use
+	// next chains the holders of one wire key, the latest first: a
+	// holder's entry names the one after it, and a holder last in its
+	// chain (nearly every lock: one holder per key) has none. A map
+	// instead of a pointer in every Lock (8 B a held lock) costs only the
+	// keys held more than once (semaphores' permits, readers).
+	next map[*Lock]*Lock
+}
+
+// nextOf returns the holder after l in its key's chain, nil when none.
+func (t *holderTable) nextOf(l *Lock) *Lock { return t.next[l] }
+
+// setNext makes n the holder after l (nil: none).
+func (t *holderTable) setNext(l, n *Lock) {
+	switch {
+	case n != nil && t.next == nil:
+		t.next = map[*Lock]*Lock{l: n}
+	case n != nil:
+		t.next[l] = n
+	case t.next != nil:
+		delete(t.next, l)
+		if len(t.next) == 0 {
+			t.next = nil // the room the busiest moment grew goes with it
+		}
+	}
 }
 
 // holderTableMin is the smallest non-empty table.

@@ -32,7 +32,7 @@ type pushHub struct {
 	d     *Driver
 	mu    sync.Mutex
 	keys  map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
-	held  holderTable         // keep-alive holders: the first of each wire key, chained by Lock.pushNext
+	held  holderTable         // keep-alive holders: the first of each wire key, and their chains
 	stats pushStats
 	// closed: Locks.Close began; no new background read starts, and ctx
 	// (which the holders' reads run under) is cancelled.

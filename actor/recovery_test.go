@@ -33,12 +33,12 @@ func TestRecoveryDefersRequests_AReleaseAndAResetWaitingForTheRecoveryGoOutToget
 	clock := &ManualClock{}
 	spawn := &parkedSpawn{}
 	d := New(Config{Transport: standaloneOnly{}, Clock: clock, Spawn: spawn, NewToken: testToken, Drift: sm.DefaultDrift()})
-	l := &Lock{d: d, wireKey: "k", token: "t", keepAlive: ownedKeepAlive}
+	l := &Lock{d: d, wireKey: "k", token: "t", flags: flagOwnedKeepAlive}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	caller := l.newCaller(context.Background())
 	set := l.step(sm.Input{Kind: sm.InputAcquire, Caller: caller, TTL: 10 * time.Second, KeepAlive: true,
-		Drift: d.drift, Now: clock.Now()}, caller)
+		Drift: &d.drift, Now: clock.Now()}, caller)
 	l.step(sm.Input{Kind: sm.InputCommandDone, Op: set.op, Outcome: sm.OutcomeOK, Now: clock.Now()}, caller)
 	l.mu.Unlock()
 	clock.Advance(5 * time.Second) // the renewal timer ticks (through the heap) and sends a renewal

@@ -74,7 +74,7 @@ func (l *Lock) renewOn(node string) {
 	switch {
 	case node == "":
 		l.renewer = nil
-	case l.keepAlive == nil:
+	case l.keepAliveRunning() == nil:
 	case l.renewer == nil || l.renewer.node != node:
 		l.renewer = l.d.renewerFor(node)
 	}

@@ -56,7 +56,7 @@ var effectBuffers = sync.Pool{New: func() any { b := make([]sm.Effect, 0, 16); r
 func (l *Lock) handle(ev event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ev.kind == eventDone && ev.err != nil && l.keepAlive != nil && errors.Is(ev.err, conn.ErrClientClosed) {
+	if ev.kind == eventDone && ev.err != nil && l.keepAliveRunning() != nil && errors.Is(ev.err, conn.ErrClientClosed) {
 		// Nothing can renew any more: end the keep-alive with its own cause
 		// before the renewal's completion would schedule a retry.
 		l.flags.set(flagClientClosed, true)
@@ -186,12 +186,12 @@ func (l *Lock) apply(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 	case sm.EffectFence:
 		l.fence(e.Op)
 	case sm.EffectCancelKeepAlive:
-		if l.keepAlive == ownedKeepAlive {
+		if k := l.keepAliveRunning(); k == ownedKeepAlive {
 			l.setOwnedEnd(e.Ending.Cause)
-		} else if l.keepAlive != nil {
-			l.keepAlive.end(endingError(e.Ending))
+		} else if k != nil {
+			k.end(endingError(e.Ending))
 		}
-		l.keepAlive = nil
+		l.setKeepAlive(nil)
 	case sm.EffectEndLease:
 		l.endLease(e.Ending)
 	case sm.EffectArmTimer:

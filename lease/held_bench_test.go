@@ -18,7 +18,7 @@ import (
 var (
 	heldLocks   = flag.Int("held.locks", 100000, "BenchmarkHeldKeepAlive: how many locks to hold")
 	heldPush    = flag.Bool("held.push", false, "BenchmarkHeldKeepAlive: push on (the default of New) instead of WithoutPush")
-	heldProfile = flag.String("held.heapprofile", "", "BenchmarkHeldKeepAlive: write a heap profile while the locks are held to this file")
+	heldProfile = flag.String("held.heapprofile", "", "BenchmarkHeldKeepAlive: write a heap profile while the locks are held to this file (and one before they are taken to this file + \".before\", for pprof -base)")
 	heldRequest = flag.Bool("held.request", false, "BenchmarkHeldKeepAlive: acquire each lock under a context.WithTimeout of its own (a request's ctx) instead of context.Background()")
 )
 
@@ -26,7 +26,8 @@ var (
 // WithKeepAlive and Lock.Context on the real redis-server of
 // RESPIRE_REAL_REDIS70, with push off (WithoutPush: the client's own cost of
 // a held lock), past their first renewal (lease 10s, held 7.5s), and reports
-// the heap and goroutine stacks per lock (after GC, against before), the
+// the heap and goroutine stacks per lock (after GC, against before; and
+// the heap alone, heap-B/lock), the
 // goroutines while held and the worst renewal lateness (the
 // respire.lock.renewal.lateness histogram) as a share of the renewal
 // interval. Nothing is asserted about its timing:
@@ -52,10 +53,15 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 	for range b.N {
 		n := *heldLocks
 		held := make([]*Lock, n)
-		bytes0, goroutines0 := liveBytes(), runtime.NumGoroutine()
+		heap0, bytes0 := liveHeapAndStacks()
+		goroutines0 := runtime.NumGoroutine()
+		if *heldProfile != "" {
+			writeHeapProfile(b, *heldProfile+".before") // for pprof -base
+		}
 		holdAll(b, locks, held, ttl)
 		time.Sleep(hold) // past the first renewal (at about half the lease)
-		bytes1, goroutines1 := liveBytes(), runtime.NumGoroutine()
+		heap1, bytes1 := liveHeapAndStacks()
+		goroutines1 := runtime.NumGoroutine()
 		writeHeapProfile(b, *heldProfile)
 		for _, l := range held {
 			if l.Context().Err() != nil {
@@ -64,6 +70,7 @@ func BenchmarkHeldKeepAlive(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(bytes1-bytes0)/float64(n), "B/lock")
+		b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/lock")
 		b.ReportMetric(float64(goroutines1-goroutines0), "goroutines")
 		b.ReportMetric(worstLateness(b, reader)/(ttl/2).Seconds()*100, "%-worst-late")
 		for _, l := range held {
@@ -102,13 +109,16 @@ func holdAll(b *testing.B, locks *Locks, held []*Lock, ttl time.Duration) {
 	}
 }
 
-// liveBytes is the heap in use plus goroutine stacks, after a full GC.
-func liveBytes() int64 {
+// liveHeapAndStacks returns, after a full GC, the heap in use and that
+// plus goroutine stacks. The stacks include those the runtime keeps for reuse with
+// exited goroutines (holdAll's 64 workers: ~50 B a lock at 10,000), which
+// heap-B/lock leaves out.
+func liveHeapAndStacks() (heap, heapAndStacks int64) {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc + ms.StackInuse)
+	return int64(ms.HeapAlloc), int64(ms.HeapAlloc + ms.StackInuse)
 }
 
 // worstLateness is the largest renewal lateness recorded, in seconds.

@@ -1,44 +1,30 @@
 package lease
 
 import (
-	"sync"
 	"time"
 )
 
-// holdStarts remembers when each held lock was seen held, for
-// respire.lock.hold.duration: one map entry of 16 bytes per held lock (a
-// sync.Map of boxed time.Time cost ~130), as the time since the
-// instruments' epoch on the monotonic clock.
+// holdStarts tells when each held lock was seen held, for
+// respire.lock.hold.duration: the time since the instruments' epoch on the
+// monotonic clock, kept in the lock itself (actor.Lock.SetHeldSince, 8
+// bytes of the Lock; a table of held locks cost ~30 bytes a lock). Its
+// methods are called with the lock's mutex held (observer effects).
 type holdStarts struct {
 	epoch time.Time
-	mu    sync.Mutex
-	since map[*Lock]time.Duration // nil while no lock is held: a map never shrinks
 }
 
 // start records that l is held from now.
 func (h *holdStarts) start(l *Lock) {
-	now := time.Since(h.epoch)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.since == nil {
-		h.since = make(map[*Lock]time.Duration)
-	}
-	h.since[l] = now
+	l.core().SetHeldSince(int64(max(1, time.Since(h.epoch)))) // 0 stands for none
 }
 
-// end forgets l and returns how long it was held; false if its start was
-// not recorded.
+// end forgets l's start and returns how long it was held; false if its
+// start was not recorded.
 func (h *holdStarts) end(l *Lock) (time.Duration, bool) {
-	now := time.Since(h.epoch)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	start, ok := h.since[l]
-	if !ok {
+	start := time.Duration(l.core().HeldSince())
+	if start == 0 {
 		return 0, false
 	}
-	delete(h.since, l)
-	if len(h.since) == 0 {
-		h.since = nil // the table the busiest moment grew goes with it
-	}
-	return now - start, true
+	l.core().SetHeldSince(0)
+	return time.Since(h.epoch) - start, true
 }

@@ -10,7 +10,7 @@ func TestTheLeaseDeadlineIsEarlierThanTheServersByTheDriftMargin(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
 	sent := d.now
-	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: 10 * time.Second, KeepAlive: true, Drift: DefaultDrift()})
+	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: 10 * time.Second, KeepAlive: true, Drift: new(DefaultDrift())})
 	eff = d.done(find(t, eff, EffectSendAcquire).Op, OutcomeOK, nil)
 	want := sent + 10*time.Second - (2*time.Millisecond + 100*time.Millisecond)
 	if deadline, _ := d.h.LeaseDeadline(); deadline != want {

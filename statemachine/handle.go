@@ -54,7 +54,7 @@ type Handle struct {
 	watched        bool        // the lock's context exists (InputWatch): its end is watched by the deadline timer
 	leaseEnded     bool        // EffectEndLease was emitted
 	renewByKeep    bool        // the renewal in flight belongs to the keep-alive
-	acquireWants   acquireWant // what InputAcquire asked for (one byte: a Handle is 96 bytes)
+	acquireWants   acquireWant // what InputAcquire asked for (one byte: a Handle is 88 bytes)
 	fencesPending  uint8
 	lastOp         OpID
 	renewOp        OpID // the SET (in Acquiring/Abandoned) or renewal in flight
@@ -62,7 +62,7 @@ type Handle struct {
 	timerSeq       uint32
 	renewalSeq     uint32 // Seq of the armed renewal timer; 0 = disarmed
 	deadlineSeq    uint32 // Seq of the armed deadline timer; 0 = disarmed
-	drift          Drift
+	drift          *Drift // shared (Input.Drift); nil: no margin
 	duration       time.Duration
 	confirmedAt    time.Duration // send timestamp of the last confirmed acquire/extension
 	renewSentAt    time.Duration
@@ -125,6 +125,9 @@ func (h *Handle) deadline() time.Duration {
 
 // leaseEnd is the local deadline of a lease of ttl sent at sentAt.
 func (h *Handle) leaseEnd(sentAt, ttl time.Duration) time.Duration {
+	if h.drift == nil {
+		return sentAt + ttl
+	}
 	return sentAt + ttl - h.drift.Of(ttl)
 }
 

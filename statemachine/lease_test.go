@@ -69,7 +69,7 @@ func TestLeaseContext_StoppingTheKeepAliveKeepsWatchingTheLease(t *testing.T) {
 func TestAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredIsNotHandedOut(t *testing.T) {
 	d := newDriver(t)
 	c := d.newCaller()
-	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second, Drift: DefaultDrift()})
+	eff := d.step(Input{Kind: InputAcquire, Caller: c, TTL: time.Second, Drift: new(DefaultDrift())})
 	op := find(t, eff, EffectSendAcquire).Op
 	d.advance(time.Second) // the reply took the whole lease
 	eff = d.done(op, OutcomeOK, nil)

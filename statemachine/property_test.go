@@ -61,9 +61,10 @@ func (x *explorer) nextInput() Input {
 	}
 	s := x.h.State()
 	if s == Acquiring && len(x.inFlight) == 0 && x.caller == 0 {
-		var drift Drift
+		var drift *Drift
 		if x.rng.IntN(2) == 0 {
-			drift = DefaultDrift()
+			d := DefaultDrift()
+			drift = &d
 		}
 		return Input{Kind: InputAcquire, Caller: x.newCaller(), TTL: x.ttl(), KeepAlive: x.calm || x.rng.IntN(2) == 0, Drift: drift}
 	}
