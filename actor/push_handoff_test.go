@@ -1,10 +1,15 @@
 package actor
 
 import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/respire-go/respire/sim"
+	sm "github.com/respire-go/respire/statemachine"
 )
 
 // TestPushWakesOneWaiterPerRelease_NoWaiterIsStrandedWhenTheWokenOneLeaves:
@@ -100,3 +105,126 @@ func TestFairGrantsInTicketOrder_ALocalReleaseWakesTheLocalHeadAtOnce(t *testing
 	default:
 	}
 }
+
+// TestPushWakesOneWaiterPerRelease_APushBeforeTheLocalReleasesReplyIsTriedWithoutARead:
+// the invalidation of a key that a lock of the same Locks is releasing
+// often comes before the release's reply (two sockets, two readers). The
+// waiter it wakes sends SET NX at once — no tracked read first, as for a
+// change nobody here explains (rule PushIgnoresOthersRenewals), and, for a
+// keep-alive holder, no holders' read either — so the hand-off waits for
+// neither that read nor the reply. The sim holds the release's reply until
+// the waiter's try is handed to the session (it is sent behind that reply),
+// so the push comes first every time; the commands between the release
+// and the waiter's SET NX are counted on the server's log: none.
+func TestPushWakesOneWaiterPerRelease_APushBeforeTheLocalReleasesReplyIsTriedWithoutARead(t *testing.T) {
+	tries := &acquireSteps{sent: make(chan struct{}, 1)}
+	srv, d := testDriver(t, sim.Valkey90, func(c *Config) { c.Observer = tries })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a failure only
+	defer cancel()
+	// A first release learns which delete the server has (one command from then on).
+	warm, err := d.Acquire(ctx, AcquireSpec{WireKey: "push:warm", TTL: time.Minute})
+	if err != nil || warm == nil {
+		t.Fatalf("warm-up: %v, %v", warm, err)
+	}
+	if _, err := warm.Request(ctx, sm.Input{Kind: sm.InputRelease}); err != nil {
+		t.Fatal(err)
+	}
+	for _, keepAlive := range []bool{false, true} {
+		key := "push:first:" + map[bool]string{false: "plain", true: "kept"}[keepAlive]
+		between := pushBeforeReply(ctx, t, srv, d, tries, key, keepAlive)
+		if len(between) != 0 {
+			t.Errorf("keep-alive %v: commands between the release and the waiter's SET NX: %q, want none", keepAlive, between)
+		}
+	}
+}
+
+// pushBeforeReply releases key, held by a lock of d, with a waiter of d
+// parked on it, holding the release's reply until the waiter's try is
+// handed to the session, and returns the commands the server received
+// between the release and that try.
+func pushBeforeReply(ctx context.Context, t *testing.T, srv *sim.Server, d *Driver, tries *acquireSteps, key string,
+	keepAlive bool) (between []string) {
+	t.Helper()
+	holder, err := d.Acquire(ctx, AcquireSpec{WireKey: key, TTL: time.Minute, KeepAlive: keepAlive})
+	if err != nil || holder == nil {
+		t.Fatalf("holder: %v, %v", holder, err)
+	}
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := d.Acquire(ctx, AcquireSpec{WireKey: key, TTL: time.Minute, UntilDone: true, RetryEvery: time.Minute,
+			RetryEverySet: true})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	for parked := false; !parked; time.Sleep(time.Millisecond) { // the waiter's tracked read answered
+		d.push.mu.Lock()
+		e := d.push.keys[key]
+		parked = e != nil && e.armed && len(e.waiters) == 1
+		d.push.mu.Unlock()
+	}
+	srv.ResetLog()
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Times: 1,
+		Match: func(args []string) bool { return slices.Contains(args, holder.Token()) }})
+	tries.armed.Store(true) // the waiter's next try is the one the release's push wakes
+	released := make(chan error, 1)
+	go func() {
+		_, err := holder.Request(ctx, sm.Input{Kind: sm.InputRelease})
+		released <- err
+	}()
+	select {
+	case <-tries.sent:
+	case <-ctx.Done():
+		t.Fatal("the waiter did not try while the release's reply was held")
+	}
+	tries.armed.Store(false)
+	close(gate)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	waiter := <-got
+	if waiter == nil {
+		t.Fatal("the waiter did not acquire")
+	}
+	seen := false
+	for _, e := range srv.Log() {
+		switch {
+		case slices.Contains(e.Args, holder.Token()):
+			seen = true
+		case seen && slices.Contains(e.Args, waiter.Token()):
+			seen = false
+		case seen:
+			between = append(between, strings.Join(e.Args, " "))
+		}
+	}
+	return between
+}
+
+// acquireSteps is an Observer that tells, once armed, of the next step
+// that sends an acquisition.
+type acquireSteps struct {
+	armed atomic.Bool
+	sent  chan struct{}
+}
+
+func (o *acquireSteps) Stepped(_ *Lock, in sm.Input, effects []sm.Effect) {
+	if in.Kind != sm.InputAcquire || !o.armed.Load() {
+		return
+	}
+	for _, e := range effects {
+		if e.Kind == sm.EffectSendAcquire {
+			select {
+			case o.sent <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (o *acquireSteps) Fence(ctx context.Context, _ *Lock) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+
+func (o *acquireSteps) RenewalSent(*Lock, time.Duration, time.Duration) {}
