@@ -203,10 +203,12 @@ func pushBeforeReply(ctx context.Context, t *testing.T, srv *sim.Server, d *Driv
 }
 
 // acquireSteps is an Observer that tells, once armed, of the next step
-// that sends an acquisition.
+// that sends an acquisition (also, when set, runs first, under the lock's
+// mutex).
 type acquireSteps struct {
 	armed atomic.Bool
 	sent  chan struct{}
+	also  func()
 }
 
 func (o *acquireSteps) Stepped(_ *Lock, in sm.Input, effects []sm.Effect) {
@@ -215,6 +217,9 @@ func (o *acquireSteps) Stepped(_ *Lock, in sm.Input, effects []sm.Effect) {
 	}
 	for _, e := range effects {
 		if e.Kind == sm.EffectSendAcquire {
+			if o.also != nil && o.armed.CompareAndSwap(true, false) {
+				o.also()
+			}
 			select {
 			case o.sent <- struct{}{}:
 			default:
@@ -228,3 +233,90 @@ func (o *acquireSteps) Fence(ctx context.Context, _ *Lock) (context.Context, fun
 }
 
 func (o *acquireSteps) RenewalSent(*Lock, time.Duration, time.Duration) {}
+
+// TestFairGrantsInTicketOrder_TheLocalHeadsClaimGoesOutBeforeTheKeysRead:
+// a fair release grants the key to the queue's head; its invalidation wakes
+// the local head, whose try claims the grant — the hand-off — and the read
+// that tracks the key again for the others waits until that try ended
+// instead of running beside it (a holders' read on the watcher per
+// hand-off, which slowed the claim down). The sim holds the release's reply
+// until the head's claim is handed to the session, so the push wakes the
+// head; when the claim goes out, no read of the key is queued, in flight or
+// done since the release; once the claim ended, the key is read again.
+func TestFairGrantsInTicketOrder_TheLocalHeadsClaimGoesOutBeforeTheKeysRead(t *testing.T) {
+	const key = "fair:claim"
+	h, before := (*pushHub)(nil), 0
+	readBeside := make(chan bool, 1)
+	tries := &acquireSteps{sent: make(chan struct{}, 1), also: func() {
+		h.mu.Lock()
+		e := h.keys[key]
+		readBeside <- e == nil || e.queued || e.check || h.stats.holderReads != before
+		h.mu.Unlock()
+	}}
+	srv, d := testDriver(t, sim.Valkey90, func(c *Config) { c.Observer = tries })
+	h = d.push
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a failure only
+	defer cancel()
+	fair := &FairSpec{WaiterLease: time.Minute}
+	// A first release loads the release script (one EVALSHA from then on).
+	warm, err := d.Acquire(ctx, AcquireSpec{WireKey: "fair:warm", TTL: time.Minute, Fair: fair})
+	if err != nil || warm == nil {
+		t.Fatalf("warm-up: %v, %v", warm, err)
+	}
+	if _, err := warm.Request(ctx, sm.Input{Kind: sm.InputRelease}); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := d.Acquire(ctx, AcquireSpec{WireKey: key, TTL: time.Minute, Fair: fair})
+	if err != nil || holder == nil {
+		t.Fatalf("holder: %v, %v", holder, err)
+	}
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := d.Acquire(ctx, AcquireSpec{WireKey: key, TTL: time.Minute, UntilDone: true, RetryEvery: time.Minute,
+			RetryEverySet: true, Fair: fair})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	for parked := false; !parked; time.Sleep(time.Millisecond) { // queued at the head, the key tracked
+		h.mu.Lock()
+		e := h.keys[key]
+		parked = e != nil && e.armed && len(e.fair) == 1 && e.fair[0].position() == 1
+		before = h.stats.holderReads
+		h.mu.Unlock()
+	}
+	gate := make(chan struct{})
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: gate, Times: 1,
+		Match: func(args []string) bool { return slices.Contains(args, holder.Token()) }})
+	tries.armed.Store(true)
+	released := make(chan error, 1)
+	go func() {
+		_, err := holder.Request(ctx, sm.Input{Kind: sm.InputRelease})
+		released <- err
+	}()
+	select {
+	case beside := <-readBeside:
+		if beside {
+			t.Error("a read of the key was due, in flight or done when the head's claim went out")
+		}
+	case <-ctx.Done():
+		t.Fatal("the head did not claim while the release's reply was held")
+	}
+	tries.armed.Store(false)
+	close(gate)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if l := <-got; l == nil {
+		t.Fatal("the head did not acquire")
+	}
+	for read := false; !read; time.Sleep(time.Millisecond) { // the deferred read, after the claim
+		h.mu.Lock()
+		read = h.stats.holderReads > before
+		h.mu.Unlock()
+		if ctx.Err() != nil {
+			t.Fatal("the key was not read again after the head's claim")
+		}
+	}
+}

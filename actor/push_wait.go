@@ -82,6 +82,9 @@ type pushKey struct {
 	// releasing counts the releases of it by locks of this Locks on the
 	// wire: a change meanwhile is most likely one of them (push_handoff.go).
 	releasing int
+	// fairDeferred: a change woke the local fair head, and the read that
+	// tracks the key again waits until a fair waiter's try ended (push_fair.go).
+	fairDeferred bool
 }
 
 // waitOn is what a waiting acquisition waits for a change of: its key, and
