@@ -122,13 +122,7 @@ func TestPushWakesOneWaiterPerRelease_APushBeforeTheLocalReleasesReplyIsTriedWit
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // bounds a failure only
 	defer cancel()
 	// A first release learns which delete the server has (one command from then on).
-	warm, err := d.Acquire(ctx, AcquireSpec{WireKey: "push:warm", TTL: time.Minute})
-	if err != nil || warm == nil {
-		t.Fatalf("warm-up: %v, %v", warm, err)
-	}
-	if _, err := warm.Request(ctx, sm.Input{Kind: sm.InputRelease}); err != nil {
-		t.Fatal(err)
-	}
+	warmRelease(ctx, t, d, AcquireSpec{WireKey: "push:warm", TTL: time.Minute})
 	for _, keepAlive := range []bool{false, true} {
 		key := "push:first:" + map[bool]string{false: "plain", true: "kept"}[keepAlive]
 		between := pushBeforeReply(ctx, t, srv, d, tries, key, keepAlive)
@@ -202,6 +196,20 @@ func pushBeforeReply(ctx context.Context, t *testing.T, srv *sim.Server, d *Driv
 	return between
 }
 
+// warmRelease acquires and releases a lock of spec, so that the commands
+// a release sends are known to the server (a fallback, a script load) before
+// a test counts them.
+func warmRelease(ctx context.Context, t *testing.T, d *Driver, spec AcquireSpec) {
+	t.Helper()
+	warm, err := d.Acquire(ctx, spec)
+	if err != nil || warm == nil {
+		t.Fatalf("warm-up: %v, %v", warm, err)
+	}
+	if _, err := warm.Request(ctx, sm.Input{Kind: sm.InputRelease}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // acquireSteps is an Observer that tells, once armed, of the next step
 // that sends an acquisition (also, when set, runs first, under the lock's
 // mutex).
@@ -259,13 +267,7 @@ func TestFairGrantsInTicketOrder_TheLocalHeadsClaimGoesOutBeforeTheKeysRead(t *t
 	defer cancel()
 	fair := &FairSpec{WaiterLease: time.Minute}
 	// A first release loads the release script (one EVALSHA from then on).
-	warm, err := d.Acquire(ctx, AcquireSpec{WireKey: "fair:warm", TTL: time.Minute, Fair: fair})
-	if err != nil || warm == nil {
-		t.Fatalf("warm-up: %v, %v", warm, err)
-	}
-	if _, err := warm.Request(ctx, sm.Input{Kind: sm.InputRelease}); err != nil {
-		t.Fatal(err)
-	}
+	warmRelease(ctx, t, d, AcquireSpec{WireKey: "fair:warm", TTL: time.Minute, Fair: fair})
 	holder, err := d.Acquire(ctx, AcquireSpec{WireKey: key, TTL: time.Minute, Fair: fair})
 	if err != nil || holder == nil {
 		t.Fatalf("holder: %v, %v", holder, err)
