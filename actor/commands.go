@@ -149,6 +149,9 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		unfenced = true
 		l.d.warnUnfenced(err)
 	}
+	if h := l.d.push; h != nil && h.releaseSent(l) {
+		defer h.releaseAnswered(l)
+	}
 	res, err := l.d.run(ctx, s, l.ref().release(), j.route)
 	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
 }

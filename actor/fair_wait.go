@@ -70,6 +70,9 @@ func (t *tries) fairWaiting(ctx context.Context, sleep time.Duration) (*Lock, er
 		}
 		lock, err := t.one(ctx)
 		w.setTrying(false)
+		if d.push != nil {
+			d.push.fairTried(w) // the read a change deferred for this try (push_fair.go)
+		}
 		if lock != nil {
 			if d.push != nil {
 				d.push.fairGone(w)

@@ -15,7 +15,8 @@ import (
 // push_batch.go) and wakes the local waiter whose reservation it finds.
 // The local waiter known to be at the head is woken at once, without
 // waiting for that read: in one process that is the next holder, and its
-// try claims the grant in one round trip. A key found gone (a non-fair
+// try claims the grant in one round trip; the read then waits for that try
+// to end (fairTried), so as not to slow the claim down. A key found gone (a non-fair
 // release, an expiry) wakes the local waiter nearest the head, whose try
 // grants the lock to the head; a read that failed does the same. Positions
 // are the waiters' last known ones (each try and each waiter-lease renewal
@@ -50,6 +51,7 @@ func (h *pushHub) removeFair(w *fairWaiter) {
 	if w.queuedToken() != "" {
 		h.fairMovedUpLocked(w, w.position())
 	}
+	h.fairTriedLocked(w)
 	for _, on := range w.watch {
 		e := h.keys[on.key]
 		if e == nil {
@@ -92,14 +94,43 @@ func (h *pushHub) fairMovedUpLocked(w *fairWaiter, pos int) {
 
 // fairChangedLocked is an invalidation of key, which has fair waiters:
 // the local head is woken at once, and the key is read for the rest (and
-// to track it again); h.mu is held.
+// to track it again) — once the head's try ended, when there is a local
+// head: that read would run beside the head's claim of its grant, which
+// it slows down (the claim is the hand-off), and the claim most often
+// makes the read stale at once. A read that finds a grant for another
+// local waiter (a stale position) wakes it then, one round trip later;
+// h.mu is held.
 func (h *pushHub) fairChangedLocked(key string, e *pushKey) {
+	woke := false
 	for _, w := range e.fair {
 		if w.position() == 1 {
 			w.signal()
+			woke = true
 		}
 	}
+	if woke && !e.queued && !e.check {
+		e.fairDeferred = true
+		return
+	}
 	h.startCheckLocked(key)
+}
+
+// fairTried tells the hub that a try of w ended (or w left): the read a
+// change deferred for the head's try is started now.
+func (h *pushHub) fairTried(w *fairWaiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fairTriedLocked(w)
+}
+
+// fairTriedLocked is fairTried with h.mu held.
+func (h *pushHub) fairTriedLocked(w *fairWaiter) {
+	for _, on := range w.watch {
+		if e := h.keys[on.key]; e != nil && e.fairDeferred {
+			e.fairDeferred = false
+			h.startCheckLocked(on.key)
+		}
+	}
 }
 
 // nearestLocked returns the local fair waiter of e nearest the head (an

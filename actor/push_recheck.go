@@ -20,11 +20,13 @@ import (
 
 // passChangedLocked hands the baton to the first waiter because key
 // changed (an invalidation), marking a fresh baton for the read before the
-// try; h.mu is held.
+// try, unless a lock of this Locks is releasing the key: the change is
+// then most likely its delete, whose push often comes before the release's
+// reply, and the waiter tries at once (push_handoff.go); h.mu is held.
 func (h *pushHub) passChangedLocked(e *pushKey) {
 	fresh := e.baton == nil && len(e.waiters) > 0
 	h.passBatonLocked(e)
-	if fresh {
+	if fresh && e.releasing == 0 {
 		e.verify = true
 	}
 }

@@ -79,6 +79,12 @@ type pushKey struct {
 	member  bool          // a sorted set (a semaphore's holders, a lock's readers): read with ZSCORE, never GET
 	shared  bool          // its waiters can all get in at once (readers waiting on a writer key): a change wakes every one
 	fair    []*fairWaiter // fair waiters of this process whose grant a change of the key may be (push_fair.go)
+	// releasing counts the releases of it by locks of this Locks on the
+	// wire: a change meanwhile is most likely one of them (push_handoff.go).
+	releasing int
+	// fairDeferred: a change woke the local fair head, and the read that
+	// tracks the key again waits until a fair waiter's try ended (push_fair.go).
+	fairDeferred bool
 }
 
 // waitOn is what a waiting acquisition waits for a change of: its key, and
@@ -126,7 +132,7 @@ func (h *pushHub) entry(key string) *pushKey {
 
 // forget drops key's entry once nobody cares; h.mu is held.
 func (h *pushHub) forget(key string, e *pushKey) {
-	if len(e.waiters) == 0 && len(e.fair) == 0 && !e.arming && !e.queued && !e.check && h.keys[key] == e {
+	if len(e.waiters) == 0 && len(e.fair) == 0 && !e.arming && !e.queued && !e.check && e.releasing == 0 && h.keys[key] == e {
 		delete(h.keys, key)
 	}
 }
@@ -172,9 +178,13 @@ func (h *pushHub) invalidateLocked(key string, e *pushKey) {
 		e.gen++
 	}
 	switch {
-	case h.held.get(key) != nil:
+	case h.held.get(key) != nil && (e == nil || e.releasing == 0 || e.queued || e.check):
 		// A holder here: most likely its own renewal. Its read decides;
-		// waiters are woken only if it finds the key free.
+		// waiters are woken only if it finds the key free. (While it
+		// releases the key, the change is most likely its delete: unless
+		// a holders' read is due already, which reads again for it, a
+		// waiter tries at once, and the release's answer settles the
+		// holder.)
 		h.startCheckLocked(key)
 	case e != nil:
 		h.passChangedLocked(e)
