@@ -103,6 +103,23 @@ type Client interface {
 	Closed() error
 }
 
+// Leaver is implemented by a Conn that is not Pipelined whose round trip
+// can go on after its caller left (go-redis' Conn, whose round trips run
+// on a goroutine of the Conn's): a caller whose ctx may be cancelled then
+// sends its own commands when the link is idle, with no hand-off to the
+// engine's drainer, and still never waits on the socket (rule
+// GoRedisCallerNeverWaitsOnTheSocket).
+type Leaver interface {
+	// DoOrLeave is Do, which also returns once ctx is cancelled (not past
+	// its deadline: then it returns as Do does at a deadline) with left
+	// true and ctx's cause, the round trip going on without its caller:
+	// replies are not touched any more, and ended is called once, on
+	// another goroutine, with the round trip's error (nil when every
+	// command got its reply) when it ended, or when Close ended it first.
+	// ended is never called when left is false.
+	DoOrLeave(ctx context.Context, cmds []Command, replies []Reply, ended func(error)) (err error, left bool)
+}
+
 // ClientReleaser is implemented by a Client that holds resources of its own
 // beyond the user's client (the rueidis adapter's Sentinel subscriptions,
 // rule SentinelAnnouncementSwitches): the engine's Close calls Release after

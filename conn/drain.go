@@ -15,7 +15,11 @@ import (
 // queues a request and waits on it — never on the socket, whose client may
 // not notice a cancellation — so that a caller whose ctx ends after the
 // hand-off returns at once, Uncertain, while the batch goes on for the
-// others. The drainer takes everything queued (up to maxBatch commands),
+// others. On a Conn that is a Leaver (its round trip runs on a goroutine of
+// the Conn's, which its caller may leave) a caller whose ctx can end and
+// who finds the link idle, no idle PING due, also sends its own commands:
+// when it leaves at a cancellation the round trip goes on and the link
+// stays owned until the Conn reports its end. The drainer takes everything queued (up to maxBatch commands),
 // sends it in one pipeline under a deadline and hands each request its own
 // replies.
 
@@ -66,11 +70,16 @@ type drainer struct {
 	flight  []*request    // the batch on the wire, for cutOff
 	wake    chan struct{} // cap 1: the queue grew, or the link retired
 	stopped chan struct{} // closed once the drainer ended and the Conn is closed
+	leaver  Leaver        // the Conn, when a caller may leave its round trip; nil otherwise
+	ended   func(error)   // leftEnded, made once
 }
 
 // newDrainer starts l's drainer on a task of the engine.
 func newDrainer(l *link) *drainer {
 	d := &drainer{l: l, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	if lv, ok := l.conn.(Leaver); ok {
+		d.leaver, d.ended = lv, d.leftEnded
+	}
 	l.e.running.Add()
 	l.e.spawn.Go(d.run)
 	return d
@@ -91,6 +100,12 @@ func (d *drainer) exchange(ctx context.Context, op string, cmds []Command, repli
 		err := d.sendOwn(ctx, op, cmds, replies, carrier)
 		d.disown()
 		return err
+	}
+	if ctx.Done() != nil && d.leaver != nil && d.own() {
+		if !d.l.idleDue() {
+			return d.sendLeaving(ctx, op, cmds, replies, carrier)
+		}
+		d.disown() // the drainer PINGs first, on a goroutine of its own
 	}
 	r := requests.Get().(*request)
 	r.cmds, r.replies, r.ctx = cmds, replies, ctx
@@ -115,6 +130,39 @@ func (d *drainer) sendOwn(ctx context.Context, op string, cmds []Command, replie
 	}
 	l.touch()
 	return nil
+}
+
+// sendLeaving is the round trip of a caller that owns a Leaver and whose
+// ctx may end: it returns at once, Uncertain, when ctx is cancelled after
+// the hand-off, the round trip going on (leftEnded ends the ownership), as
+// a queued caller would; a deadline or a Close breaks the connection, as
+// on the drainer's round trip.
+func (d *drainer) sendLeaving(ctx context.Context, op string, cmds []Command, replies []Reply, carrier Session) error {
+	l := d.l
+	err, left := d.leaver.DoOrLeave(ctx, cmds, replies, d.ended)
+	if left {
+		return &Error{Class: Uncertain, Op: op, Addr: l.node, Session: carrier, Err: err}
+	}
+	defer d.disown()
+	if err != nil {
+		if errors.Is(err, ErrNotWritten) && ctx.Err() != nil && l.conn.Err() == nil {
+			return l.notSent(op, carrier, context.Cause(ctx)) // refused before the hand-off: the link is fine
+		}
+		return l.failed(ctx, op, err, carrier, false)
+	}
+	l.touch()
+	return nil
+}
+
+// leftEnded is told that the round trip a caller left ended: its failure
+// retires the link as the drainer's would; the Conn is the drainer's again.
+func (d *drainer) leftEnded(err error) {
+	if err != nil {
+		d.l.failed(context.Background(), "", err, nil, false)
+	} else {
+		d.l.touch()
+	}
+	d.disown()
 }
 
 // await queues r and waits for its answer or ctx's end. free reports that

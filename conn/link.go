@@ -185,7 +185,7 @@ func (l *link) classify(err error) Class {
 // commands NotSubmitted, so a fresh session may send them. A close between
 // the PING's reply and our write is not seen (Uncertain: conservative).
 func (l *link) checkIdle(ctx context.Context) error {
-	if !l.pings || (int64(l.e.clock.Now())-l.lastReply.Load() <= l.e.idleCheck.Load() && !l.suspect.Load()) {
+	if !l.idleDue() {
 		return nil
 	}
 	if l.owner != nil && !l.owner.opened.Load() {
@@ -205,6 +205,11 @@ func (l *link) checkIdle(ctx context.Context) error {
 	l.suspect.Store(false)
 	l.touch()
 	return nil
+}
+
+// idleDue reports whether checkIdle would PING before the next command.
+func (l *link) idleDue() bool {
+	return l.pings && (int64(l.e.clock.Now())-l.lastReply.Load() > l.e.idleCheck.Load() || l.suspect.Load())
 }
 
 // bounded bounds a command the link sends on its own (a PING, a

@@ -53,6 +53,9 @@ type gconn struct {
 	timer *time.Timer     // Do's deadline
 
 	dialled bool // a round trip returned: the socket was dialled (one Do at a time reads and sets it)
+
+	ended  func(error) // DoOrLeave's caller left the round trip on the worker: told its end (c.mu)
+	endedN int         // the left round trip's commands
 }
 
 // newConn returns the conn.Conn of rc, a Conn of a client of cl's, to node.
@@ -74,12 +77,13 @@ func (c *gconn) Err() error {
 }
 
 // Close implements conn.Conn: a Do in flight returns at once (within
-// closeBound when go-redis ends it by then), and the socket is dropped
-// once go-redis returns.
+// closeBound when go-redis ends it by then), a round trip whose caller
+// left (DoOrLeave) is told over, and the socket is dropped once go-redis
+// returns.
 func (c *gconn) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return
 	}
 	c.closed = true
@@ -89,6 +93,14 @@ func (c *gconn) Close() {
 	}
 	if !c.busy {
 		c.release()
+	}
+	ended := c.ended
+	if ended != nil { // a round trip its caller left: over for the engine now, dropped when go-redis returns
+		c.ended, c.abandoned = nil, true
+	}
+	c.mu.Unlock()
+	if ended != nil {
+		ended(fmt.Errorf("%w: %w", errAbandoned, errConnClosed))
 	}
 }
 
@@ -123,23 +135,73 @@ func (c *gconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Repl
 		defer c.timer.Stop()
 		expired = c.timer.C
 	}
+	c.handOff(ctx)
+	select {
+	case <-c.done:
+		return c.finish(len(cmds), replies)
+	case <-expired:
+		return c.leave(context.DeadlineExceeded)
+	case <-c.closing:
+		return c.leave(errConnClosed)
+	}
+}
+
+// DoOrLeave implements conn.Leaver: the round trip runs on the worker
+// goroutine; its caller returns as from Do at ctx's deadline or a Close
+// (the connection broken), and at a bare cancellation it leaves the round
+// trip, which goes on: the worker tells ended its outcome, or Close tells
+// it first that the connection is over.
+func (c *gconn) DoOrLeave(ctx context.Context, cmds []conn.Command, replies []conn.Reply, ended func(error)) (error, bool) {
+	if err := ctx.Err(); err != nil {
+		return notWritten(err), false
+	}
+	if err := c.begin(); err != nil {
+		return notWritten(err), false
+	}
+	c.w.prepare(ctx, cmds)
+	c.handOff(ctx)
+	select {
+	case <-c.done:
+		return c.finish(len(cmds), replies), false
+	case <-c.closing:
+		return c.leave(errConnClosed), false
+	case <-ctx.Done():
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return c.leave(context.DeadlineExceeded), false
+	}
+	c.mu.Lock()
+	select {
+	case <-c.done: // it returned in the same moment: the caller has its replies
+		c.mu.Unlock()
+		return c.finish(len(cmds), replies), false
+	default:
+	}
+	if c.closed { // Close came first, and found no round trip to end
+		c.mu.Unlock()
+		return c.leave(errConnClosed), false
+	}
+	c.ended, c.endedN = ended, len(cmds)
+	c.mu.Unlock()
+	return context.Cause(ctx), true
+}
+
+// handOff gives the prepared round trip to the worker, started once.
+func (c *gconn) handOff(ctx context.Context) {
 	if c.work == nil {
 		c.work = make(chan struct{}, 1)
 		go c.worker(c.work)
 	}
 	c.sent = ctx // the worker clears it: a held lock must not keep its acquisition's ctx
 	c.work <- struct{}{}
-	left := errConnClosed
-	select {
-	case <-c.done:
-		return c.finish(len(cmds), replies)
-	case <-expired:
-		left = context.DeadlineExceeded
-	case <-c.closing:
-	}
+}
+
+// leave breaks the connection whose round trip Do left (at the deadline
+// or on Close, the cause).
+func (c *gconn) leave(cause error) error {
 	c.abandon()
 	c.cl.learnFailure(c)
-	return fmt.Errorf("%w: %w", errAbandoned, left)
+	return fmt.Errorf("%w: %w", errAbandoned, cause)
 }
 
 // ownedByCaller reports whether go-redis itself ends the round trip by
@@ -189,7 +251,13 @@ func (c *gconn) worker(work <-chan struct{}) {
 			c.mu.Unlock()
 			return
 		}
-		c.done <- struct{}{} // under mu: abandon sees it, or this sees abandon's mark
+		if ended, n := c.ended, c.endedN; ended != nil { // its caller left: the outcome is ended's
+			c.ended = nil
+			c.mu.Unlock()
+			ended(c.finish(n, nil))
+			continue
+		}
+		c.done <- struct{}{} // under mu: abandon and DoOrLeave see it, or this sees their marks
 		c.mu.Unlock()
 	}
 }
@@ -217,14 +285,14 @@ func (c *gconn) release() {
 }
 
 // finish classifies the round trip of n commands just made, fills replies
-// (those read before a failure) and ends it; a failure breaks the
+// (those read before a failure; none when nil: its caller left) and ends it; a failure breaks the
 // connection (go-redis would redial it, or read a late reply on it) unless
 // a hook stopped the round trip before go-redis.
 func (c *gconn) finish(n int, replies []conn.Reply) error {
 	c.dialled = true
 	unwritten, err := c.w.outcome(n)
 	for i, r := range c.w.record {
-		if unwritten || r.transport != nil || errors.Is(err, errHookAltered) {
+		if replies == nil || unwritten || r.transport != nil || errors.Is(err, errHookAltered) {
 			break
 		}
 		replies[i] = r.reply

@@ -14,7 +14,9 @@
 // so a hook cannot change what a lock concludes; a round trip counts as
 // not sent only when go-redis never began writing it; one go-redis would
 // not end within a second runs on a goroutine of its own, left at its
-// deadline; invalidation pushes arrive on a private RESP3 listener; behind
+// deadline (and, when its caller's ctx can be cancelled, sent from there
+// without the engine's batching goroutine when the session is idle: the
+// caller leaves it at a cancellation, the round trip going on); invalidation pushes arrive on a private RESP3 listener; behind
 // Sentinel, CLIENT INFO's laddr= names the node a connection reached. See
 // docs/compatibility.md ("go-redis") for what New needs from your options.
 package goredis
