@@ -254,7 +254,8 @@ func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
 // Recovering, its estimate not run out), or the error saying why not
 // (sm.ErrNotHeld, with the lease's end when it ended). It returns the
 // write's fresh id and the lease deadline at this moment, which the
-// write-id record outlives on the server (see settleGuard).
+// write-id record outlives on the server: it is given the TTL of the
+// lease that deadline counts with (see settleGuard).
 func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Duration, err error) {
 	if err := l.d.closedErr(); err != nil {
 		return conn.Op{}, "", 0, err
@@ -262,6 +263,7 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 	l.mu.Lock()
 	l.observeLocked()
 	deadline, holding := l.h.LeaseDeadline()
+	ttl := l.h.Duration()
 	side := l.sideLocked()
 	fenceKey, fencing := side.fenceKey, side.fencingToken
 	if side.recordKey == "" {
@@ -280,8 +282,8 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 		return conn.Op{}, "", 0, sm.ErrNotHeld
 	}
 	writeID = l.d.newToken()
-	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, RecordKey: record, Token: l.token, WriteID: writeID, FenceKey: fenceKey,
-		FencingToken: fencing, Writes: g.Writes, Script: g.Script, ScriptKeys: g.Keys, ScriptArgs: g.Args})
+	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, RecordKey: record, Token: l.token, WriteID: writeID, RecordTTL: ttl,
+		FenceKey: fenceKey, FencingToken: fencing, Writes: g.Writes, Script: g.Script, ScriptKeys: g.Keys, ScriptArgs: g.Args})
 	if err := op.Invalid(); err != nil {
 		return conn.Op{}, "", 0, err
 	}

@@ -161,7 +161,7 @@ func rawScriptWrite(b *testing.B, client rueidis.CoreClient, sha, tag string) gu
 	var id atomic.Int64
 	return func(ctx context.Context, i int) error {
 		return client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(5).Key(lock, record, record, h, n).
-			Arg(token, strconv.FormatInt(id.Add(1), 10), "", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").
+			Arg(token, strconv.FormatInt(id.Add(1), 10), "", "10000", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").
 			Build()).Error()
 	}
 }
