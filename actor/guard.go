@@ -160,11 +160,12 @@ func (l *Lock) Guard(ctx context.Context, g Guarded) error {
 	if err != nil {
 		return err
 	}
-	turn, err := l.takeTurn(ctx)
+	ch, err := l.takeTurn(ctx)
 	if err != nil {
 		return err
 	}
-	defer turn.give() // unless settleGuard handed it to a background fence
+	turn := &guardTurn{ch: ch} // on the stack: no allocation per write
+	defer turn.give()          // unless settleGuard handed it to a background fence
 	op, writeID, sentBy, err := l.guardOp(g)
 	if err != nil {
 		return err
@@ -228,14 +229,17 @@ func (t *guardTurn) give() {
 	}
 }
 
-// keep hands the turn to someone else, who gives it back with release.
+// keep hands the turn to someone else, who gives it back with release
+// (which holds the channel, not t: t stays on its caller's stack).
 func (t *guardTurn) keep() (release func()) {
 	t.kept = true
-	return func() { t.ch <- struct{}{} }
+	ch := t.ch
+	return func() { ch <- struct{}{} }
 }
 
-// takeTurn waits for the lock's turn of guarded writes, or ctx's end.
-func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
+// takeTurn waits for the lock's turn of guarded writes, or ctx's end, and
+// returns the turn's channel (a guardTurn of it gives the turn back).
+func (l *Lock) takeTurn(ctx context.Context) (chan struct{}, error) {
 	l.mu.Lock()
 	s := l.sideLocked()
 	if s.turn == nil {
@@ -247,7 +251,7 @@ func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
 	if err := l.d.spawn.Wait(ctx, turn); err != nil {
 		return nil, err
 	}
-	return &guardTurn{ch: turn}, nil
+	return turn, nil
 }
 
 // guardOp builds g's Op for the lock as it stands: held (Held or
