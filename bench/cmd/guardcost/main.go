@@ -43,9 +43,11 @@ func main() {
 }
 
 // variant is one way of sending the two writes: script ("" for
-// MULTI/EXEC) and the arguments of write i (keys, then ARGV).
+// MULTI/EXEC, with watch the guard done by WATCH) and the arguments of
+// write i (keys, then ARGV).
 type variant struct {
 	name, about, script string
+	watch               bool
 	keys                func(tag string) []string
 	args                func(tag string, i int) []string
 }
@@ -84,6 +86,8 @@ func lockKeys(tag string) []string {
 
 var variants = []variant{
 	{name: "multi-exec", about: "MULTI, HSET, INCRBY, EXEC: the reference"},
+	{name: "watch-multi-exec", about: "a guard without a script: WATCH and GET the lease key, compare on the client, " +
+		"then MULTI, SET of the write-id record, HSET, INCRBY, EXEC (two round trips on a dedicated connection)", watch: true},
 	{name: "floor-direct", about: "a script calling HSET and INCRBY by name: the floor of a script",
 		script: direct(1, 1), keys: func(tag string) []string { return []string{tag + ":state", tag + ":count"} },
 		args: func(_ string, i int) []string { return []string{strconv.Itoa(i)} }},
@@ -157,6 +161,9 @@ func run(addr, password, name string, n int) error {
 
 func send(ctx context.Context, client rueidis.Client, v *variant, sha, tag string, i int) error {
 	b := client.B()
+	if v.watch {
+		return watchWrite(ctx, client, tag, i)
+	}
 	if v.script == "" {
 		for _, r := range client.DoMulti(ctx, b.Multi().Build(),
 			b.Hset().Key(tag+":state").FieldValue().FieldValue("step", strconv.Itoa(i)).Build(),
@@ -173,4 +180,28 @@ func send(ctx context.Context, client rueidis.Client, v *variant, sha, tag strin
 		err = fmt.Errorf("%s answered %d", v.name, reply)
 	}
 	return err
+}
+
+// watchWrite is the guard done with WATCH: the lease key watched and read,
+// its value compared here, then the record and the writes in MULTI/EXEC,
+// which the server refuses (a nil EXEC) if the key changed meanwhile.
+func watchWrite(ctx context.Context, client rueidis.Client, tag string, i int) error {
+	lock := tag + ":lock"
+	return client.Dedicated(func(c rueidis.DedicatedClient) error {
+		b := c.B()
+		res := c.DoMulti(ctx, b.Watch().Key(lock).Build(), b.Get().Key(lock).Build())
+		if v, err := res[1].ToString(); err != nil || v != token {
+			return fmt.Errorf("watch-multi-exec: the lease key reads %q, %v", v, err)
+		}
+		res = c.DoMulti(ctx, b.Multi().Build(),
+			b.Set().Key(conn.GuardRecordKey(lock)).Value(writeID(i)).Px(10*time.Second).Build(),
+			b.Hset().Key(tag+":state").FieldValue().FieldValue("step", strconv.Itoa(i)).Build(),
+			b.Incrby().Key(tag+":count").Increment(1).Build(), b.Exec().Build())
+		for _, r := range res {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
