@@ -163,11 +163,12 @@ func (l *Lock) Guard(ctx context.Context, g Guarded) error {
 	if err != nil {
 		return err
 	}
-	turn, err := l.takeTurn(ctx)
+	ch, err := l.takeTurn(ctx)
 	if err != nil {
 		return err
 	}
-	defer turn.give() // unless settleGuard handed it to a background fence
+	turn := &guardTurn{ch: ch} // on the stack: no allocation per write
+	defer turn.give()          // unless settleGuard handed it to a background fence
 	op, writeID, sentBy, err := l.guardOp(g)
 	if err != nil {
 		return err
@@ -231,14 +232,17 @@ func (t *guardTurn) give() {
 	}
 }
 
-// keep hands the turn to someone else, who gives it back with release.
+// keep hands the turn to someone else, who gives it back with release
+// (which holds the channel, not t: t stays on its caller's stack).
 func (t *guardTurn) keep() (release func()) {
 	t.kept = true
-	return func() { t.ch <- struct{}{} }
+	ch := t.ch
+	return func() { ch <- struct{}{} }
 }
 
-// takeTurn waits for the lock's turn of guarded writes, or ctx's end.
-func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
+// takeTurn waits for the lock's turn of guarded writes, or ctx's end, and
+// returns the turn's channel (a guardTurn of it gives the turn back).
+func (l *Lock) takeTurn(ctx context.Context) (chan struct{}, error) {
 	l.mu.Lock()
 	s := l.sideLocked()
 	if s.turn == nil {
@@ -250,14 +254,15 @@ func (l *Lock) takeTurn(ctx context.Context) (*guardTurn, error) {
 	if err := l.d.spawn.Wait(ctx, turn); err != nil {
 		return nil, err
 	}
-	return &guardTurn{ch: turn}, nil
+	return turn, nil
 }
 
 // guardOp builds g's Op for the lock as it stands: held (Held or
 // Recovering, its estimate not run out), or the error saying why not
 // (sm.ErrNotHeld, with the lease's end when it ended). It returns the
 // write's fresh id and the lease deadline at this moment, which the
-// write-id record outlives on the server (see settleGuard).
+// write-id record outlives on the server: it is given the TTL of the
+// lease that deadline counts with (see settleGuard).
 func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Duration, err error) {
 	if err := l.d.closedErr(); err != nil {
 		return conn.Op{}, "", 0, err
@@ -265,6 +270,7 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 	l.mu.Lock()
 	l.observeLocked()
 	deadline, holding := l.h.LeaseDeadline()
+	ttl := l.h.Duration()
 	side := l.sideLocked()
 	fenceKey, fencing := side.fenceKey, side.fencingToken
 	if side.recordKey == "" {
@@ -283,8 +289,8 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 		return conn.Op{}, "", 0, sm.ErrNotHeld
 	}
 	writeID = l.d.newToken()
-	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, RecordKey: record, Token: l.token, WriteID: writeID, FenceKey: fenceKey,
-		FencingToken: fencing, Writes: g.Writes, Script: g.Script, ScriptKeys: g.Keys, ScriptArgs: g.Args})
+	op = conn.GuardOp(conn.Guard{LeaseKey: l.wireKey, RecordKey: record, Token: l.token, WriteID: writeID, RecordTTL: ttl,
+		FenceKey: fenceKey, FencingToken: fencing, Writes: g.Writes, Script: g.Script, ScriptKeys: g.Keys, ScriptArgs: g.Args})
 	if err := op.Invalid(); err != nil {
 		return conn.Op{}, "", 0, err
 	}

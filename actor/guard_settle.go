@@ -15,8 +15,11 @@ import (
 // Anything else, read before the lease deadline the handle counted with
 // when the write was sent (sentBy) and still counts with now: the script
 // never ran (a *NotWrittenError) — had it run, it would have given the
-// record the lease's remaining TTL, which outlasts that deadline, and no
-// other write of this lock can have replaced the id (turn). Otherwise, or
+// record the TTL of the lease that deadline counts with (Duration, sent
+// as the record's TTL: that lease was confirmed before the write was sent,
+// so the record expires no earlier than the lease key did as of that
+// confirmation), and no other write of this lock can have replaced the id
+// (turn). Otherwise, or
 // when the fence or the read fails, or ctx ends first: cause (unknown).
 //
 // When ctx has ended already (the usual reason for the unknown outcome),

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,11 @@ type guardWrite func(ctx context.Context, i int) error
 //   - raw-script: EVALSHA of conn.GuardWritesScript itself, by hand, for a
 //     key that holds the token (the server's share of a guarded write);
 //   - raw-script-dedicated: the same on one dedicated connection, as the
-//     engine's session sends it.
+//     engine's session sends it;
+//   - raw-watch: a guard without a script, as a server without one would
+//     need: WATCH and GET of the lease key on a dedicated connection, the
+//     value compared here, then MULTI, SET of the write-id record, HSET,
+//     INCRBY, EXEC (refused, nil, if the key changed meanwhile).
 //
 // Clients are at the peer benchmark's defaults (client-side caching on).
 // Compare server CPU per write (INFO cpu) as well as ns/op: on a small
@@ -71,6 +76,10 @@ func BenchmarkGuard64(b *testing.B) {
 		d, cancel := client.Dedicate()
 		b.Cleanup(cancel)
 		runGuard64(b, func(tag string) guardWrite { return rawScriptWrite(b, d, sha, tag) })
+	})
+	b.Run("raw-watch", func(b *testing.B) {
+		client := guardClient(b)
+		runGuard64(b, func(tag string) guardWrite { return rawWatchWrite(b, client, tag) })
 	})
 	b.Run("respire", func(b *testing.B) {
 		locks, err := rueidislease.New(guardClient(b))
@@ -161,7 +170,7 @@ func rawScriptWrite(b *testing.B, client rueidis.CoreClient, sha, tag string) gu
 	var id atomic.Int64
 	return func(ctx context.Context, i int) error {
 		return client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(5).Key(lock, record, record, h, n).
-			Arg(token, strconv.FormatInt(id.Add(1), 10), "", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").
+			Arg(token, strconv.FormatInt(id.Add(1), 10), "", "10000", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").
 			Build()).Error()
 	}
 }
@@ -175,5 +184,32 @@ func respireWrite(b *testing.B, locks *lease.Locks, tag string) guardWrite {
 	h, n := tag+":state", tag+":count"
 	return func(ctx context.Context, i int) error {
 		return lock.Guard(ctx, lease.Command("HSET", h, "step", strconv.Itoa(i)), lease.Command("INCRBY", n, "1"))
+	}
+}
+
+func rawWatchWrite(b *testing.B, client rueidis.Client, tag string) guardWrite {
+	lock, h, n := tag+":lock", tag+":state", tag+":count"
+	record, token := conn.GuardRecordKey(lock), "token-"+tag
+	if err := client.Do(context.Background(), client.B().Set().Key(lock).Value(token).Px(time.Hour).Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	var id atomic.Int64
+	return func(ctx context.Context, i int) error {
+		return client.Dedicated(func(c rueidis.DedicatedClient) error {
+			cmd := c.B()
+			res := c.DoMulti(ctx, cmd.Watch().Key(lock).Build(), cmd.Get().Key(lock).Build())
+			if v, err := res[1].ToString(); err != nil || v != token {
+				return fmt.Errorf("the lease key reads %q, %v", v, err)
+			}
+			for _, r := range c.DoMulti(ctx, cmd.Multi().Build(),
+				cmd.Set().Key(record).Value(strconv.FormatInt(id.Add(1), 10)).Px(10*time.Second).Build(),
+				cmd.Hset().Key(h).FieldValue().FieldValue("step", strconv.Itoa(i)).Build(),
+				cmd.Incrby().Key(n).Increment(1).Build(), cmd.Exec().Build()) {
+				if err := r.Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Guard is one guarded write: writes that run on the server only while a
@@ -17,6 +18,11 @@ type Guard struct {
 	// (a lock's guarded writes share it); "" computes it.
 	RecordKey string
 	WriteID   string // this write's fresh id, recorded in RecordKey when the writes run
+	// RecordTTL is how long the write-id record lives (whole ms, rounded
+	// up; at least 1 ms, or nothing is sent): the TTL of the lease the
+	// lock's handle counts with, which is at least the lease key's
+	// remaining TTL when the script runs after that lease was confirmed.
+	RecordTTL time.Duration
 	// FenceKey and FencingToken, for a fencing-token lock: the fence
 	// record (GuardFenceKey of the counter key) and the lock's token.
 	// FenceKey "" means no fence check.
@@ -56,16 +62,23 @@ func GuardOp(g Guard) Op {
 	}
 	call := &primitiveCall{name: guardOp, kind: primGuard}
 	reserved := [3]string{g.LeaseKey, record, g.FenceKey}
+	ttl, badTTL := recordMillis(g.RecordTTL)
 	if g.Script != nil {
 		call.script, call.sha = g.Script.source, g.Script.sha
 		call.keys = append([]string{g.LeaseKey, record, fence}, g.ScriptKeys...)
-		call.args = append([]string{g.Token, g.WriteID, fencing}, g.ScriptArgs...)
+		call.args = append([]string{g.Token, g.WriteID, fencing, ttl}, g.ScriptArgs...)
 		call.invalid = checkScriptKeys(g.ScriptKeys, reserved[:])
+		if badTTL != nil {
+			call.invalid = badTTL
+		}
 		return primitiveOp(call)
 	}
 	call.script, call.sha = GuardWritesScript, GuardWritesScriptSHA
-	head := [...]string{g.LeaseKey, record, fence, g.Token, g.WriteID, fencing, strconv.Itoa(len(g.Writes))}
+	head := [...]string{g.LeaseKey, record, fence, g.Token, g.WriteID, fencing, ttl, strconv.Itoa(len(g.Writes))}
 	call.evalsha, call.invalid = guardWrites(g.Writes, &head, reserved[:])
+	if badTTL != nil {
+		call.evalsha, call.invalid = nil, badTTL
+	}
 	if w := call.evalsha; w != nil {
 		keys, _ := strconv.Atoi(w[2])
 		call.keys, call.args = w[3:3+keys:3+keys], w[3+keys:]
@@ -76,13 +89,23 @@ func GuardOp(g Guard) Op {
 	return primitiveOp(call)
 }
 
+// recordMillis is the write-id record's TTL argument: ttl in whole ms,
+// rounded up, or a *WriteError when under 1 ms (a record that could
+// expire before the lease would make settling unsound).
+func recordMillis(ttl time.Duration) (string, error) {
+	if ttl < time.Millisecond {
+		return "", &WriteError{Index: -1, Err: ErrWriteArgs, Detail: "the write-id record needs a TTL of at least 1 ms"}
+	}
+	return millis(int64((ttl + time.Millisecond - 1) / time.Millisecond)), nil // the lock's TTL: its text reused
+}
+
 // guardWrites checks writes and returns the script's EVALSHA command
 // (name and SHA1 first, then the number of keys) in one allocation of its
 // final size: its keys are head's first three, then the keys the writes
-// name, each once; its arguments head's last four, then each write's
+// name, each once; its arguments head's last five, then each write's
 // encoding (its argument count, then its arguments, name in upper case).
 // Or nil and the *WriteError.
-func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]string, error) {
+func guardWrites(writes [][]string, head *[8]string, reserved []string) ([]string, error) {
 	if len(writes) == 0 {
 		return nil, &WriteError{Index: -1, Err: ErrNoWrites}
 	}
@@ -109,7 +132,7 @@ func guardWrites(writes [][]string, head *[7]string, reserved []string) ([]strin
 		}
 		lasts, named = append(lasts, last), named+last
 	}
-	cmd := make([]string, 0, 3+3+named+4+total)
+	cmd := make([]string, 0, 3+3+named+5+total)
 	cmd = append(cmd, "EVALSHA", GuardWritesScriptSHA, "")
 	cmd = append(cmd, head[:3]...)
 	for i, w := range writes {

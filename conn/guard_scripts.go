@@ -13,16 +13,21 @@ import (
 //	KEYS[1] the lease key        ARGV[1] the lock's owner token
 //	KEYS[2] the write-id record  ARGV[2] this write's id
 //	KEYS[3] the fence record     ARGV[3] the lock's fencing token ("" for none)
+//	                             ARGV[4] the record's TTL, ms (the lease's TTL)
 //
 // 1. The lease key must hold the owner token; otherwise the script answers
 // 0 and writes nothing. 2. With a fencing token, the fence record (the
 // largest token that wrote through this lock's counter) must not be above
 // it; otherwise the error reply "STALEFENCE …" and nothing written; the
 // fence record is then raised to the token. 3. The write id goes into the
-// write-id record with the lease's remaining TTL (at least 1 ms), so that a
-// caller whose reply was lost can read back whether the writes ran while
-// its lease lasts (the record outlives the lease deadline its handle
-// counts with). Then the writes run, and the script answers 1.
+// write-id record for ARGV[4] ms, the TTL of the lease the lock's handle
+// counts with (its last confirmed acquisition or extension, which ran
+// before the script): so the record outlives the lease key's expiry that
+// the handle's deadline is an estimate of, and a caller whose reply was
+// lost can read back whether the writes ran while its lease lasts. (The
+// TTL is given rather than read with PTTL: one server call less per
+// write, and the record lives at least as long.) Then the writes run, and
+// the script answers 1.
 //
 // The fence record is compared as a canonical decimal string (length, then
 // bytes), exact for every int64; one that is not a positive canonical
@@ -48,19 +53,17 @@ var guardPrelude = guardCheck +
 	"  end\n" +
 	"  if f ~= ARGV[3] then redis.call('set', KEYS[3], ARGV[3]) end\n" +
 	"end\n" +
-	"local ttl = redis.call('pttl', KEYS[1])\n" +
-	"if ttl < 1 then ttl = 1 end\n" +
-	"redis.call('set', KEYS[2], ARGV[2], 'PX', ttl)\n"
+	"redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[4])\n"
 
-// GuardWritesScript runs allowlisted commands after the guard: ARGV[4] is
+// GuardWritesScript runs allowlisted commands after the guard: ARGV[5] is
 // their number, then each command is its argument count followed by its
 // arguments (name first). KEYS[4…] declare every key the commands name.
 // Replies: 1 = the writes ran, 0 = the lease key does not hold the token
 // (nothing written), or an error reply (STALEFENCE: nothing written; any
 // other: see the top of this file).
 var GuardWritesScript = guardPrelude +
-	"local i = 5\n" +
-	"for _ = 1, tonumber(ARGV[4]) do\n" +
+	"local i = 6\n" +
+	"for _ = 1, tonumber(ARGV[5]) do\n" +
 	"  local n = tonumber(ARGV[i])\n" +
 	"  redis.call(unpack(ARGV, i + 1, i + n))\n" +
 	"  i = i + n + 1\n" +
@@ -96,7 +99,7 @@ func NewGuardScript(body string) *GuardScript {
 	src := guardPrelude +
 		"local keys, args = {}, {}\n" +
 		"for i = 4, #KEYS do keys[i - 3] = KEYS[i] end\n" +
-		"for i = 4, #ARGV do args[i - 3] = ARGV[i] end\n" +
+		"for i = 5, #ARGV do args[i - 4] = ARGV[i] end\n" +
 		"local function guarded(KEYS, ARGV)\n" + body + "\nend\n" +
 		"guarded(keys, args)\n" +
 		"return 1"

@@ -3,6 +3,7 @@ package conn
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/respire-go/respire/sim"
 )
@@ -66,7 +67,8 @@ func TestGuardedWriteValidatesBeforeSending_TheAllowlistChecksEachCommandsShape(
 // appended to a key with a hash tag, braced around a key without one; a
 // key with a "}" but no tag cannot share (a cluster refuses it, cross-slot).
 // GuardOp declares every key once, and refuses writes to the lock's own
-// keys and empty writes before anything is sent.
+// keys, empty writes and a write-id record without a TTL before anything
+// is sent.
 func TestGuardedWriteValidatesBeforeSending_TheRecordsShareTheLeaseKeysSlot(t *testing.T) {
 	for key, want := range map[string]string{"{job:1}:lock": "{job:1}:lock:guard", "job:1": "{job:1}:guard",
 		"a{b": "{a{b}:guard", "app:{t}x": "app:{t}x:guard"} {
@@ -80,7 +82,7 @@ func TestGuardedWriteValidatesBeforeSending_TheRecordsShareTheLeaseKeysSlot(t *t
 	if got := GuardFenceKey("{inv}:fence"); got != "{inv}:fence:guarded" {
 		t.Errorf("GuardFenceKey = %q", got)
 	}
-	op := GuardOp(Guard{LeaseKey: "{j}:lock", Token: "t", WriteID: "id",
+	op := GuardOp(Guard{LeaseKey: "{j}:lock", Token: "t", WriteID: "id", RecordTTL: 1500 * time.Microsecond,
 		Writes: [][]string{{"hset", "{j}:h", "f", "v"}, {"INCR", "{j}:n"}, {"DEL", "{j}:h", "{j}:x"}}})
 	if err := op.Invalid(); err != nil {
 		t.Fatal(err)
@@ -90,12 +92,12 @@ func TestGuardedWriteValidatesBeforeSending_TheRecordsShareTheLeaseKeysSlot(t *t
 	}
 	call, _ := op.ScriptCall()
 	if args := call.Command().Args; args[0] != "EVALSHA" || args[1] != GuardWritesScriptSHA || args[2] != "6" ||
-		args[9] != "t" || args[12] != "3" || args[13] != "4" || args[14] != "HSET" {
+		args[9] != "t" || args[12] != "2" || args[13] != "3" || args[14] != "4" || args[15] != "HSET" {
 		t.Errorf("command %q", args)
 	}
 	for _, g := range []Guard{{LeaseKey: "{j}:lock", Writes: [][]string{{"DEL", "{j}:lock"}}},
 		{LeaseKey: "{j}:lock", FenceKey: "{j}:fence:guarded", Writes: [][]string{{"SET", "{j}:fence:guarded", "1"}}},
-		{LeaseKey: "{j}:lock"}} {
+		{LeaseKey: "{j}:lock"}, {LeaseKey: "{j}:lock", Writes: [][]string{{"DEL", "{j}:x"}}}} {
 		if err := GuardOp(g).Invalid(); !errors.Is(err, ErrNotSubmitted) {
 			t.Errorf("GuardOp(%+v).Invalid() = %v; want a not-submitted refusal", g.Writes, err)
 		}

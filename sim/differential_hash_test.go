@@ -36,7 +36,7 @@ func guardWrites(sha bool, token, id, fencing string, writes ...[]string) diffSt
 	if fencing == "" {
 		fence = gRecord
 	}
-	args := []string{"EVAL", conn.GuardWritesScript, "4", gLease, gRecord, fence, gData, token, id, fencing,
+	args := []string{"EVAL", conn.GuardWritesScript, "4", gLease, gRecord, fence, gData, token, id, fencing, "60000",
 		strconv.Itoa(len(writes))}
 	if sha {
 		args[0], args[1] = "EVALSHA", conn.GuardWritesScriptSHA
@@ -111,8 +111,8 @@ var guardScriptSteps = []diffStep{
 	a("HGETALL", gData), a("GET", gRecord),
 	a("DEL", gLease), guardWrites(true, "owner", "w11", "", w("HSET", gData, "f", "11")), a("GET", gRecord),
 	a("SET", gLease, "owner", "PX", "60000"),
-	a("EVAL", userGuard.Source(), "4", gLease, gRecord, gRecord, gData, "owner", "u1", "", "uf", "uv"),
-	a("EVALSHA", userGuard.SHA(), "4", gLease, gRecord, gRecord, gData, "thief", "u2", "", "uf", "stolen"),
+	a("EVAL", userGuard.Source(), "4", gLease, gRecord, gRecord, gData, "owner", "u1", "", "60000", "uf", "uv"),
+	a("EVALSHA", userGuard.SHA(), "4", gLease, gRecord, gRecord, gData, "thief", "u2", "", "60000", "uf", "stolen"),
 	a("HGET", gData, "uf"), a("GET", gRecord),
 }
 

@@ -180,7 +180,7 @@ func TestDemoNeedsNothingInstalled_PausedHolderWriteIsRefused(t *testing.T) {
 		`worker-a session 2 EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
 		`worker-a session 2 EVAL <fenced acquire script> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
 		`worker-b session   EVALSHA <fenced acquire sha1> 2 {invoice:42}:lease {invoice:42}:fence <token> 30000`,
-		`worker-a session 2 EVALSHA <guarded write sha1> 4 {invoice:42}:lease {invoice:42}:lease:guard {invoice:42}:fence:guarded {invoice:42}:state <token> <token> 1 1 4 HSET {invoice:42}:state total 100`,
+		`worker-a session 2 EVALSHA <guarded write sha1> 4 {invoice:42}:lease {invoice:42}:lease:guard {invoice:42}:fence:guarded {invoice:42}:state <token> <token> 1 30000 1 4 HSET {invoice:42}:state total 100`,
 		`worker-a           HSET {invoice:42}:state total 100`,
 	}
 	for _, profile := range sim.Profiles {

@@ -12,7 +12,7 @@ import (
 func guard(seq int64, reply, key, token string) sim.Execution {
 	record := conn.GuardRecordKey(key)
 	return exec(seq, 5, reply, "EVALSHA", conn.GuardWritesScriptSHA, "4", key, record, record, logKey(key),
-		token, "id", "", "1", "3", "RPUSH", logKey(key), "label")
+		token, "id", "", "200", "1", "3", "RPUSH", logKey(key), "label")
 }
 
 // TestNoGuardedWriteAfterTakeover_TheChaosCheckerFlagsAGuardAfterAnotherAcquisition:

@@ -178,7 +178,7 @@ func rawGuardScript(client rueidis.Client, c calls) func(tag string) (func(int) 
 			ctx, cancel := c.call()
 			defer cancel()
 			return client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(5).Key(lock, record, record, h, n).
-				Arg(token, newToken(), "", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").Build()).Error()
+				Arg(token, newToken(), "", "10000", "2", "4", "HSET", h, "step", strconv.Itoa(i), "3", "INCRBY", n, "1").Build()).Error()
 		}
 		return write, func() error { return client.Do(ctx, client.B().Del().Key(lock).Build()).Error() }, nil
 	}
