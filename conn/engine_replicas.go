@@ -1,0 +1,170 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReplicaAckWait is the WAIT timeout of a Sentinel engine's renewal batch
+// (rule SentinelRenewalsNeedReplicaAcks): a healthy replica acknowledges
+// within a round trip, so WAIT blocks this long only when the primary has
+// fewer replicas than it had, and the batch's renewals are then not
+// confirmations.
+const ReplicaAckWait = 100 * time.Millisecond
+
+// ErrNotReplicated is the cause (Uncertain) of a renewal that a node named
+// as the primary answered OK while fewer of its replicas acknowledged it
+// than the node has had since the engine first met it as the primary: its
+// replica may have been promoted (Sentinel runs REPLICAOF NO ONE before it
+// announces the switch), and then the new primary never saw the renewal.
+var ErrNotReplicated = errors.New("fewer replicas acknowledged the renewal than the primary has had: a replica may have been promoted")
+
+// replicaState is a Sentinel engine's count of replicas per node: the most
+// that node reported while the engine took it as the primary (INFO
+// replication's connected_slaves when a session opens, ROLE's online
+// replicas with each renewal batch). A renewal there is a confirmation
+// only once that many replicas acknowledged it (WAIT). A switch to a node
+// starts its count afresh.
+type replicaState struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// replicasExpected returns how many replicas must acknowledge a write on
+// node for it to be confirmed (0: node has had none).
+func (e *Engine) replicasExpected(node string) int {
+	e.repl.mu.Lock()
+	defer e.repl.mu.Unlock()
+	return e.repl.counts[node]
+}
+
+// noteReplicas records that node's ROLE listed n replicas.
+func (e *Engine) noteReplicas(node string, n int) {
+	e.repl.mu.Lock()
+	defer e.repl.mu.Unlock()
+	if e.repl.counts == nil {
+		e.repl.counts = map[string]int{}
+	}
+	e.repl.counts[node] = max(e.repl.counts[node], n)
+}
+
+// forgetReplicas starts node's count afresh: the client names it as the
+// new primary, which has the replicas Sentinel gives it from now on.
+func (e *Engine) forgetReplicas(node string) {
+	e.repl.mu.Lock()
+	defer e.repl.mu.Unlock()
+	delete(e.repl.counts, node)
+}
+
+// roleReplicas reads ROLE's reply: the number of replicas a primary lists
+// (false for a reply that is not a primary's ROLE).
+func roleReplicas(r Reply) (int, bool) {
+	if r.Kind != ReplyArray || len(r.Array) < 3 || r.Array[0].Text != "master" || r.Array[2].Kind != ReplyArray {
+		return 0, false
+	}
+	return len(r.Array[2].Array), true
+}
+
+// infoReplicas reads INFO replication's reply: a primary's
+// connected_slaves, which counts replicas still syncing (false for a reply
+// that is not a primary's).
+func infoReplicas(r Reply) (int, bool) {
+	if r.Kind != ReplyBulk && r.Kind != ReplyStatus || !strings.Contains(r.Text, "role:master") {
+		return 0, false
+	}
+	for _, line := range strings.Split(r.Text, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// replicaCheck is a Sentinel renewal batch's confirmation: ROLE (which
+// raises the node's count) and, when the node has had replicas, WAIT for
+// that many, after the batch's renewals on the session's connection.
+type replicaCheck struct {
+	on     bool
+	wanted int
+}
+
+// replicaCheckFor returns s's check (off outside Sentinel mode).
+func (s *session) replicaCheckFor() replicaCheck {
+	if s.e.mode != ModeSentinel {
+		return replicaCheck{}
+	}
+	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node)}
+}
+
+// commands returns the commands that follow the renewals in the pipeline.
+func (c replicaCheck) commands() []Command {
+	if !c.on {
+		return nil
+	}
+	cmds := []Command{RoleCommand()}
+	if c.wanted > 0 {
+		cmds = append(cmds, WaitCommand(int64(c.wanted), ReplicaAckWait.Milliseconds()))
+	}
+	return cmds
+}
+
+// confirmed reads the trailing replies (ROLE, then WAIT when sent): it
+// records ROLE's count and reports whether WAIT counted enough replicas.
+func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
+	if !c.on {
+		return true
+	}
+	if n, ok := roleReplicas(replies[0]); ok {
+		s.e.noteReplicas(s.node, n)
+	}
+	if c.wanted == 0 {
+		return true
+	}
+	acked, err := waitCount(replies[1], replies[1].Err)
+	return err == nil && acked >= int64(c.wanted)
+}
+
+// confirmAfter sends the check on its own after writes s already carried
+// (a renewal sent alone, or a batch's fallbacks: a batch's WAIT counted
+// writes before theirs) and reports whether enough replicas acknowledged
+// them: WAIT counts up to the connection's last write.
+func (c replicaCheck) confirmAfter(ctx context.Context, s *session) bool {
+	if !c.on {
+		return true
+	}
+	cmds := c.commands()
+	replies := make([]Reply, len(cmds))
+	if err := s.link.exchange(ctx, "extend", cmds, replies, nil, s); err != nil {
+		return false
+	}
+	return c.confirmed(s, replies)
+}
+
+// confirmRenewal checks a renewal op sent alone on s that the node
+// answered OK (rule SentinelRenewalsNeedReplicaAcks): outside Sentinel
+// mode, or for another op, it returns nil; otherwise nil once enough
+// replicas acknowledged it, or an Uncertain *Error (ErrNotReplicated).
+func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
+	if s.e.mode != ModeSentinel || !res.Owned || !op.Batchable() {
+		return nil
+	}
+	if s.replicaCheckFor().confirmAfter(ctx, s) {
+		return nil
+	}
+	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+}
+
+// notReplicated turns each confirmed renewal of results into an Uncertain
+// outcome (ErrNotReplicated).
+func notReplicated(s *session, results []ExtendResult) {
+	for i, r := range results {
+		if r.Err == nil && r.Owned {
+			results[i].Err = &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+		}
+	}
+}
