@@ -63,7 +63,7 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	}
 	if check.on && (err != nil || !check.confirmed(s, replies[renewals:]) ||
 		(b.fellBack && !check.confirmAfter(ctx, s))) {
-		notReplicated(s, results) // no replica count, or too few: nothing the primary answered is a confirmation
+		notReplicated(s, requests, results) // no replica count, or too few: nothing the primary answered is a confirmation
 	}
 	return results
 }

@@ -150,7 +150,7 @@ func (c replicaCheck) confirmAfter(ctx context.Context, s *session) bool {
 // mode, or for another op, it returns nil; otherwise nil once enough
 // replicas acknowledged it, or an Uncertain *Error (ErrNotReplicated).
 func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
-	if s.e.mode != ModeSentinel || !res.Owned || !op.Batchable() {
+	if s.e.mode != ModeSentinel || !res.Owned || !op.confirmsLease() {
 		return nil
 	}
 	if s.replicaCheckFor().confirmAfter(ctx, s) {
@@ -159,11 +159,17 @@ func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
 	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
 }
 
-// notReplicated turns each confirmed renewal of results into an Uncertain
-// outcome (ErrNotReplicated).
-func notReplicated(s *session, results []ExtendResult) {
+// confirmsLease reports a renewal of a holder's lease (a fair waiter's
+// renewal keeps its place in the queue, which owns nothing).
+func (o Op) confirmsLease() bool {
+	return o.Batchable() && !(o.kind == opPrimitive && o.prim.kind == primFairRenew)
+}
+
+// notReplicated turns each confirmed renewal of a lease in results into an
+// Uncertain outcome (ErrNotReplicated).
+func notReplicated(s *session, requests []ExtendRequest, results []ExtendResult) {
 	for i, r := range results {
-		if r.Err == nil && r.Owned {
+		if r.Err == nil && r.Owned && requests[i].Op.confirmsLease() {
 			results[i].Err = &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
 		}
 	}
