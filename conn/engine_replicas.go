@@ -23,15 +23,16 @@ const ReplicaAckWait = 100 * time.Millisecond
 // announces the switch), and then the new primary never saw the renewal.
 var ErrNotReplicated = errors.New("fewer replicas acknowledged the renewal than the primary has had: a replica may have been promoted")
 
-// replicaState is a Sentinel engine's count of replicas per node: the most
-// that node reported while the engine took it as the primary (INFO
-// replication's connected_slaves when a session opens, ROLE's online
-// replicas with each renewal batch). A renewal there is a confirmation
-// only once that many replicas acknowledged it (WAIT). A switch to a node
-// starts its count afresh.
+// replicaState is a Sentinel engine's replicas per node: every replica
+// (by its announced address) that node listed while the engine took it as
+// the primary (INFO replication when a session opens, syncing replicas
+// included; ROLE's online replicas with each renewal batch). Addresses,
+// not counts: a replica that reconnects is listed twice for a moment. A
+// renewal there is a confirmation only once that many replicas
+// acknowledged it (WAIT). A switch to a node starts its set afresh.
 type replicaState struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu   sync.Mutex
+	seen map[string]map[string]bool // node → replica addresses
 }
 
 // replicasExpected returns how many replicas must acknowledge a write on
@@ -39,17 +40,27 @@ type replicaState struct {
 func (e *Engine) replicasExpected(node string) int {
 	e.repl.mu.Lock()
 	defer e.repl.mu.Unlock()
-	return e.repl.counts[node]
+	return len(e.repl.seen[node])
 }
 
-// noteReplicas records that node's ROLE listed n replicas.
-func (e *Engine) noteReplicas(node string, n int) {
+// noteReplicas records the replicas node listed.
+func (e *Engine) noteReplicas(node string, replicas []string) {
+	if len(replicas) == 0 {
+		return
+	}
 	e.repl.mu.Lock()
 	defer e.repl.mu.Unlock()
-	if e.repl.counts == nil {
-		e.repl.counts = map[string]int{}
+	if e.repl.seen == nil {
+		e.repl.seen = map[string]map[string]bool{}
 	}
-	e.repl.counts[node] = max(e.repl.counts[node], n)
+	set := e.repl.seen[node]
+	if set == nil {
+		set = map[string]bool{}
+		e.repl.seen[node] = set
+	}
+	for _, r := range replicas {
+		set[r] = true
+	}
 }
 
 // forgetReplicas starts node's count afresh: the client names it as the
@@ -57,32 +68,52 @@ func (e *Engine) noteReplicas(node string, n int) {
 func (e *Engine) forgetReplicas(node string) {
 	e.repl.mu.Lock()
 	defer e.repl.mu.Unlock()
-	delete(e.repl.counts, node)
+	delete(e.repl.seen, node)
 }
 
-// roleReplicas reads ROLE's reply: the number of replicas a primary lists
-// (false for a reply that is not a primary's ROLE).
-func roleReplicas(r Reply) (int, bool) {
+// roleReplicas reads ROLE's reply: the addresses (ip:port) of the replicas
+// a primary lists (none for a reply that is not a primary's ROLE).
+func roleReplicas(r Reply) []string {
 	if r.Kind != ReplyArray || len(r.Array) < 3 || r.Array[0].Text != "master" || r.Array[2].Kind != ReplyArray {
-		return 0, false
+		return nil
 	}
-	return len(r.Array[2].Array), true
-}
-
-// infoReplicas reads INFO replication's reply: a primary's
-// connected_slaves, which counts replicas still syncing (false for a reply
-// that is not a primary's).
-func infoReplicas(r Reply) (int, bool) {
-	if r.Kind != ReplyBulk && r.Kind != ReplyStatus || !strings.Contains(r.Text, "role:master") {
-		return 0, false
-	}
-	for _, line := range strings.Split(r.Text, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-			n, err := strconv.Atoi(v)
-			return n, err == nil
+	var out []string
+	for _, rep := range r.Array[2].Array {
+		if rep.Kind == ReplyArray && len(rep.Array) >= 2 {
+			port := rep.Array[1].Text
+			if rep.Array[1].Kind == ReplyInt {
+				port = strconv.FormatInt(rep.Array[1].Int, 10)
+			}
+			out = append(out, rep.Array[0].Text+":"+port)
 		}
 	}
-	return 0, false
+	return out
+}
+
+// infoReplicas reads INFO replication's reply: the addresses of a
+// primary's replicas (slaveN:ip=…,port=…,state=…), syncing ones included
+// (none for a reply that is not a primary's).
+func infoReplicas(r Reply) []string {
+	if r.Kind != ReplyBulk && r.Kind != ReplyStatus || !strings.Contains(r.Text, "role:master") {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(r.Text, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "slave") || !strings.Contains(fields, "ip=") {
+			continue
+		}
+		var ip, port string
+		for _, f := range strings.Split(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "ip="); ok {
+				ip = v
+			} else if v, ok := strings.CutPrefix(f, "port="); ok {
+				port = v
+			}
+		}
+		out = append(out, ip+":"+port)
+	}
+	return out
 }
 
 // replicaCheck is a Sentinel renewal batch's confirmation: ROLE (which
@@ -119,9 +150,7 @@ func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
 	if !c.on {
 		return true
 	}
-	if n, ok := roleReplicas(replies[0]); ok {
-		s.e.noteReplicas(s.node, n)
-	}
+	s.e.noteReplicas(s.node, roleReplicas(replies[0]))
 	if c.wanted == 0 {
 		return true
 	}

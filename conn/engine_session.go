@@ -127,9 +127,7 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	}
 	s.learnIdentity(replies[0], replies[1])
 	if len(replies) > 2 {
-		if n, ok := infoReplicas(replies[2]); ok {
-			e.noteReplicas(node, n)
-		}
+		e.noteReplicas(node, infoReplicas(replies[2]))
 	}
 	s.opened.Store(true)
 	if !e.track(s) {
