@@ -23,10 +23,10 @@ const ReplicaAckWait = 100 * time.Millisecond
 // announces the switch), and then the new primary never saw the renewal.
 var ErrNotReplicated = errors.New("fewer replicas acknowledged the renewal than the primary has had: a replica may have been promoted")
 
-// replicaState is a Sentinel engine's replicas per node: every replica
-// (by its announced address) that node listed while the engine took it as
-// the primary (INFO replication when a session opens, syncing replicas
-// included; ROLE's online replicas with each renewal batch). Addresses,
+// replicaState is a Sentinel engine's replicas per node: every online
+// replica (by its announced address) that node listed while the engine
+// took it as the primary (INFO replication when a session opens, ROLE with
+// each renewal batch). Addresses,
 // not counts: a replica that reconnects is listed twice for a moment. A
 // renewal there is a confirmation only once that many replicas
 // acknowledged it (WAIT). A switch to a node starts its set afresh.
@@ -91,8 +91,10 @@ func roleReplicas(r Reply) []string {
 }
 
 // infoReplicas reads INFO replication's reply: the addresses of a
-// primary's replicas (slaveN:ip=…,port=…,state=…), syncing ones included
-// (none for a reply that is not a primary's).
+// primary's online replicas (slaveN:ip=…,port=…,state=online; none for a
+// reply that is not a primary's). A replica still syncing acknowledges
+// nothing until it is online (a full sync may wait seconds to start):
+// waiting for it would leave a fresh Locks unable to renew meanwhile.
 func infoReplicas(r Reply) []string {
 	if r.Kind != ReplyBulk && r.Kind != ReplyStatus || !strings.Contains(r.Text, "role:master") {
 		return nil
@@ -100,7 +102,7 @@ func infoReplicas(r Reply) []string {
 	var out []string
 	for _, line := range strings.Split(r.Text, "\n") {
 		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "slave") || !strings.Contains(fields, "ip=") {
+		if !ok || !strings.HasPrefix(name, "slave") || !strings.Contains(fields, "state=online") {
 			continue
 		}
 		var ip, port string
@@ -145,14 +147,17 @@ func (c replicaCheck) commands() []Command {
 }
 
 // confirmed reads the trailing replies (ROLE, then WAIT when sent): it
-// records ROLE's count and reports whether WAIT counted enough replicas.
+// records ROLE's replicas and reports whether WAIT counted enough of them.
+// Without a WAIT (the node had no replica known), a ROLE that lists one
+// makes the batch unconfirmed: the retry waits for it.
 func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
 	if !c.on {
 		return true
 	}
-	s.e.noteReplicas(s.node, roleReplicas(replies[0]))
+	online := roleReplicas(replies[0])
+	s.e.noteReplicas(s.node, online)
 	if c.wanted == 0 {
-		return true
+		return len(online) == 0
 	}
 	acked, err := waitCount(replies[1], replies[1].Err)
 	return err == nil && acked >= int64(c.wanted)

@@ -6,13 +6,14 @@ import "testing"
 // replica that reconnects (a failed partial resync, then a full one) is
 // listed twice by its primary for a moment; the engine counts replicas by
 // address, so WAIT never asks for more acknowledgements than there are
-// replicas (which would leave every renewal unconfirmed). INFO
-// replication's syncing replicas count; ROLE's are read the same way; a
-// replica's own reply names none.
+// replicas (which would leave every renewal unconfirmed). Only online
+// replicas count (a syncing one acknowledges nothing yet); ROLE's are read
+// the same way; a replica's own reply names none.
 func TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce(t *testing.T) {
 	e := &Engine{}
 	info := Reply{Kind: ReplyBulk, Text: "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
-		"slave0:ip=127.0.0.1,port=6380,state=wait_bgsave,offset=0,lag=0\r\n" +
+		"slave0:ip=127.0.0.1,port=6380,state=online,offset=0,lag=0\r\n" +
+		"slave2:ip=127.0.0.1,port=6382,state=wait_bgsave,offset=0,lag=0\r\n" +
 		"slave1:ip=127.0.0.1,port=6380,state=online,offset=120,lag=0\r\nmaster_repl_offset:120\r\n"}
 	e.noteReplicas("p:1", infoReplicas(info))
 	if got := e.replicasExpected("p:1"); got != 1 {
