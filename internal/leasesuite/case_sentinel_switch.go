@@ -39,6 +39,12 @@ var switchStagger = failoverLease / 2 / switchLocks
 // is retired as demoted, and at least 9 of the 10 locks are kept.
 func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testing.T, tr Transport) {
 	sentinels, master, password := realSentinel(t)
+	if prev := primaryOf(t, newSentinelClient(t, sentinels, master, password)); prev != "" {
+		// A failover just before may leave the replica resyncing: the Locks
+		// must meet it online (rule SentinelRenewalsNeedReplicaAcks counts
+		// the replicas a primary has had online).
+		awaitReplicaHealthy(t, sentinels, master, password, prev, otherDataNode(t, prev))
+	}
 	tel := newTelemetry(t)
 	locks := tr.Sentinel(t, sentinels, master, password, tel.options()...).WithKeyPrefix(fmt.Sprintf("switch:%d:", time.Now().UnixNano()))
 	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
