@@ -229,6 +229,13 @@ func outcomeOf(ok bool, err error) sm.Outcome {
 // server refused, or whose outcome is unknown, counts as confirmed.
 func renewalOutcome(ok bool, err error) (sm.Outcome, error) {
 	outcome := outcomeOf(ok, err)
+	if outcome == sm.OutcomeUncertain && errors.Is(err, conn.ErrNotReplicated) {
+		// It ran and was answered, so nothing of it is pending to fence,
+		// but it confirms nothing (rule SentinelRenewalsNeedReplicaAcks):
+		// the estimate stays, and the keep-alive retries as after a
+		// renewal not sent (routed to the new primary once it is known).
+		outcome = sm.OutcomeNotSubmitted
+	}
 	if mutationRenewalAnswerIgnored && outcome != sm.OutcomeOK {
 		return sm.OutcomeOK, nil // deliberately wrong: see mutation_on.go
 	}

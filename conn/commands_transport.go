@@ -6,6 +6,15 @@ import "strconv"
 // (see checkIdle), built here like every other wire command.
 func PingCommand() Command { return Command{Args: []string{"PING"}, Key: -1} }
 
+// RoleCommand is ROLE: a Sentinel engine reads the replicas a primary
+// lists (rule SentinelRenewalsNeedReplicaAcks).
+func RoleCommand() Command { return Command{Args: []string{"ROLE"}, Key: -1} }
+
+// InfoReplicationCommand is INFO replication: a Sentinel engine reads, when
+// it opens a session, how many replicas the primary has, syncing ones
+// included (ROLE lists only those online).
+func InfoReplicationCommand() Command { return Command{Args: []string{"INFO", "replication"}, Key: -1} }
+
 // WaitCommand is WAIT replicas timeoutMillis, sent right after the fenced
 // acquisition script on its connection (AcquireFencedReplicated).
 func WaitCommand(replicas, timeoutMillis int64) Command {

@@ -47,6 +47,7 @@ type Engine struct {
 	slots *slotTable   // cluster mode only
 	push  pushState    // tracking watchers, one per node (engine_watch.go)
 	prim  primaryState // Sentinel mode: the primary last named, its polls (engine_switch.go)
+	repl  replicaState // Sentinel mode: the replicas each primary has had (engine_replicas.go)
 
 	running track.Tracker // drainers, background closes and opens: Close waits
 }

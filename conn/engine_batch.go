@@ -40,6 +40,9 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 	if len(cmds) == 0 {
 		return results
 	}
+	check := s.replicaCheckFor() // Sentinel: ROLE and WAIT after the renewals (rule SentinelRenewalsNeedReplicaAcks)
+	renewals := len(cmds)
+	cmds = append(cmds, check.commands()...)
 	replies := make([]Reply, len(cmds))
 	err = s.link.hand(ctx, "extend", cmds, replies, nil, s, false)
 	if err == nil {
@@ -58,6 +61,10 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 		}
 		results[i] = b.finish(ctx, s, i, requests[i], reply)
 	}
+	if check.on && (err != nil || !check.confirmed(s, replies[renewals:]) ||
+		(b.fellBack && !check.confirmAfter(ctx, s))) {
+		notReplicated(s, requests, results) // no replica count, or too few: nothing the primary answered is a confirmation
+	}
 	return results
 }
 
@@ -72,8 +79,9 @@ func errIsDemotion(err error) bool {
 // Operation for a compare-and-pexpire, a ScriptCall for a holder's renewal
 // (scripts is allocated only when the batch has one).
 type renewBatch struct {
-	ops     []*Operation
-	scripts []*ScriptCall
+	ops      []*Operation
+	scripts  []*ScriptCall
+	fellBack bool // a request finished on its own after the pipeline (a fallback)
 }
 
 // sent reports whether request i was put in the pipeline.
@@ -137,6 +145,7 @@ func (b *renewBatch) finish(ctx context.Context, s *session, i int, r ExtendRequ
 			res, err := s.finish("extend", out, reply.Err)
 			return ExtendResult{res, err}
 		}
+		b.fellBack = true
 		res, err := s.drive(ctx, "extend", o, false, r.Route)
 		return ExtendResult{res, err}
 	}
@@ -146,6 +155,7 @@ func (b *renewBatch) finish(ctx context.Context, s *session, i int, r ExtendRequ
 		return ExtendResult{res, err}
 	}
 	s.scriptFallback()
+	b.fellBack = true
 	res, err := s.driveScript(ctx, op, call, false, r.Route)
 	return ExtendResult{res, err}
 }

@@ -19,7 +19,11 @@ func (s *session) Do(ctx context.Context, op Op, route *Route) (res Result, err 
 		ctx, end = o.Op(ctx, op)
 		defer func() { end(err) }()
 	}
-	return s.run(ctx, op, false, route)
+	res, err = s.run(ctx, op, false, route)
+	if err == nil {
+		err = s.confirmRenewal(ctx, op, res) // Sentinel: a renewal needs its replicas' acknowledgement
+	}
+	return res, err
 }
 
 // run drives op on this session (after ASKING when asking).

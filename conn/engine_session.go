@@ -110,11 +110,14 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 		defer close(fenceReady)
 		e.prepareFence(node)
 	})
-	cmds := [2]Command{ClientIDCommand(), ClientInfoCommand()}
-	var replies [2]Reply
+	cmds := []Command{ClientIDCommand(), ClientInfoCommand()}
+	if e.mode == ModeSentinel {
+		cmds = append(cmds, InfoReplicationCommand()) // the replicas a renewal here waits for (rule SentinelRenewalsNeedReplicaAcks)
+	}
+	replies := make([]Reply, len(cmds))
 	hctx, cancel := s.link.bounded(context.WithoutCancel(ctx), openBound) // see link.bounded
 	stop := e.spawn.AfterFunc(ctx, func() { s.link.retire() })            // the open's own end (Close) closes it too
-	err = s.link.exchange(hctx, "open", cmds[:], replies[:], nil, s)
+	err = s.link.exchange(hctx, "open", cmds, replies, nil, s)
 	stop()
 	cancel()
 	_ = e.spawn.Wait(ctx, fenceReady) // a failure is left for the fence to try again
@@ -123,6 +126,9 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
 	s.learnIdentity(replies[0], replies[1])
+	if len(replies) > 2 {
+		e.noteReplicas(node, infoReplicas(replies[2]))
+	}
 	s.opened.Store(true)
 	if !e.track(s) {
 		s.link.retire()

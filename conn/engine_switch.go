@@ -60,6 +60,7 @@ func (e *Engine) notePrimary(node string) {
 	if old == "" {
 		return
 	}
+	e.forgetReplicas(node)
 	e.demoteAllBut(node)
 	e.mu.Lock()
 	closed := e.closed

@@ -384,6 +384,9 @@ func TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 func TestRestartWithoutPersistence_TheHolderLearnsInOneRoundTrip(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "RestartWithoutPersistence_TheHolderLearnsInOneRoundTrip")
 }
+func TestSentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing")
+}
 func TestSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SentinelFailover_SessionsFollowTheNewPrimary")
 }

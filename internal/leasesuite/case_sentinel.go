@@ -20,7 +20,17 @@ import (
 // docs/deployment.md asks for with these sentinels (down-after 1000 ms),
 // so that half of it exceeds Sentinel's announcement delay on a loaded
 // machine (1.27–1.55 s was seen; 3 s leases then lost locks, as documented).
-const failoverLease = 5 * time.Second
+// RESPIRE_FAILOVER_LEASE (a Go duration) overrides it, e.g. 3s for issue
+// 27's setup.
+var failoverLease = leaseFromEnv("RESPIRE_FAILOVER_LEASE", 5*time.Second)
+
+// leaseFromEnv returns the duration the variable name holds, or def.
+func leaseFromEnv(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
 
 // realSentinel returns the real Sentinel setup scripts/with-servers.sh
 // starts (locked for this test): the sentinels' addresses, the master set's

@@ -21,29 +21,36 @@ import (
 // switchStagger apart so that their renewals (every failoverLease/2) fall
 // all over the seconds Sentinel takes to name the new primary: some of
 // them are answered by the old primary after the replica was promoted.
-const (
-	switchLocks   = 10
-	switchStagger = failoverLease / 2 / switchLocks
-)
+const switchLocks = 10
+
+var switchStagger = failoverLease / 2 / switchLocks
 
 // TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary: 10
 // keep-alive locks on a Sentinel client, then SENTINEL FAILOVER while an
 // outsider tries SET NX on the new primary every 100 ms. The old primary
 // answers renewals for about a second after the replica was promoted;
-// those renewals never reach the new primary. Once the client names the
-// new primary, every lock is renewed there at once and its estimate
-// counts from that renewal: from half a second after the client learned
-// of the switch, no live lock's ExpiresAtEstimate is later than its key's
-// expiry on the new primary (PTTL, read there), no outsider wins a key
-// whose lock is live, no session to the new primary is retired as
-// demoted, and at least 9 of the 10 locks are kept.
+// those renewals never reach the new primary, and no replica acknowledges
+// them, so none is a confirmation (rule SentinelRenewalsNeedReplicaAcks).
+// Once the client names the new primary, every lock is renewed there at
+// once and its estimate counts from that renewal. At no time from the
+// failover command on is a live lock's ExpiresAtEstimate later than its
+// key's expiry on the replica Sentinel promotes (PTTL, read there), no
+// outsider wins a key whose lock is live, no session to the new primary
+// is retired as demoted, and at least 9 of the 10 locks are kept.
 func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testing.T, tr Transport) {
 	sentinels, master, password := realSentinel(t)
+	if prev := primaryOf(t, newSentinelClient(t, sentinels, master, password)); prev != "" {
+		// A failover just before may leave the replica resyncing: the Locks
+		// must meet it online (rule SentinelRenewalsNeedReplicaAcks counts
+		// the replicas a primary has had online).
+		awaitReplicaHealthy(t, sentinels, master, password, prev, otherDataNode(t, prev))
+	}
 	tel := newTelemetry(t)
 	locks := tr.Sentinel(t, sentinels, master, password, tel.options()...).WithKeyPrefix(fmt.Sprintf("switch:%d:", time.Now().UnixNano()))
 	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
 	watcher := newSentinelClient(t, sentinels, master, password)
 	old := primaryOf(t, watcher)
+	replica := otherDataNode(t, old)
 	o := &ownership{ended: map[*lease.Lock]time.Time{}}
 	var held []*lease.Lock
 	for i := range switchLocks {
@@ -62,13 +69,18 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
-	eventually(t, "the client named the new primary", func() bool { return !engine.IsPrimary(old) })
+	late := 0
+	eventually(t, "the client named the new primary", func() bool {
+		late += checkEstimates(t, held, replica, password) // before the switch is known too
+		return !engine.IsPrimary(old)
+	})
 	learned := time.Now()
 	t.Logf("the %s client named the new primary %v after SENTINEL FAILOVER", tr.Name, learned.Sub(failover).Round(time.Millisecond))
 	eventually(t, "the outsiders' client named the new primary", func() bool { return primaryOf(t, watcher) != old })
 	fresh := primaryOf(t, watcher)
-	time.Sleep(500 * time.Millisecond) // the renewals the switch sends: one round trip
-	late := 0
+	if fresh != replica {
+		t.Fatalf("Sentinel promoted %s; want the replica %s", fresh, replica)
+	}
 	for time.Since(learned) < 2*failoverLease {
 		late += checkEstimates(t, held, fresh, password)
 		time.Sleep(50 * time.Millisecond)

@@ -1,0 +1,39 @@
+package conn
+
+import "testing"
+
+// TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce: a
+// replica that reconnects (a failed partial resync, then a full one) is
+// listed twice by its primary for a moment; the engine counts replicas by
+// address, so WAIT never asks for more acknowledgements than there are
+// replicas (which would leave every renewal unconfirmed). Only online
+// replicas count (a syncing one acknowledges nothing yet); ROLE's are read
+// the same way; a replica's own reply names none.
+func TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce(t *testing.T) {
+	e := &Engine{}
+	info := Reply{Kind: ReplyBulk, Text: "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
+		"slave0:ip=127.0.0.1,port=6380,state=online,offset=0,lag=0\r\n" +
+		"slave2:ip=127.0.0.1,port=6382,state=wait_bgsave,offset=0,lag=0\r\n" +
+		"slave1:ip=127.0.0.1,port=6380,state=online,offset=120,lag=0\r\nmaster_repl_offset:120\r\n"}
+	e.noteReplicas("p:1", infoReplicas(info))
+	if got := e.replicasExpected("p:1"); got != 1 {
+		t.Fatalf("a replica listed twice counts %d; want 1", got)
+	}
+	role := Reply{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "master"}, {Kind: ReplyInt, Int: 120},
+		{Kind: ReplyArray, Array: []Reply{
+			{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "127.0.0.1"}, {Kind: ReplyBulk, Text: "6380"}, {Kind: ReplyBulk, Text: "120"}}},
+			{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "127.0.0.1"}, {Kind: ReplyBulk, Text: "6381"}, {Kind: ReplyBulk, Text: "120"}}},
+		}}}}
+	e.noteReplicas("p:1", roleReplicas(role))
+	if got := e.replicasExpected("p:1"); got != 2 {
+		t.Fatalf("after ROLE listed a second replica: %d; want 2", got)
+	}
+	replica := Reply{Kind: ReplyBulk, Text: "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\n"}
+	if got := infoReplicas(replica); got != nil {
+		t.Fatalf("a replica's INFO names replicas %v", got)
+	}
+	e.forgetReplicas("p:1")
+	if got := e.replicasExpected("p:1"); got != 0 {
+		t.Fatalf("after a switch to the node: %d; want 0", got)
+	}
+}
