@@ -149,10 +149,15 @@ func (c replicaCheck) commands() []Command {
 // confirmed reads the trailing replies (ROLE, then WAIT when sent): it
 // records ROLE's replicas and reports whether WAIT counted enough of them.
 // Without a WAIT (the node had no replica known), a ROLE that lists one
-// makes the batch unconfirmed: the retry waits for it.
+// makes the batch unconfirmed: the retry waits for it. A ROLE refused (an
+// error reply: NOPERM where the ACL lacks +role) confirms nothing either:
+// the check is never silently off, and the locks end at their lease.
 func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
 	if !c.on {
 		return true
+	}
+	if replies[0].Kind == ReplyError {
+		return false
 	}
 	online := roleReplicas(replies[0])
 	s.e.noteReplicas(s.node, online)

@@ -37,3 +37,20 @@ func TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce(t *testin
 		t.Fatalf("after a switch to the node: %d; want 0", got)
 	}
 }
+
+// TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing: a ROLE
+// the server refuses (NOPERM: an ACL without +role) leaves the check on,
+// not off: the batch is not a confirmation, whatever WAIT would say.
+func TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing(t *testing.T) {
+	s := &session{e: &Engine{}, node: "p:1"}
+	check := replicaCheck{on: true}
+	noperm := Reply{Kind: ReplyError, Text: "NOPERM User lock has no permissions to run the 'role' command"}
+	if check.confirmed(s, []Reply{noperm}) {
+		t.Fatal("a renewal batch whose ROLE was refused counted as confirmed")
+	}
+	noReplicas := Reply{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "master"}, {Kind: ReplyInt, Int: 1},
+		{Kind: ReplyArray}}}
+	if !check.confirmed(s, []Reply{noReplicas}) {
+		t.Fatal("a primary with no replica ever seen: the batch must confirm")
+	}
+}
