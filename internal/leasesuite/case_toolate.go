@@ -3,6 +3,8 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"strings"
+
 	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"testing"
@@ -57,6 +59,13 @@ func caseAcquiredTooLate_AReplyAfterTheLeaseCouldHaveExpiredHandsOutNoLockAndCle
 					go func() { lock, err := call.acquire(locks, key); got <- result{lock, err} }()
 					set := waitEntry(t, f.srv, isCommand("SET", key))
 					token := set.Args[2]
+					// The log records arrivals: wait until the SET ran (the key
+					// holds its token), so that another owner's SET below comes
+					// after it, never before it (then the attempt would simply
+					// have been refused).
+					eventually(t, "the attempt's SET ran", func() bool {
+						return strings.Contains(f.srv.Exec("GET", key), token)
+					})
 					clock.Advance(ttl) // the lease could have expired before the reply arrives
 					if takenOver {
 						f.srv.Exec("SET", key, "another-owner", "PX", "600000")
