@@ -33,8 +33,9 @@ type heldPair struct {
 // TestSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce:
 // on a Sentinel client, two holds without keep-alive (30 s lease) of each
 // primitive: semaphore permits (of one semaphore, and of one fair
-// semaphore), read holds (of one read/write lock), write holds (of two)
-// and fencing-token locks (package coordination). The replica loses one
+// semaphore), read holds (of one read/write lock, and of one fair), write
+// holds (of two, and of two fair), fair locks (WithFairWait) and
+// fencing-token locks (package coordination). The replica loses one
 // hold's record of each (a permit's or reader's member: ZREM; a writer's
 // or fenced lock's key: DEL, made writable for that), then SENTINEL
 // FAILOVER promotes it. When the client names the new primary, each hold
@@ -156,14 +157,21 @@ func acquireHeldPairs(t *testing.T, locks *lease.Locks, suffix string, ttl time.
 	if err != nil {
 		t.Fatalf("coordination.New on a Sentinel client = %v", err)
 	}
-	sem, fair, rw := locks.Semaphore("sem", 3), locks.Semaphore("fair", 3), locks.RWLock("rw")
+	sem, fair, rw, fairRW := locks.Semaphore("sem", 3), locks.Semaphore("fair", 3), locks.RWLock("rw"), locks.RWLock("fair-rw")
 	fairOpts := append(append([]lease.AcquireOption(nil), opts...), lease.WithFairWait())
 	acquire := map[string]func(i int) (*lease.Lock, error){
-		"permit":      func(int) (*lease.Lock, error) { return sem.Acquire(ctxT(t), ttl, opts...) },
-		"fair permit": func(int) (*lease.Lock, error) { return fair.Acquire(ctxT(t), ttl, fairOpts...) },
-		"read hold":   func(int) (*lease.Lock, error) { return rw.RLock(ctxT(t), ttl, opts...) },
+		"permit":         func(int) (*lease.Lock, error) { return sem.Acquire(ctxT(t), ttl, opts...) },
+		"fair permit":    func(int) (*lease.Lock, error) { return fair.Acquire(ctxT(t), ttl, fairOpts...) },
+		"read hold":      func(int) (*lease.Lock, error) { return rw.RLock(ctxT(t), ttl, opts...) },
+		"fair read hold": func(int) (*lease.Lock, error) { return fairRW.RLock(ctxT(t), ttl, fairOpts...) },
 		"write hold": func(i int) (*lease.Lock, error) {
 			return locks.RWLock(fmt.Sprintf("w%d", i)).Lock(ctxT(t), ttl, opts...)
+		},
+		"fair write hold": func(i int) (*lease.Lock, error) {
+			return locks.RWLock(fmt.Sprintf("fair-w%d", i)).Lock(ctxT(t), ttl, fairOpts...)
+		},
+		"fair lock": func(i int) (*lease.Lock, error) {
+			return locks.Acquire(ctxT(t), fmt.Sprintf("fair-m%d", i), ttl, fairOpts...)
 		},
 		"fenced lock": func(i int) (*lease.Lock, error) {
 			l, err := coord.Acquire(ctxT(t), fmt.Sprintf("{f%d}:lease", i), fmt.Sprintf("{f%d}:fence", i), ttl, opts...)
@@ -174,7 +182,8 @@ func acquireHeldPairs(t *testing.T, locks *lease.Locks, suffix string, ttl time.
 		},
 	}
 	var pairs []heldPair
-	for _, primitive := range []string{"permit", "fair permit", "read hold", "write hold", "fenced lock"} {
+	for _, primitive := range []string{"permit", "fair permit", "read hold", "fair read hold", "write hold",
+		"fair write hold", "fair lock", "fenced lock"} {
 		p := heldPair{primitive: primitive + suffix}
 		if p.kept, err = acquire[primitive](0); err == nil {
 			p.gone, err = acquire[primitive](1)
