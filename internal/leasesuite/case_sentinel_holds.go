@@ -12,7 +12,6 @@ import (
 	"github.com/respire-go/respire/actor"
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/coordination"
-	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -103,13 +102,14 @@ func switchHolds(t *testing.T, tr Transport, ttl time.Duration, opts ...lease.Ac
 	}
 	prefix := fmt.Sprintf("holds:%d:", time.Now().UnixNano())
 	locks := tr.Sentinel(t, sentinels, master, password).WithKeyPrefix(prefix)
-	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
 	old := primaryOf(t, newSentinelClient(t, sentinels, master, password))
 	replica := otherDataNode(t, old)
 	pairs := acquireHeldPairs(t, locks, "", ttl, opts)
-	if len(opts) > 0 { // with keep-alive: push's reads of held keys find a missing record too; without push, only the switch's renewal does
+	readers := []*lease.Lock{pairs[0].kept} // one lock of each Locks, read until its client names the new primary
+	if len(opts) > 0 {                      // with keep-alive: push's reads of held keys find a missing record too; without push, only the switch's renewal does
 		quiet := tr.Sentinel(t, sentinels, master, password, lease.WithoutPush()).WithKeyPrefix(prefix + "nopush:")
-		pairs = append(pairs, acquireHeldPairs(t, quiet, " (without push)", ttl, opts)...)
+		more := acquireHeldPairs(t, quiet, " (without push)", ttl, opts)
+		pairs, readers = append(pairs, more...), append(readers, more[0].kept)
 	}
 	t.Cleanup(func() {
 		for _, p := range pairs {
@@ -131,7 +131,7 @@ func switchHolds(t *testing.T, tr Transport, ttl time.Duration, opts ...lease.Ac
 		t.FailNow()
 	}
 	return pairs, func(also func(newPrimary, password string)) {
-		failOverTo(t, tr, engine, sentinels, master, password, old, replica, pairs[0].kept)
+		failOverTo(t, tr, sentinels, master, password, old, replica, readers)
 		learned := time.Now()
 		for _, p := range pairs {
 			eventually(t, "the "+p.primitive+" whose record the new primary lacks ended", func() bool { return p.gone.Context().Err() != nil })
@@ -196,24 +196,33 @@ func acquireHeldPairs(t *testing.T, locks *lease.Locks, suffix string, ttl time.
 	return pairs
 }
 
-// failOverTo runs SENTINEL FAILOVER and waits until the Locks' client
-// names replica, reading kept every 100 ms meanwhile (go-redis' adapter
-// learns of a switch from a round trip).
-func failOverTo(t *testing.T, tr Transport, engine *conn.Engine, sentinels []string, master, password, old, replica string, kept *lease.Lock) {
+// failOverTo runs SENTINEL FAILOVER and waits until the client of every
+// reader's Locks names replica, reading each reader every 100 ms meanwhile
+// (go-redis' adapter learns of a switch from a round trip: an idle
+// go-redis Locks learns of it at its next command).
+func failOverTo(t *testing.T, tr Transport, sentinels []string, master, password, old, replica string, readers []*lease.Lock) {
 	t.Helper()
 	t.Cleanup(func() { awaitReconfigured(old, password) }) // a failed run leaves no failover in progress to the next
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	lastRead := time.Time{}
-	eventually(t, "the "+tr.Name+" client named the new primary", func() bool {
-		if time.Since(lastRead) >= 100*time.Millisecond {
+	eventually(t, "the "+tr.Name+" clients named the new primary", func() bool {
+		read := time.Since(lastRead) >= 100*time.Millisecond
+		if read {
 			lastRead = time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, _ = kept.VerifyStillHeld(ctx)
-			cancel()
 		}
-		return engine.IsPrimary(replica)
+		named := true
+		for _, r := range readers {
+			if read {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, _ = r.VerifyStillHeld(ctx)
+				cancel()
+			}
+			engine, _ := coreOf(r).Driver().Transport().(*conn.Engine)
+			named = named && engine.IsPrimary(replica)
+		}
+		return named
 	})
 }
 
