@@ -16,7 +16,9 @@ import (
 // sessions: their replies no longer confirm anything (see demotedReply).
 //
 // A lock held without keep-alive is re-asserted there (rule
-// SwitchReassertsLocksWithoutKeepAlive): see reassert.
+// SwitchReassertsLocksWithoutKeepAlive): see reassert. Both hold for every
+// kind (a permit, a read or write hold, fair or not, a fencing-token
+// lock): each renews with its kind's owner-compared renewal (leaseRef.renew).
 func (d *Driver) primarySwitched(_, _ string) {
 	for _, l := range d.timers.armedLocks() {
 		if !l.renewAtOnce() {
@@ -43,11 +45,12 @@ func (l *Lock) renewAtOnce() bool {
 
 // reassert confirms a lock held without keep-alive on the new primary, on
 // a background task: an owner-compared reset of its expiry to the lease
-// time it has left (ResetExpiry with that TTL), bounded by that time. It
-// never creates a key: a key the new primary lacks (the acquisition or a
-// reset had not been replicated) or holds for another owner refuses it,
-// and the lock is lost at once instead of believing in its estimate; a key
-// it holds keeps the lock, whose estimate does not grow (its reset is
+// time it has left (ResetExpiry with that TTL: its kind's renewal, which
+// for a permit or read hold renews a live member only), bounded by that
+// time. It never creates a key or a member: a record the new primary
+// lacks (the acquisition or a reset had not been replicated) or holds for
+// another owner refuses it, and the lock is lost at once instead of
+// believing in its estimate; a record it holds keeps the lock, whose estimate does not grow (its reset is
 // counted from its send, less the drift margin). A lock not Held, or whose
 // estimate ran out, is left alone.
 func (l *Lock) reassert() {

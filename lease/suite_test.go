@@ -547,3 +547,11 @@ func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
 func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
 }
+
+func TestSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce")
+}
+
+func TestPrimarySwitchRenewsAtOnce_EveryHoldWithKeepAliveRenewsOnTheNewPrimary(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PrimarySwitchRenewsAtOnce_EveryHoldWithKeepAliveRenewsOnTheNewPrimary")
+}
