@@ -195,8 +195,9 @@ const FairMutexRenewScript = "local v = redis.call('get', KEYS[1])\n" +
 // is deleted (reply 1, else 0), the token's place in the queue and its
 // reservation (a waiter giving up, or the clean-up of a try) are dropped,
 // and a free key is reserved for the head at once, so that no acquisition
-// can take it in between. A holder of the key is not queued (every grant
-// and take dequeued it), so only another token's release touches its place.
+// can take it in between (the grant's SET replaces the holder's value: no
+// DEL first). A holder of the key is not queued (every grant and take
+// dequeued it), so only another token's release touches its place.
 const FairMutexReleaseScript = "local v = redis.call('get', KEYS[1])\n" +
 	fairMutexPrelude +
 	"local tok = ARGV[1]\n" +
@@ -205,9 +206,9 @@ const FairMutexReleaseScript = "local v = redis.call('get', KEYS[1])\n" +
 	"local released = 0\n" +
 	"if v == tok then released = 1 end\n" +
 	"if not v or v == tok or v == 'fair:' .. tok then\n" +
-	"  local hs = heads()\n" +
-	"  if v then redis.call('del', K) end\n" +
-	"  v = grant(hs)\n" +
+	"  local g = grant(heads())\n" +
+	"  if v and not g then redis.call('del', K) end\n" +
+	"  v = g\n" +
 	"end\n" +
 	"note(v)\n" +
 	"tidy(0)\n" +
