@@ -17,9 +17,14 @@ package conn
 // ticket order. The leases (KEYS[#KEYS], a sorted set) hold each waiter's
 // waiter lease: member = token, score = its end in server ms; the member
 // "@" + the mutex's value as the queue last saw it (score 0) is how a
-// later script tells a holder that came from outside the queue. A waiter
-// whose waiter lease ended is removed by the next script (at most
-// fairPruneMax a script; the rest by the ones after).
+// later script tells a holder that came from outside the queue (the holder
+// of a reservation "fair:" + token the queue granted is the token, which
+// claimed it). A waiter whose waiter lease ended is removed by the next
+// script that reads the queue (at most 64 a script; the rest by the ones
+// after): every one that queues, renews or grants — a claim of a
+// reservation only turns it into the hold. The queue's keys live at least
+// the longest waiter lease queued (the mutex's: up to twice it, renewed
+// when under it).
 //
 // A grant is a reservation in the lock itself, which every acquisition,
 // fair or not, respects: a mutex's (or a writer's) key holds "fair:" + the
@@ -65,32 +70,62 @@ const fairPrelude = serverNow +
 	"  end\n" +
 	"end\n"
 
-// fairMutexPart is the mutex's part: KEYS[1] is the lock's key.
-// advance grants a free, unreserved key to the head; seen counts a holder
-// that came from outside the queue; note records the key's value.
-const fairMutexPart = "local K = KEYS[1]\n" +
-	"local function reserve(m)\n" +
-	"  local l = left(m)\n" +
-	"  dequeue(m)\n" +
-	"  redis.call('set', K, 'fair:' .. m, 'PX', l)\n" +
+// fairMutexPrelude starts the mutex's queue scripts, after the key's
+// read (v): the queue's front is all a hand-off touches, so nothing here
+// walks the whole queue (a short queue is one listpack on the server, where
+// a count or a miss walks every member): one read of the leases gives the
+// marker (score 0) and the waiter leases that ended, one read of the queue's
+// first two waiters the head, a fresh waiter's position is the queue's
+// length. Numbers reach redis.call as strings formatted once (%d). left
+// caches whether waiters remain (nil: not known; anyLeft reads it).
+const fairMutexPrelude = "local K, Q, L = KEYS[1], KEYS[2], KEYS[3]\n" +
+	"local t = redis.call('time')\n" +
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" +
+	"local marker, dead, left = nil, {}, nil\n" +
+	"local r = redis.call('zrangebyscore', L, '0', string.format('%d', now), 'WITHSCORES', 'LIMIT', '0', '65')\n" +
+	"for i = 1, #r, 2 do\n" +
+	"  if r[i + 1] == '0' then marker = r[i] else dead[#dead + 1] = r[i] end\n" +
 	"end\n" +
-	"local function advance()\n" +
-	"  if redis.call('exists', K) == 1 then return end\n" +
-	"  local h = heads(1)[1]\n" +
-	"  if h then reserve(h) end\n" +
+	"if #dead > 0 then\n" +
+	"  redis.call('zrem', Q, unpack(dead))\n" +
+	"  redis.call('zrem', L, unpack(dead))\n" +
 	"end\n" +
-	"local function lastSeen() return redis.call('zrangebyscore', L, 0, 0, 'LIMIT', 0, 1)[1] end\n" +
+	"local function dequeue(m) redis.call('zrem', Q, m) redis.call('zrem', L, m) end\n" +
+	"local function heads() return redis.call('zrangebyscore', Q, '(0', '+inf', 'LIMIT', '0', '2') end\n" +
+	"local function anyLeft()\n" +
+	"  if left == nil then left = #redis.call('zrangebyscore', Q, '(0', '+inf', 'LIMIT', '0', '1') > 0 end\n" +
+	"  return left\n" +
+	"end\n" +
+	"local function grant(hs)\n" +
+	"  local h = hs[math.min(1 + " + fairHeadOffset + ", #hs)]\n" +
+	"  if not h then left = false return nil end\n" +
+	"  local l = math.max(tonumber(redis.call('zscore', L, h) or now) - now, 1)\n" +
+	"  dequeue(h)\n" +
+	"  redis.call('set', K, 'fair:' .. h, 'PX', string.format('%d', l))\n" +
+	"  left = #hs > 1\n" +
+	"  return 'fair:' .. h\n" +
+	"end\n" +
 	"local function seen(v)\n" +
-	"  local last = lastSeen()\n" +
-	"  if not last or not v or last == '@' .. v or string.sub(v, 1, 5) == 'fair:' then return end\n" +
-	"  redis.call('zadd', Q, (redis.call('zscore', Q, '!') or 0) - 1, '!')\n" +
+	"  if not marker or not v or marker == '@' .. v or marker == '@fair:' .. v or string.sub(v, 1, 5) == 'fair:' then return end\n" +
+	"  redis.call('zadd', Q, 'INCR', '-1', '!')\n" +
 	"end\n" +
-	"local function note()\n" +
-	"  local v = '@' .. (redis.call('get', K) or '')\n" +
-	"  local last = lastSeen()\n" +
-	"  if last == v then return end\n" +
-	"  if last then redis.call('zrem', L, last) end\n" +
-	"  if waiters() > 0 then redis.call('zadd', L, 0, v) end\n" +
+	"local function note(cur)\n" +
+	"  local want = '@' .. (cur or '')\n" +
+	"  if marker == want or (cur and marker == '@fair:' .. cur) or not anyLeft() then return end\n" +
+	"  if marker then redis.call('zrem', L, marker) end\n" +
+	"  redis.call('zadd', L, '0', want)\n" +
+	"end\n" +
+	"local function tidy(wl)\n" +
+	"  if not anyLeft() then redis.call('del', Q, L) return end\n" +
+	"  if wl > 0 and redis.call('pttl', Q) < wl then\n" +
+	"    redis.call('pexpire', Q, string.format('%d', 2 * wl))\n" +
+	"    redis.call('pexpire', L, string.format('%d', 2 * wl))\n" +
+	"  end\n" +
+	"end\n" +
+	"local function position(m)\n" +
+	"  local s = redis.call('zscore', Q, m)\n" +
+	"  if not s then return 0 end\n" +
+	"  return redis.call('zcount', Q, '(0', '(' .. s) + 1\n" +
 	"end\n"
 
 // FairMutexTryScript is one try of a fair waiter for a mutex (KEYS[1] =
@@ -98,32 +133,43 @@ const fairMutexPart = "local K = KEYS[1]\n" +
 // owner token, ARGV[2] = lease ms, ARGV[3] = waiter lease ms, ARGV[4] = "1"
 // for a single try that does not queue). The key holding the token, or its
 // reservation, is the hold (reply 1; a reservation becomes the token with
-// PX lease). A single try takes a key that is free, unreserved and has
-// nobody queued (reply 1), else it refuses (reply 0) after granting a free
-// key to the head. Otherwise the token is queued (once: its ticket is
-// kept), its waiter lease renewed, a free key granted to the head — taken
-// at once when the head is the token — and the reply is −(position). The
-// key is read first (WRONGTYPE).
+// PX lease, touching nothing else: the queue notes a claimed reservation
+// as the holder it granted). A single try takes a key that is free,
+// unreserved and has nobody queued (reply 1), else it refuses (reply 0)
+// after granting a free key to the head. Otherwise the token is queued
+// (once: its ticket is kept), its waiter lease renewed, a free key granted
+// to the head — taken at once when the head is the token — and the reply
+// is −(position). The key is read first (WRONGTYPE), the leases next, and
+// the queue's first write or read comes before any other write.
 const FairMutexTryScript = "local v = redis.call('get', KEYS[1])\n" +
-	fairPrelude + fairMutexPart +
+	"if v == ARGV[1] then return 1 end\n" +
+	"if v == 'fair:' .. ARGV[1] then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end\n" +
+	fairMutexPrelude +
 	"local tok, lease, wl = ARGV[1], ARGV[2], tonumber(ARGV[3])\n" +
-	"if v == tok then return 1 end\n" +
-	"prune()\n" +
 	"seen(v)\n" +
-	"local function take() redis.call('set', K, tok, 'PX', lease) note() tidy(wl) return 1 end\n" +
-	"if v == 'fair:' .. tok then return take() end\n" +
+	"local function take() redis.call('set', K, tok, 'PX', lease) note(tok) tidy(wl) return 1 end\n" +
 	"if ARGV[4] == '1' then\n" +
-	"  if not v and waiters() == 0 then return take() end\n" +
-	"  advance() note() tidy(0) return 0\n" +
+	"  if v then note(v) tidy(0) return 0 end\n" +
+	"  local hs = heads()\n" +
+	"  if #hs == 0 then left = false return take() end\n" +
+	"  note(grant(hs)) tidy(0) return 0\n" +
 	"end\n" +
-	"enqueue(tok, wl, 0)\n" +
+	"local n = -tonumber(redis.call('zadd', Q, 'INCR', '-1', ''))\n" +
+	"local fresh = redis.call('zadd', Q, 'NX', string.format('%d', 2 * n), tok) == 1\n" +
+	"redis.call('zadd', L, string.format('%d', now + wl), tok)\n" +
+	"left = true\n" +
 	"if not v then\n" +
-	"  if heads(1)[1] == tok then dequeue(tok) return take() end\n" +
-	"  advance()\n" +
+	"  local hs = heads()\n" +
+	"  if hs[math.min(1 + " + fairHeadOffset + ", #hs)] == tok then dequeue(tok) left = #hs > 1 return take() end\n" +
+	"  v = grant(hs)\n" +
+	"  left = true\n" +
 	"end\n" +
-	"note()\n" +
+	"note(v)\n" +
 	"tidy(wl)\n" +
-	"return -position(tok)"
+	"if not fresh then return -position(tok) end\n" +
+	"local counters = 1\n" +
+	"if redis.call('zscore', Q, '!') then counters = 2 end\n" +
+	"return counters - redis.call('zcard', Q)"
 
 // FairMutexRenewScript renews a queued waiter's waiter lease (KEYS as
 // FairMutexTryScript; ARGV[1] = token, ARGV[2] = waiter lease ms) and
@@ -131,17 +177,17 @@ const FairMutexTryScript = "local v = redis.call('get', KEYS[1])\n" +
 // try now (the key is reserved for the token, or holds it); 0 = not queued
 // (its waiter lease ended: its place is lost).
 const FairMutexRenewScript = "local v = redis.call('get', KEYS[1])\n" +
-	fairPrelude + fairMutexPart +
+	fairMutexPrelude +
 	"local tok, wl = ARGV[1], tonumber(ARGV[2])\n" +
-	"prune()\n" +
 	"seen(v)\n" +
 	"if v == tok or v == 'fair:' .. tok then return 2 end\n" +
 	"if not redis.call('zscore', Q, tok) then return 0 end\n" +
-	"redis.call('zadd', L, now + wl, tok)\n" +
-	"advance()\n" +
-	"note()\n" +
+	"redis.call('zadd', L, string.format('%d', now + wl), tok)\n" +
+	"left = true\n" +
+	"if not v then v = grant(heads()) end\n" +
+	"note(v)\n" +
 	"tidy(wl)\n" +
-	"if redis.call('get', K) == 'fair:' .. tok then return 2 end\n" +
+	"if v == 'fair:' .. tok then return 2 end\n" +
 	"return -position(tok)"
 
 // FairMutexReleaseScript releases a fair holder and hands the key on
@@ -149,18 +195,22 @@ const FairMutexRenewScript = "local v = redis.call('get', KEYS[1])\n" +
 // is deleted (reply 1, else 0), the token's place in the queue and its
 // reservation (a waiter giving up, or the clean-up of a try) are dropped,
 // and a free key is reserved for the head at once, so that no acquisition
-// can take it in between.
+// can take it in between (the grant's SET replaces the holder's value: no
+// DEL first). A holder of the key is not queued (every grant and take
+// dequeued it), so only another token's release touches its place.
 const FairMutexReleaseScript = "local v = redis.call('get', KEYS[1])\n" +
-	fairPrelude + fairMutexPart +
+	fairMutexPrelude +
 	"local tok = ARGV[1]\n" +
-	"prune()\n" +
 	"seen(v)\n" +
+	"if v ~= tok then dequeue(tok) end\n" +
 	"local released = 0\n" +
 	"if v == tok then released = 1 end\n" +
-	"if v == tok or v == 'fair:' .. tok then redis.call('del', K) end\n" +
-	"dequeue(tok)\n" +
-	"advance()\n" +
-	"note()\n" +
+	"if not v or v == tok or v == 'fair:' .. tok then\n" +
+	"  local g = grant(heads())\n" +
+	"  if v and not g then redis.call('del', K) end\n" +
+	"  v = g\n" +
+	"end\n" +
+	"note(v)\n" +
 	"tidy(0)\n" +
 	"return released"
 
