@@ -112,6 +112,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 // stepWith is step with the effects in *buf, which it leaves empty (its
 // capacity grown as needed); l.mu is held.
 func (l *Lock) stepWith(in sm.Input, self sm.CallerID, buf *[]sm.Effect) job {
+	in.Drift = &l.d.drift // every input: the handle keeps none (sm.Input.Drift)
 	effects := l.h.Step(in, (*buf)[:0])
 	var due time.Duration // when a renewal this step sends was due (its timer's time)
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
