@@ -24,6 +24,10 @@ import (
 type lockCmds struct {
 	ops    [2]sm.OpID    // the commands in flight (0: a free slot)
 	routes [2]conn.Route // the Route of each command in flight (ops[i]'s)
+	// waiters are the lock's waiting callers, nil (back in their pool)
+	// when none: here rather than a pointer in every Lock, as callers wait
+	// on a lock only around its commands.
+	waiters *waitList
 }
 
 // freeCmds keeps lockCmds for reuse (a channel, as freeWaitLists).
@@ -39,6 +43,11 @@ func getCmds() *lockCmds {
 }
 
 func putCmds(c *lockCmds) {
+	if c.waiters != nil {
+		*c.waiters = waitList{}
+		putWaitList(c.waiters)
+		c.waiters = nil
+	}
 	c.ops = [2]sm.OpID{}
 	c.routes[0].Reset()
 	c.routes[1].Reset()
@@ -100,7 +109,15 @@ func (l *Lock) forgetOp(op sm.OpID) {
 			c.ops[i] = 0
 		}
 	}
-	if c.ops == [2]sm.OpID{} && (l.keepAliveRunning() != nil || l.ending != nil) {
+	l.dropIdleCmds()
+}
+
+// dropIdleCmds gives the lock's lockCmds back when no command is in
+// flight, no caller waits and the lock keeps alive or its lease ended (a
+// lock without keep-alive keeps them for its release); l.mu is held.
+func (l *Lock) dropIdleCmds() {
+	c := l.cmds
+	if c != nil && c.ops == [2]sm.OpID{} && c.waiters == nil && (l.keepAliveRunning() != nil || l.ended()) {
 		l.cmds = nil
 		putCmds(c)
 	}

@@ -218,8 +218,8 @@ func (l *Lock) send(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		j.due = due
 	}
 	switch {
-	case keepAlive && l.renewer != nil:
-		l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
+	case keepAlive && l.renewer != 0:
+		l.renewerOf().enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
 	case keepAlive: // no known node: routed by key, on its own
 		l.d.goCommand(func() { l.handle(l.execute(context.Background(), j)) })
 	case e.Caller == self:
@@ -234,7 +234,7 @@ func (l *Lock) send(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 // callerContext is the ctx of a waiting caller; l.mu is held.
 func (l *Lock) callerContext(id sm.CallerID) context.Context {
 	if i := l.waiterIndex(id); i >= 0 {
-		return l.waiters.list[i].ctx
+		return l.cmds.waiters.list[i].ctx
 	}
 	return context.Background()
 }
