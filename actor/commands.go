@@ -17,8 +17,8 @@ import (
 // records its carrier and may abort it. It lives outside the Lock because
 // a held lock is idle almost all the time: a keep-alive lock gives it back
 // whenever no command is in flight, and any lock once its lease ended with
-// none in flight (see forgetOp), which keeps the Lock in the 256-byte size
-// class. Given back only when no command of the lock is in flight, it is
+// none in flight (see dropIdleCmds), which keeps the Lock in the 208-byte
+// size class. Given back only when no command of the lock is in flight, it is
 // reused: a Route is used by a transport only during the call it was given
 // to, and by the driver only until the completion it carried was stepped.
 type lockCmds struct {

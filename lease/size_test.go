@@ -21,7 +21,7 @@ func TestLockStaysSmall(t *testing.T) {
 }
 
 // TestHeldKeepAliveLockKeepsNoCommandSlotsWhileIdle: a keep-alive lock
-// between renewals carries no lockCmds (what keeps the Lock at 240 bytes
+// between renewals carries no lockCmds (what keeps the Lock at 208 bytes
 // costs nothing while held), makes one for each renewal and drops it once
 // the renewal is confirmed; a lock without keep-alive has its own from the
 // start (one allocation with the Lock) and keeps it.
