@@ -212,7 +212,7 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	lock.mu.Lock()
 	id := lock.newCaller(ctx)
 	job := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: t.spec.TTL, KeepAlive: t.spec.KeepAlive,
-		Settle: t.settles(), Drift: &d.drift, Now: d.clock.Now()}, id)
+		Settle: t.settles(), Now: d.clock.Now()}, id)
 	for job.op != 0 {
 		d.inflight.Add() // Shutdown waits for the command and the step of its completion
 		lock.mu.Unlock()

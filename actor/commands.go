@@ -17,13 +17,17 @@ import (
 // records its carrier and may abort it. It lives outside the Lock because
 // a held lock is idle almost all the time: a keep-alive lock gives it back
 // whenever no command is in flight, and any lock once its lease ended with
-// none in flight (see forgetOp), which keeps the Lock in the 256-byte size
-// class. Given back only when no command of the lock is in flight, it is
+// none in flight (see dropIdleCmds), which keeps the Lock in the 208-byte
+// size class. Given back only when no command of the lock is in flight, it is
 // reused: a Route is used by a transport only during the call it was given
 // to, and by the driver only until the completion it carried was stepped.
 type lockCmds struct {
 	ops    [2]sm.OpID    // the commands in flight (0: a free slot)
 	routes [2]conn.Route // the Route of each command in flight (ops[i]'s)
+	// waiters are the lock's waiting callers, nil (back in their pool)
+	// when none: here rather than a pointer in every Lock, as callers wait
+	// on a lock only around its commands.
+	waiters *waitList
 }
 
 // freeCmds keeps lockCmds for reuse (a channel, as freeWaitLists).
@@ -39,6 +43,11 @@ func getCmds() *lockCmds {
 }
 
 func putCmds(c *lockCmds) {
+	if c.waiters != nil {
+		*c.waiters = waitList{}
+		putWaitList(c.waiters)
+		c.waiters = nil
+	}
 	c.ops = [2]sm.OpID{}
 	c.routes[0].Reset()
 	c.routes[1].Reset()
@@ -100,7 +109,15 @@ func (l *Lock) forgetOp(op sm.OpID) {
 			c.ops[i] = 0
 		}
 	}
-	if c.ops == [2]sm.OpID{} && (l.keepAliveRunning() != nil || l.ending != nil) {
+	l.dropIdleCmds()
+}
+
+// dropIdleCmds gives the lock's lockCmds back when no command is in
+// flight, no caller waits and the lock keeps alive or its lease ended (a
+// lock without keep-alive keeps them for its release); l.mu is held.
+func (l *Lock) dropIdleCmds() {
+	c := l.cmds
+	if c != nil && c.ops == [2]sm.OpID{} && c.waiters == nil && (l.keepAliveRunning() != nil || l.ended()) {
 		l.cmds = nil
 		putCmds(c)
 	}

@@ -67,8 +67,8 @@ func (l *Lock) Context() context.Context {
 	defer l.mu.Unlock()
 	if !l.flags.has(flagWatched) {
 		l.flags.set(flagWatched, true)
-		if l.ending != nil {
-			l.endWatch(*l.ending)
+		if l.ended() {
+			l.endWatch(l.endingLocked())
 		} else {
 			l.step(sm.Input{Kind: sm.InputWatch, Now: l.d.clock.Now()}, 0)
 			l.observeLocked()
@@ -239,7 +239,7 @@ func (l *Lock) endIfDue() {
 // endLease records why the lease ended and ends the lock's context, if
 // any; l.mu is held.
 func (l *Lock) endLease(why sm.Ending) {
-	l.ending = endingOf(why)
+	l.setEnding(why)
 	if l.flags.has(flagPushed) {
 		l.d.push.unwatchHeld(l)
 	}
@@ -248,25 +248,41 @@ func (l *Lock) endLease(why sm.Ending) {
 	}
 }
 
-// plainEndings holds every ending without an error, so that recording
-// the usual end of a lease (released, expired, refused) allocates nothing.
-var plainEndings = func() (t [8][8]sm.Ending) {
-	for c := range t {
-		for r := range t[c] {
-			t[c][r] = sm.Ending{Cause: sm.Cause(c), Reason: sm.Reason(r)}
-		}
-	}
-	return t
-}()
+// The Lock's end byte says why its lease ended: 0 while the lease lasts;
+// endInSide when the ending carries an error (kept in the lock's side);
+// else 1 + cause<<3 | reason (a cause below 8). Recording the usual end of a lease
+// (released, expired, refused) so allocates nothing, and a Lock keeps one
+// byte for it, not a pointer.
+const (
+	endReasonBits = 3
+	endInSide     = 0x80
+)
 
-// endingOf returns why as a pointer to keep in a Lock (8 bytes, not 24):
-// a shared one when it carries no error.
-func endingOf(why sm.Ending) *sm.Ending {
-	if why.Err == nil && int(why.Cause) < len(plainEndings) && int(why.Reason) < len(plainEndings[0]) {
-		return &plainEndings[why.Cause][why.Reason]
+// setEnding records why as the lease's ending; l.mu is held.
+func (l *Lock) setEnding(why sm.Ending) {
+	if why.Err == nil && why.Cause < 8 && why.Reason < 1<<endReasonBits {
+		l.end = 1 + (uint8(why.Cause)<<endReasonBits | uint8(why.Reason))
+		return
 	}
-	failure := why // escapes: copied here, not at every call
-	return &failure
+	failure := why
+	l.sideLocked().ending = &failure
+	l.end = endInSide
+}
+
+// ended reports whether the lease ended (see endingLocked); l.mu is held.
+func (l *Lock) ended() bool { return l.end != 0 }
+
+// endingLocked returns why the lease ended, the zero Ending while it
+// lasts; l.mu is held.
+func (l *Lock) endingLocked() sm.Ending {
+	switch l.end {
+	case 0:
+		return sm.Ending{}
+	case endInSide:
+		return *l.side.ending
+	}
+	code := l.end - 1
+	return sm.Ending{Cause: sm.Cause(code >> endReasonBits), Reason: sm.Reason(code & (1<<endReasonBits - 1))}
 }
 
 // endingCause is the lock context's cause for why; l.mu is held. A lease

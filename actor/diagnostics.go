@@ -24,10 +24,10 @@ func (d *Driver) WaitIdle() {
 func (l *Lock) Waiters() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiters == nil {
+	if l.waitersLocked() == nil {
 		return 0
 	}
-	return len(l.waiters.list)
+	return len(l.cmds.waiters.list)
 }
 
 // HasCommandSlots reports whether the lock keeps its command slots (a

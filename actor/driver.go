@@ -80,7 +80,11 @@ type Driver struct {
 	fencing    sync.Map     // conn.Session → fenceVerdict
 
 	mu       sync.Mutex
-	renewers map[string]*renewer // per node address
+	renewers map[string]uint16 // per node address: 1 + its index in renewerList
+	// renewerList is every node's renewer, appended to (a fresh copy each
+	// time) and never shrunk, so a Lock names its renewer by index
+	// (renewerOf) without d.mu.
+	renewerList atomic.Pointer[[]*renewer]
 	// waiterRenewers renew fair waiters' leases, per node address.
 	waiterRenewers map[string]*renewer
 
@@ -105,7 +109,8 @@ func New(cfg Config) *Driver {
 	d := &Driver{transport: cfg.Transport, clock: cfg.Clock, spawn: cfg.Spawn, jitter: cfg.Jitter,
 		newToken: cfg.NewToken, drift: cfg.Drift, commandTimeout: cfg.CommandTimeout,
 		unfencedRenewal: cfg.UnfencedRenewal, keysInLogs: cfg.KeysInLogs, logger: cfg.Logger, obs: cfg.Observer,
-		cluster: cfg.Transport.Cluster(), renewers: map[string]*renewer{}, closeDone: make(chan struct{})}
+		cluster: cfg.Transport.Cluster(), renewers: map[string]uint16{}, closeDone: make(chan struct{})}
+	d.renewerList.Store(new([]*renewer))
 	if d.clock == nil {
 		d.clock = RealClock()
 	}

@@ -78,7 +78,7 @@ func (l *Lock) endUnreturned(ctx context.Context) (released bool) {
 	if l.h.KeepAliveActive() { // the bound ended before Close could stop it
 		l.step(sm.Input{Kind: sm.InputKeepAliveStop, Now: now}, 0)
 	}
-	if l.ending == nil {
+	if !l.ended() {
 		l.step(sm.Input{Kind: sm.InputWatch, Now: now}, 0)
 		l.observeLocked()
 	}

@@ -44,6 +44,9 @@ type lockSide struct {
 	// keepAlive is the keep-alive StartKeepAlive started, while it runs
 	// (see Lock.keepAliveRunning); the one an acquisition starts is a flag.
 	keepAlive *KeepAlive
+	// ending is the lease's ending when it carries an error (the Lock's
+	// end byte is endInSide; see setEnding).
+	ending *sm.Ending
 }
 
 // sideLocked returns l's side, made when first needed; l.mu is held.
@@ -278,8 +281,8 @@ func (l *Lock) guardOp(g Guarded) (op conn.Op, writeID string, sentBy time.Durat
 	}
 	record := side.recordKey
 	var ended error
-	if !holding && l.ending != nil {
-		ended = l.endingCause(*l.ending)
+	if !holding && l.ended() {
+		ended = l.endingCause(l.endingLocked())
 	}
 	l.mu.Unlock()
 	if !holding {

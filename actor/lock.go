@@ -27,30 +27,37 @@ type Lock struct {
 	// without mu.
 	leaseDeadline atomic.Int64
 
-	mu      sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
-	h       sm.Handle
-	waiters *waitList                 // callers waiting for their answers; nil (back in its pool) when none
-	cmds    *lockCmds                 // the commands in flight; nil when none and the lock keeps alive (commands.go)
-	timers  lockTimers                // its renewal and deadline timers on the driver's timer heap (timers.go)
-	renewer *renewer                  // the renewal session's node's renewer (keep-alive batches); nil: route by key
-	ending  *sm.Ending                // why the lease ended; nil while it lasts (see endingOf)
-	watch   atomic.Pointer[lockWatch] // its Context's Done channel and end (context.go); nil until first needed
-	side    *lockSide                 // rarely used state (guard.go); nil until first needed
+	mu sync.Mutex // guards everything below; held only for a Step and its non-blocking effects
+	h  sm.Handle
+	// cmds are the commands in flight and the callers waiting for their
+	// answers; nil when there are none and the lock keeps alive
+	// (commands.go).
+	cmds   *lockCmds
+	timers lockTimers                // its renewal and deadline timers on the driver's timer heap (timers.go)
+	watch  atomic.Pointer[lockWatch] // its Context's Done channel and end (context.go); nil until first needed
+	side   *lockSide                 // rarely used state (guard.go); nil until first needed
 	// heldSince is the Observer's word for the lock (package lease: when
 	// the hold-duration metric saw it held); guarded by mu.
 	heldSince int64
 	callers   sm.CallerID // last CallerID handed out
+	timerPos  int32       // 1 + its index in the timer heap, 0 when not in it; guarded by the heap's mutex
 	keyStart  uint16      // len of the view's prefix: Key is wireKey[keyStart:]
+	// renewer names the renewer of its node's keep-alive batches (1 + its
+	// index in the driver's renewerList, see renewerOf); 0: route by key.
+	renewer uint16
 	// flags are the lock's yes-or-no facts and how the keep-alive an
 	// acquisition started ended (ownedEnd); written under mu.
 	flags lockFlags
+	// end says why the lease ended, 0 while it lasts (setEnding).
+	end uint8
 	// kind is what the lock holds (kind.go): set before the Lock is shared
 	// and never changed, so it is read without mu (its own byte: a byte
 	// written under mu next to it would race with such reads).
 	kind Kind
-	// A Lock is 240 bytes (a size class): every byte is paid by each held
-	// lock (lease.TestLockStaysSmall); rarely used state belongs in side
-	// structs.
+	// A Lock is 208 bytes (a size class): every byte is paid by each held
+	// lock (lease.TestLockStaysSmall, rule HeldLockIsSmall); rarely used
+	// state belongs in side structs, per-Locks settings in the Driver, and
+	// small fields in this tail, which has 1 byte to spare.
 }
 
 // lockFlags are a Lock's yes-or-no facts, as bits, and in the bits above
@@ -87,9 +94,9 @@ func (f *lockFlags) set(bit lockFlags, on bool) {
 	}
 }
 
-// waitList holds a lock's waiting callers while there are any. Lists are
-// reused through freeWaitLists: a held lock that no caller waits on does
-// not carry one.
+// waitList holds a lock's waiting callers while there are any (in its
+// lockCmds). Lists are reused through freeWaitLists: a held lock that no
+// caller waits on does not carry one.
 type waitList struct {
 	list []waiter
 	one  [1]waiter // backing store for the usual single waiter
@@ -229,35 +236,49 @@ func (l *Lock) newCaller(ctx context.Context) sm.CallerID {
 	if l.callers == 0 { // wrapped after 2³² requests: 0 means "no caller" to the core
 		l.callers = 1
 	}
-	if l.waiters == nil {
-		l.waiters = getWaitList()
-		l.waiters.list = l.waiters.one[:0]
+	if l.cmds == nil {
+		l.cmds = getCmds()
 	}
-	l.waiters.list = append(l.waiters.list, waiter{id: l.callers, ctx: ctx})
+	if l.cmds.waiters == nil {
+		w := getWaitList()
+		w.list = w.one[:0]
+		l.cmds.waiters = w
+	}
+	l.cmds.waiters.list = append(l.cmds.waiters.list, waiter{id: l.callers, ctx: ctx})
 	return l.callers
 }
 
 // waiterIndex finds caller id; l.mu is held.
 func (l *Lock) waiterIndex(id sm.CallerID) int {
-	if l.waiters == nil {
+	if l.waitersLocked() == nil {
 		return -1
 	}
-	for i := range l.waiters.list {
-		if l.waiters.list[i].id == id {
+	for i := range l.cmds.waiters.list {
+		if l.cmds.waiters.list[i].id == id {
 			return i
 		}
 	}
 	return -1
 }
 
+// waitersLocked returns the lock's waiting callers, nil when none; l.mu
+// is held.
+func (l *Lock) waitersLocked() *waitList {
+	if l.cmds == nil {
+		return nil
+	}
+	return l.cmds.waiters
+}
+
 func (l *Lock) removeWaiter(i int) {
-	w := l.waiters
+	w := l.cmds.waiters
 	w.list = append(w.list[:i], w.list[i+1:]...)
 	w.list[len(w.list) : len(w.list)+1][0] = waiter{} // drop the ctx and channel
 	if len(w.list) == 0 {
 		*w = waitList{} // drops what the first waiter left in one if the list grew
-		l.waiters = nil
+		l.cmds.waiters = nil
 		putWaitList(w)
+		l.dropIdleCmds()
 	}
 }
 
@@ -267,7 +288,7 @@ func (l *Lock) resolve(id sm.CallerID, r sm.Result) {
 	if i < 0 {
 		return
 	}
-	w := &l.waiters.list[i]
+	w := &l.cmds.waiters.list[i]
 	if w.gone {
 		l.removeWaiter(i)
 		return
@@ -281,10 +302,10 @@ func (l *Lock) resolve(id sm.CallerID, r sm.Result) {
 // collect takes caller id's answer if it has one; l.mu is held.
 func (l *Lock) collect(id sm.CallerID) (sm.Result, bool) {
 	i := l.waiterIndex(id)
-	if i < 0 || !l.waiters.list[i].done {
+	if i < 0 || !l.cmds.waiters.list[i].done {
 		return sm.Result{}, false
 	}
-	r := l.waiters.list[i].result
+	r := l.cmds.waiters.list[i].result
 	l.removeWaiter(i)
 	return r, true
 }

@@ -73,22 +73,43 @@ type renewer struct {
 func (l *Lock) renewOn(node string) {
 	switch {
 	case node == "":
-		l.renewer = nil
+		l.renewer = 0
 	case l.keepAliveRunning() == nil:
-	case l.renewer == nil || l.renewer.node != node:
+	case l.renewer == 0 || l.renewerOf().node != node:
 		l.renewer = l.d.renewerFor(node)
 	}
 }
 
-func (d *Driver) renewerFor(node string) *renewer {
+// renewerOf returns the renewer the lock's keep-alive renewals go to, nil
+// when they are routed by key; l.mu is held.
+func (l *Lock) renewerOf() *renewer {
+	if l.renewer == 0 {
+		return nil
+	}
+	return (*l.d.renewerList.Load())[l.renewer-1]
+}
+
+// maxRenewers is how many nodes' renewers a Lock can name (its renewer is
+// a uint16: 2 bytes in the Lock's tail, not a pointer); the locks of any
+// node beyond are renewed routed by key.
+const maxRenewers = 1<<16 - 1
+
+// renewerFor returns node's renewer as a Lock names it: 1 + its index in
+// d.renewerList, 0 when there are too many nodes to name (maxRenewers).
+func (d *Driver) renewerFor(node string) uint16 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	r := d.renewers[node]
-	if r == nil {
-		r = &renewer{d: d, node: node}
-		d.renewers[node] = r
+	if i, ok := d.renewers[node]; ok {
+		return i
 	}
-	return r
+	list := *d.renewerList.Load()
+	if len(list) >= maxRenewers {
+		return 0
+	}
+	list = append(list[:len(list):len(list)], &renewer{d: d, node: node}) // a copy: readers hold the old one
+	d.renewerList.Store(&list)
+	d.renewers[node] = uint16(len(list))
+	return uint16(len(list))
 }
 
 // enqueue adds a renewal; it never blocks.

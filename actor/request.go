@@ -51,7 +51,7 @@ func (l *Lock) Request(ctx context.Context, in sm.Input) (sm.Result, error) {
 		return res, nil
 	}
 	ready := make(chan struct{})
-	l.waiters.list[l.waiterIndex(in.Caller)].ready = ready
+	l.cmds.waiters.list[l.waiterIndex(in.Caller)].ready = ready
 	l.mu.Unlock()
 	err := l.d.spawn.Wait(ctx, ready)
 	var ctxErr error // the caller's ctx ended while its lock was being fenced
@@ -125,16 +125,16 @@ func (l *Lock) abandon(id sm.CallerID) (fencing bool) {
 	if i < 0 {
 		return fencing
 	}
-	if l.waiters.list[i].done {
+	if l.cmds.waiters.list[i].done {
 		l.removeWaiter(i)
 		return fencing
 	}
 	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: l.d.clock.Now()}, 0)
 	if i := l.waiterIndex(id); i >= 0 {
-		if l.waiters.list[i].done {
+		if l.cmds.waiters.list[i].done {
 			l.removeWaiter(i) // the core answered the cancellation
 		} else {
-			l.waiters.list[i].gone = true // its command still runs; nobody waits for the answer
+			l.cmds.waiters.list[i].gone = true // its command still runs; nobody waits for the answer
 		}
 	}
 	return fencing

@@ -112,6 +112,7 @@ func (l *Lock) step(in sm.Input, self sm.CallerID) job {
 // stepWith is step with the effects in *buf, which it leaves empty (its
 // capacity grown as needed); l.mu is held.
 func (l *Lock) stepWith(in sm.Input, self sm.CallerID, buf *[]sm.Effect) job {
+	in.Drift = &l.d.drift // every input: the handle keeps none (sm.Input.Drift)
 	effects := l.h.Step(in, (*buf)[:0])
 	var due time.Duration // when a renewal this step sends was due (its timer's time)
 	if in.Kind == sm.InputTimer && in.Timer == sm.TimerRenewal {
@@ -217,8 +218,8 @@ func (l *Lock) send(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 		j.due = due
 	}
 	switch {
-	case keepAlive && l.renewer != nil:
-		l.renewer.enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
+	case keepAlive && l.renewer != 0:
+		l.renewerOf().enqueue(renewal{lock: l, op: e.Op, ttl: e.TTL, route: j.route, due: due})
 	case keepAlive: // no known node: routed by key, on its own
 		l.d.goCommand(func() { l.handle(l.execute(context.Background(), j)) })
 	case e.Caller == self:
@@ -233,7 +234,7 @@ func (l *Lock) send(e *sm.Effect, self sm.CallerID, due time.Duration) job {
 // callerContext is the ctx of a waiting caller; l.mu is held.
 func (l *Lock) callerContext(id sm.CallerID) context.Context {
 	if i := l.waiterIndex(id); i >= 0 {
-		return l.waiters.list[i].ctx
+		return l.cmds.waiters.list[i].ctx
 	}
 	return context.Background()
 }

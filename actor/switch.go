@@ -76,7 +76,7 @@ func (l *Lock) reassert() {
 func (l *Lock) watchForSwitch() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ending == nil {
+	if !l.ended() {
 		l.step(sm.Input{Kind: sm.InputWatch, Now: l.d.clock.Now()}, 0)
 	}
 }

@@ -39,7 +39,9 @@ type timerHeap struct {
 type lockTimers struct {
 	renewAt, deadlineAt   time.Duration // due times; renewAt stays after its tick (renewal lateness)
 	renewSeq, deadlineSeq uint32        // Seq of the armed timer; 0 when disarmed
-	pos                   int32         // 1 + index in the heap; 0 when not in it
+	// Its place in the heap (1 + index; 0 when not in it) is the Lock's
+	// timerPos, in the Lock's tail of small fields: here it would pad
+	// lockTimers to 32 bytes.
 }
 
 // lockTick is one due timer of one lock.
@@ -203,7 +205,7 @@ func (h *timerHeap) dueAll(clock Clock, ticks []lockTick) ([]lockTick, time.Dura
 		if t := &l.timers; t.due() <= now {
 			ticks = t.take(l, now, ticks)
 			if _, armed := t.next(); !armed {
-				t.pos = 0
+				l.timerPos = 0
 				continue
 			}
 		}
@@ -212,7 +214,7 @@ func (h *timerHeap) dueAll(clock Clock, ticks []lockTick) ([]lockTick, time.Dura
 	clear(h.locks[len(left):])
 	h.locks = left
 	for i, l := range h.locks {
-		l.timers.pos = int32(i + 1)
+		l.timerPos = int32(i + 1)
 	}
 	for i := len(h.locks)/2 - 1; i >= 0; i-- {
 		h.down(i)
@@ -268,20 +270,20 @@ func (h *timerHeap) armed() int {
 // down, or out of it when no timer of it is armed; h.mu is held.
 func (h *timerHeap) place(l *Lock) {
 	_, armed := l.timers.next()
-	i := int(l.timers.pos) - 1
+	i := int(l.timerPos) - 1
 	switch {
 	case i < 0 && !armed:
 		return
 	case i < 0:
 		h.locks = append(h.locks, l)
 		i = len(h.locks) - 1
-		l.timers.pos = int32(i + 1)
+		l.timerPos = int32(i + 1)
 	case !armed:
 		last := len(h.locks) - 1
 		h.swap(i, last)
 		h.locks[last] = nil
 		h.locks = h.locks[:last]
-		l.timers.pos = 0
+		l.timerPos = 0
 		if i == last {
 			h.shrink()
 			return
@@ -290,7 +292,7 @@ func (h *timerHeap) place(l *Lock) {
 		h.shrink()
 	}
 	h.up(i)
-	h.down(int(l.timers.pos) - 1)
+	h.down(int(l.timerPos) - 1)
 }
 
 // shrink gives memory back after many locks left the heap; h.mu is held.
@@ -306,8 +308,8 @@ func (h *timerHeap) less(i, j int) bool {
 
 func (h *timerHeap) swap(i, j int) {
 	h.locks[i], h.locks[j] = h.locks[j], h.locks[i]
-	h.locks[i].timers.pos = int32(i + 1)
-	h.locks[j].timers.pos = int32(j + 1)
+	h.locks[i].timerPos = int32(i + 1)
+	h.locks[j].timerPos = int32(j + 1)
 }
 
 func (h *timerHeap) up(i int) {

@@ -109,8 +109,8 @@ func checkHeap(t *testing.T, h *timerHeap, armed int) {
 		t.Fatalf("%d timers armed on the heap; the model has %d", n, armed)
 	}
 	for i, l := range h.locks {
-		if int(l.timers.pos) != i+1 {
-			t.Fatalf("lock at %d records position %d", i, l.timers.pos)
+		if int(l.timerPos) != i+1 {
+			t.Fatalf("lock at %d records position %d", i, l.timerPos)
 		}
 		if _, ok := l.timers.next(); !ok {
 			t.Fatalf("lock at %d has no timer armed", i)

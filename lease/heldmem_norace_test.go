@@ -142,15 +142,15 @@ func heldBytesPerLock(t *testing.T, locks *Locks, prefix string, n int) float64 
 	return least
 }
 
-// TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder320Bytes: a lock held
-// with WithKeepAlive, its Context asked for, keeps under 320 bytes of heap
-// with push off and under 336 with push on (metrics on): its Lock (240),
-// its owner token (32), its key (16 here), its slot of the timer heap and,
-// with push, of the push hub's holders' table; 304.5 and 317.5 measured,
-// so a Lock one size class larger fails it (BenchmarkHeldKeepAlive
-// measures the same at 10,000 on a real server; docs/architecture.md has
-// the table).
-func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder320Bytes(t *testing.T) {
+// TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder300Bytes: a lock held
+// with WithKeepAlive, its Context asked for, keeps under 288 bytes of heap
+// with push off and under 300 with push on (metrics on; issue 28's target
+// is 300): its Lock (208), its owner token (32), its key (16 here), its
+// slot of the timer heap and, with push, of the push hub's holders' table;
+// 272.5 and 285.5 measured, so a Lock one size class larger (224) fails
+// both (BenchmarkHeldKeepAlive measures the same at 10,000 on a real
+// server; docs/architecture.md has the table).
+func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder300Bytes(t *testing.T) {
 	addr := startSimProcess(t)
 	for _, push := range []bool{false, true} {
 		opts := []Option{WithMeterProvider(sdkmetric.NewMeterProvider())}
@@ -159,9 +159,9 @@ func TestHeldLockIsSmall_AHeldKeepAliveLockKeepsUnder320Bytes(t *testing.T) {
 		}
 		locks := newLocks(t, newClient(t, []string{addr}, "", simPassword, false), opts...)
 		perLock := heldBytesPerLock(t, locks, "held"+strconv.FormatBool(push), 5000)
-		bound := 320.0
+		bound := 288.0
 		if push {
-			bound = 336
+			bound = 300
 		}
 		t.Logf("push %v: a held keep-alive lock keeps %.1f bytes", push, perLock)
 		if perLock >= bound {

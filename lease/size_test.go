@@ -9,10 +9,10 @@ import (
 	"github.com/respire-go/respire/sim"
 )
 
-// maxLockBytes bounds a Lock (a 240-byte size class): every byte of it is
+// maxLockBytes bounds a Lock (a 208-byte size class): every byte of it is
 // paid by each held lock, 100,000 of them included (docs/architecture.md,
 // "Measured"). Rarely used state belongs in lazily created side structs.
-const maxLockBytes = 240
+const maxLockBytes = 208
 
 func TestLockStaysSmall(t *testing.T) {
 	if got := unsafe.Sizeof(Lock{}); got > maxLockBytes {
@@ -21,7 +21,7 @@ func TestLockStaysSmall(t *testing.T) {
 }
 
 // TestHeldKeepAliveLockKeepsNoCommandSlotsWhileIdle: a keep-alive lock
-// between renewals carries no lockCmds (what keeps the Lock at 240 bytes
+// between renewals carries no lockCmds (what keeps the Lock at 208 bytes
 // costs nothing while held), makes one for each renewal and drops it once
 // the renewal is confirmed; a lock without keep-alive has its own from the
 // start (one allocation with the Lock) and keeps it.

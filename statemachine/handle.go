@@ -54,7 +54,7 @@ type Handle struct {
 	watched        bool        // the lock's context exists (InputWatch): its end is watched by the deadline timer
 	leaseEnded     bool        // EffectEndLease was emitted
 	renewByKeep    bool        // the renewal in flight belongs to the keep-alive
-	acquireWants   acquireWant // what InputAcquire asked for (one byte: a Handle is 88 bytes)
+	acquireWants   acquireWant // what InputAcquire asked for (one byte: a Handle is 80 bytes)
 	fencesPending  uint8
 	lastOp         OpID
 	renewOp        OpID // the SET (in Acquiring/Abandoned) or renewal in flight
@@ -62,10 +62,12 @@ type Handle struct {
 	timerSeq       uint32
 	renewalSeq     uint32 // Seq of the armed renewal timer; 0 = disarmed
 	deadlineSeq    uint32 // Seq of the armed deadline timer; 0 = disarmed
-	drift          *Drift // shared (Input.Drift); nil: no margin
 	duration       time.Duration
-	confirmedAt    time.Duration // send timestamp of the last confirmed acquire/extension
-	renewSentAt    time.Duration
+	// confirmedEnd is the local deadline of the last confirmed acquire/extension: its send
+	// timestamp + its TTL − the drift margin (Input.Drift), computed when it was sent, so a
+	// handle keeps no drift of its own (rule HeldLockIsSmall).
+	confirmedEnd   time.Duration
+	renewEnd       time.Duration // the same for the SET or renewal in flight
 	renewTTL       time.Duration
 	renewCaller    CallerID
 	releaseStarter CallerID
@@ -116,15 +118,15 @@ func (h *Handle) holding() bool { return h.state == Held || h.state == Recoverin
 // the confirmed deadline, or the deadline of a renewal in flight if that is earlier (a
 // shortening reset that may have applied already).
 func (h *Handle) deadline() time.Duration {
-	d := h.leaseEnd(h.confirmedAt, h.duration)
+	d := h.confirmedEnd
 	if h.renewOp != 0 && (h.holding() || h.state == Releasing) {
-		d = min(d, h.leaseEnd(h.renewSentAt, h.renewTTL))
+		d = min(d, h.renewEnd)
 	}
 	return d
 }
 
-// leaseEnd is the local deadline of a lease of ttl sent at sentAt.
-func (h *Handle) leaseEnd(sentAt, ttl time.Duration) time.Duration {
+// leaseEnd is the local deadline of a lease of ttl sent at sentAt, with the step's drift.
+func (h *stepper) leaseEnd(sentAt, ttl time.Duration) time.Duration {
 	if h.drift == nil {
 		return sentAt + ttl
 	}
@@ -145,7 +147,7 @@ func (h *Handle) KeepAliveActive() bool { return h.keepAlive != keepAliveNone }
 // in the current state (for example ResetExpiry before the acquisition succeeded), a
 // completion for an op that is not in flight, or time going backwards.
 func (h *Handle) Step(in Input, out []Effect) []Effect {
-	s := stepper{Handle: h, out: out}
+	s := stepper{Handle: h, out: out, drift: in.Drift}
 	if h.side != nil {
 		s.waiters, s.fenceErr, s.renewErr, s.refuted = h.side.waiters, h.side.fenceErr, h.side.renewErr, h.side.refuted
 	}
@@ -163,6 +165,7 @@ func (h *Handle) Step(in Input, out []Effect) []Effect {
 type stepper struct {
 	*Handle
 	out      []Effect
+	drift    *Drift // the input's (Input.Drift)
 	waiters  []waiter
 	fenceErr error // the uncertain error waiting callers get after the fence
 	// renewErr is the error of the last keep-alive renewal that did not run and was

@@ -21,6 +21,7 @@ type driver struct {
 	now    time.Duration
 	caller CallerID
 	last   []Effect
+	drift  *Drift // InputAcquire's, passed with every later input (as a runtime does)
 }
 
 func newDriver(t *testing.T) *driver { return &driver{t: t, now: time.Second} }
@@ -30,6 +31,7 @@ func (d *driver) newCaller() CallerID { d.caller++; return d.caller }
 func (d *driver) step(in Input) []Effect {
 	d.t.Helper()
 	in.Now = d.now
+	d.drift, in.Drift = sameDrift(d.drift, in)
 	d.last = d.h.Step(in, nil)
 	for _, e := range d.last {
 		if e.Kind == EffectTransition {
@@ -144,4 +146,13 @@ func index(eff []Effect, k EffectKind) int {
 		}
 	}
 	return -1
+}
+
+// sameDrift returns the drift a handle's inputs carry: InputAcquire's,
+// then the same with every later input (Input.Drift).
+func sameDrift(drift *Drift, in Input) (kept, passed *Drift) {
+	if in.Kind == InputAcquire {
+		return in.Drift, in.Drift
+	}
+	return drift, drift
 }

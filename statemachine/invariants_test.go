@@ -17,6 +17,7 @@ func (x *explorer) step(in Input) {
 	if in.Kind == InputCommandDone {
 		delete(x.inFlight, in.Op)
 	}
+	x.drift, in.Drift = sameDrift(x.drift, in)
 	state := x.h.State()
 	x.buf = x.h.Step(in, x.buf[:0])
 	fenced, cancelled := false, false

@@ -84,10 +84,13 @@ type Input struct {
 	Kind      InputKind
 	Outcome   Outcome
 	Timer     Timer
-	KeepAlive bool   // InputAcquire: start an owned keep-alive on success
-	Settle    bool   // InputAcquire: the caller waits, so an uncertain SET is settled (fence, read) instead of abandoned
-	Drift     *Drift // InputAcquire: how early the handle gives the lease up (see Drift; nil: no margin), kept by pointer (a Handle is small), so it must not change while the handle lives
-	Unfenced  bool   // InputCommandDone of a release or renewal: its session may not be fenced
+	KeepAlive bool // InputAcquire: start an owned keep-alive on success
+	Settle    bool // InputAcquire: the caller waits, so an uncertain SET is settled (fence, read) instead of abandoned
+	// Drift is how early the handle gives the lease up (see Drift; nil: no margin). Every
+	// input of a handle carries the same one: a step that sends a SET or renewal computes
+	// its deadline with it then (a Handle keeps none, rule HeldLockIsSmall).
+	Drift    *Drift
+	Unfenced bool // InputCommandDone of a release or renewal: its session may not be fenced
 	// StaleFence: InputGuardRefused because the fence record held a larger fencing token
 	// (the lease key may still hold this handle's token) rather than the key not holding it.
 	StaleFence bool

@@ -7,8 +7,8 @@ func (h *stepper) stepAcquire(in Input) {
 		panic("statemachine: InputAcquire on a handle that already acquired")
 	}
 	h.renewOp = h.nextOp()
-	h.renewSentAt, h.renewTTL, h.renewCaller = in.Now, in.TTL, in.Caller
-	h.drift, h.acquireWants = in.Drift, 0
+	h.renewEnd, h.renewTTL, h.renewCaller = h.leaseEnd(in.Now, in.TTL), in.TTL, in.Caller
+	h.acquireWants = 0
 	if in.KeepAlive {
 		h.acquireWants |= wantKeepAlive
 	}
@@ -43,14 +43,14 @@ func (h *stepper) stepAcquireDone(in Input) {
 		if mayHaveApplied {
 			h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
 		}
-	case in.Outcome == OutcomeOK && in.Now >= h.leaseEnd(h.renewSentAt, h.renewTTL):
+	case in.Outcome == OutcomeOK && in.Now >= h.renewEnd:
 		// The reply came after the lease could have expired: never hand out a dead handle.
 		h.move(EventAcquireAbandoned, Abandoned)
 		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
 		h.resolve(caller, Result{Err: ErrAcquiredTooLate})
 	case in.Outcome == OutcomeOK:
 		h.move(EventAcquired, Held)
-		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.duration, h.confirmedEnd = h.renewTTL, h.renewEnd
 		h.resolve(caller, Result{OK: true})
 		if h.acquireWants.has(wantKeepAlive) {
 			h.startKeepAlive(in.Now)
@@ -91,13 +91,13 @@ func (h *stepper) stepAcquireSettled(in Input) {
 		if in.Outcome != OutcomeMismatch {
 			h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
 		}
-	case in.Outcome == OutcomeOK && in.Now >= h.leaseEnd(h.renewSentAt, h.renewTTL):
+	case in.Outcome == OutcomeOK && in.Now >= h.renewEnd:
 		h.move(EventAcquireAbandoned, Abandoned)
 		h.emit(Effect{Kind: EffectCleanupDelete, Op: in.Op})
 		h.resolve(caller, Result{Err: ErrAcquiredTooLate})
 	case in.Outcome == OutcomeOK:
 		h.move(EventAcquireConfirmed, Held)
-		h.duration, h.confirmedAt = h.renewTTL, h.renewSentAt
+		h.duration, h.confirmedEnd = h.renewTTL, h.renewEnd
 		h.resolve(caller, Result{OK: true})
 		if h.acquireWants.has(wantKeepAlive) {
 			h.startKeepAlive(in.Now)

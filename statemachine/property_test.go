@@ -14,6 +14,7 @@ type explorer struct {
 	seed      uint64
 	rng       *rand.Rand
 	h         Handle
+	drift     *Drift // InputAcquire's, passed with every later input
 	now       time.Duration
 	caller    CallerID
 	inFlight  map[OpID]EffectKind

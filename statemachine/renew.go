@@ -74,12 +74,12 @@ func (h *stepper) sendRenew(caller CallerID, ttl, now time.Duration) {
 		panic("statemachine: renewal sent while not Held or with another in flight")
 	}
 	h.renewOp = h.nextOp()
-	h.renewSentAt = now
+	h.renewEnd = h.leaseEnd(now, ttl)
 	h.renewTTL = ttl
 	h.renewCaller = caller
 	h.renewByKeep = caller == 0
 	h.emit(Effect{Kind: EffectSendRenew, Op: h.renewOp, TTL: ttl, Caller: caller})
-	if (h.keepAlive == keepAliveRunning || h.watched) && h.leaseEnd(now, ttl) < h.leaseEnd(h.confirmedAt, h.duration) {
+	if (h.keepAlive == keepAliveRunning || h.watched) && h.renewEnd < h.confirmedEnd {
 		// A shortening renewal may apply before its reply: whoever watches the lease (the
 		// keep-alive, or the lock's context) must see its deadline now, not at the reply
 		// (rules ShorteningResetCountsAtOnce, ContextEndsByTheEarliestExpiryInFlight).
@@ -100,7 +100,7 @@ func (h *stepper) stepRenewDone(in Input) {
 		h.resolve(caller, failed)
 	case in.Outcome == OutcomeOK:
 		h.stay(EventRenewed)
-		h.duration, h.confirmedAt, h.renewErr = h.renewTTL, h.renewSentAt, nil
+		h.duration, h.confirmedEnd, h.renewErr = h.renewTTL, h.renewEnd, nil
 		h.resolve(caller, Result{OK: true})
 		h.scheduleKeepAlive(in.Now)
 		h.rewatch()
@@ -156,7 +156,7 @@ func (h *stepper) recoveryDone(in Input) {
 	switch {
 	case in.Outcome == OutcomeOK:
 		h.move(EventRecovered, Held)
-		h.duration, h.confirmedAt, h.renewErr = h.renewTTL, h.renewSentAt, nil
+		h.duration, h.confirmedEnd, h.renewErr = h.renewTTL, h.renewEnd, nil
 		if running {
 			h.scheduleKeepAlive(in.Now)
 		} else {

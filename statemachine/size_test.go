@@ -9,7 +9,7 @@ import (
 // maxHandleBytes bounds the per-handle core: every lock, held or not, pays
 // it (100,000 held locks included). What only a step, a waiting caller or a
 // fence needs lives in the stepper or the handle's side.
-const maxHandleBytes = 88
+const maxHandleBytes = 80
 
 func TestHandleStaysSmall(t *testing.T) {
 	if got := unsafe.Sizeof(Handle{}); got > maxHandleBytes {
