@@ -9,7 +9,8 @@ import (
 )
 
 // This file is the drainer of a link whose Conn does not pipeline (go-redis'
-// Conn), and of every session's link: one Do at a time on the socket. A
+// Conn), and of a session's link on a PerCallerWriter (rueidis, valkey-go):
+// one Do at a time on the socket. A
 // caller whose ctx can never end (ctx.Done() == nil), or any caller on a
 // pipelined Conn (which returns at the ctx's end by itself), and who finds
 // the link idle sends its own commands (flat combining: no hand-off between
@@ -25,7 +26,7 @@ import (
 // sends it in one pipeline under a deadline and hands each request its own
 // replies.
 //
-// Why a session on a pipelined Conn (rueidis, valkey-go) is drained too:
+// Why a session on a PerCallerWriter (rueidis, valkey-go) is drained too:
 // rueidis writes whatever its ring holds and flushes as soon as the ring is
 // empty, and a caller that queues a command readies its writer, which runs
 // next on the caller's P once the caller parks — so 64 callers each handing

@@ -15,14 +15,13 @@ import (
 // and classifies every failure with the one rule: NotSubmitted only when
 // nothing reached the socket, Uncertain for everything after the hand-off.
 //
-// A session's link, and any link on a Conn that does not pipeline, has a
-// drainer (drain.go): a caller who finds the link idle sends its own
-// commands, the others queue theirs and wait on their request, never on the
-// socket, and the drainer writes everything queued in one pipeline. On the
-// other links of a Pipelined Conn (a fence, a watcher's reader) a caller
-// hands its commands to the Conn itself, from its own goroutine (the client
-// pipelines them and returns at the ctx's end). Methods are safe for
-// concurrent use.
+// A link on a Conn that does not pipeline, and a session's link on a
+// PerCallerWriter, has a drainer (drain.go): a caller who finds the link
+// idle sends its own commands, the others queue theirs and wait on their
+// request, never on the socket, and the drainer writes everything queued in
+// one pipeline. On the other links of a Pipelined Conn a caller hands its
+// commands to the Conn itself, from its own goroutine (the client pipelines
+// them and returns at the ctx's end). Methods are safe for concurrent use.
 type link struct {
 	e         *Engine
 	node      string
@@ -50,11 +49,13 @@ func (e *Engine) newLink(node string, c Conn, pings bool) *link {
 	return e.openLink(node, c, pings, !c.Pipelined())
 }
 
-// newSessionLink is newLink for a session: it has a drainer on every Conn.
-// On a pipelined one, concurrent callers' commands then reach the client
+// newSessionLink is newLink for a session: it also has a drainer on a
+// pipelined Conn that writes each caller's commands as they come
+// (PerCallerWriter), so that concurrent callers' commands reach the client
 // as one pipeline per round trip instead of one write each (see drain.go).
 func (e *Engine) newSessionLink(node string, c Conn) *link {
-	return e.openLink(node, c, true, true)
+	w, ok := c.(PerCallerWriter)
+	return e.openLink(node, c, true, !c.Pipelined() || ok && w.WritesPerCaller())
 }
 
 // openLink wraps c; drained starts its drainer.

@@ -18,9 +18,10 @@ import (
 
 // These cases hold what a fence does to the commands of other locks that
 // rode the fenced connection with the command that made it uncertain. Such
-// commands share a connection's wire in flight on every transport: a
-// session writes one pipeline at a time and sends what arrived meanwhile
-// together in the next. holdReplies
+// commands share a connection's wire in flight on every transport, but not
+// in the same way: rueidis pipelines every command of a node on one
+// connection at once, while a go-redis session writes one pipeline at a
+// time and sends what arrived meanwhile together in the next. holdReplies
 // puts them on one connection's wire on both: behind a first command whose
 // reply is held, then let through alone.
 
@@ -129,9 +130,9 @@ type replyHold struct {
 
 // holdReplies stalls the replies of the session connection c and sends a
 // first command on it, a TryAcquire of "blocker", whose reply it waits to
-// hold. Commands sent after it wait in the session's drainer until its
-// reply is read (every client: a session writes one pipeline at a time);
-// release lets that reply alone through.
+// hold. Commands sent after it go on c's wire behind it (the root module's
+// own client), or wait for c until its reply is read (the adapters' session
+// drainers); release lets that reply alone through.
 func (f *faulty) holdReplies(t *testing.T, locks *lease.Locks, c *faultproxy.Conn) *replyHold {
 	t.Helper()
 	c.Stall(faultproxy.ToClient)
@@ -151,7 +152,7 @@ func (f *faulty) holdReplies(t *testing.T, locks *lease.Locks, c *faultproxy.Con
 // queued after that pipeline was written wait for the one after it.
 func (h *replyHold) release(t *testing.T, locks *lease.Locks, want ...func(sim.Entry) bool) {
 	t.Helper()
-	if queued := h.f.tr.queued(locks); queued != nil {
+	if queued := h.f.tr.Queued; queued != nil {
 		eventually(t, "the commands queued behind the first", func() bool {
 			cmds := queued(locks)
 			for _, match := range want {

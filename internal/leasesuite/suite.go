@@ -24,8 +24,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/respire-go/respire/conn"
-	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
 
@@ -50,25 +48,11 @@ type Transport struct {
 	FenceOnOwnConn bool
 	// Queued, when not nil, returns the commands (each as its arguments)
 	// the Locks' transport was handed and holds queued, unwritten, behind a
-	// batch in flight on their connection (a session's drainer writes one
-	// pipeline at a time and sends what was queued meanwhile in the next).
-	// Nil: the wire engine's own (conn.Engine.Queued), when the Locks run
-	// on one.
+	// batch in flight on their connection (go-redis, rueidis, valkey-go: a
+	// session's drainer writes one pipeline at a time and sends what was
+	// queued meanwhile in the next). Nil: every command is written at once
+	// (the root module's own client pipelines on one connection).
 	Queued func(locks *lease.Locks) [][]string
-}
-
-// queued is tr.Queued, or the engine's own; nil when locks run on no
-// engine.
-func (tr Transport) queued(locks *lease.Locks) func(*lease.Locks) [][]string {
-	if tr.Queued != nil {
-		return tr.Queued
-	}
-	if _, ok := leaseinternal.Driver(locks).Transport().(*conn.Engine); !ok {
-		return nil
-	}
-	return func(locks *lease.Locks) [][]string {
-		return leaseinternal.Driver(locks).Transport().(*conn.Engine).Queued()
-	}
 }
 
 // Client describes the client a Transport builds.
