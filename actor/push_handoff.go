@@ -35,8 +35,8 @@ package actor
 // is l.mu, then h.mu). With the baton out already, a read it was to make
 // first is skipped, or else it tries once more when it comes back.
 func (h *pushHub) released(l *Lock) {
-	if l.Kind() != KindMutex && l.Kind() != KindPermit {
-		return
+	if l.Kind() != KindMutex && l.Kind() != KindPermit || h.entries.Load() == 0 {
+		return // no entry: as if mu had been taken at this load (entries changes under mu with keys)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -72,8 +72,8 @@ func (h *pushHub) released(l *Lock) {
 // waiter in the middle of a read it no longer needs. An unfair mutex
 // with local waiters only: nothing else waits for the reply's baton.
 func (h *pushHub) releaseSent(l *Lock) bool {
-	if l.Kind() != KindMutex || l.Fair() {
-		return false
+	if l.Kind() != KindMutex || l.Fair() || h.entries.Load() == 0 {
+		return false // no entry, no waiter (see released)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/respire-go/respire/conn"
@@ -29,11 +30,14 @@ const PushCheckTimeout = 5 * time.Second
 // held, and an entry exists only while waiters wait or a holders' read is
 // queued or in flight (push_hold.go).
 type pushHub struct {
-	d     *Driver
-	mu    sync.Mutex
-	keys  map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
-	held  holderTable         // keep-alive holders: the first of each wire key, and their chains
-	stats pushStats
+	d    *Driver
+	mu   sync.Mutex
+	keys map[string]*pushKey // waiters' interest, and holders' reads queued or in flight
+	// entries is len(keys), written under mu: a release of a key nobody
+	// of this Locks waits on reads it instead of taking mu (push_handoff.go).
+	entries atomic.Int32
+	held    holderTable // keep-alive holders: the first of each wire key, and their chains
+	stats   pushStats
 	// closed: Locks.Close began; no new background read starts, and ctx
 	// (which the holders' reads run under) is cancelled.
 	closed  bool
@@ -126,6 +130,7 @@ func (h *pushHub) entry(key string) *pushKey {
 	if e == nil {
 		e = &pushKey{}
 		h.keys[key] = e
+		h.entries.Store(int32(len(h.keys)))
 	}
 	return e
 }
@@ -134,6 +139,7 @@ func (h *pushHub) entry(key string) *pushKey {
 func (h *pushHub) forget(key string, e *pushKey) {
 	if len(e.waiters) == 0 && len(e.fair) == 0 && !e.arming && !e.queued && !e.check && e.releasing == 0 && h.keys[key] == e {
 		delete(h.keys, key)
+		h.entries.Store(int32(len(h.keys)))
 	}
 }
 

@@ -103,6 +103,18 @@ type Client interface {
 	Closed() error
 }
 
+// PerCallerWriter is implemented by a Pipelined Conn whose client writes
+// concurrent callers' commands one by one as they come: rueidis and
+// valkey-go, whose writer flushes whenever its queue is empty, and runs
+// next once the caller that readied it parks, so that each caller's command
+// costs a write syscall of its own. A session on such a Conn has a drainer
+// (drain.go): a caller who finds it idle still sends its own commands, and
+// the callers that come while a round trip is on the wire leave together
+// in one pipeline when it ends.
+type PerCallerWriter interface {
+	WritesPerCaller() bool
+}
+
 // Leaver is implemented by a Conn that is not Pipelined whose round trip
 // can go on after its caller left (go-redis' Conn, whose round trips run
 // on a goroutine of the Conn's): a caller whose ctx may be cancelled then

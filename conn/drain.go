@@ -9,9 +9,12 @@ import (
 )
 
 // This file is the drainer of a link whose Conn does not pipeline (go-redis'
-// Conn): one Do at a time on the socket. A caller whose ctx can never end
-// (ctx.Done() == nil) and who finds the link idle sends its own commands
-// (flat combining: no hand-off between goroutines); every other caller
+// Conn), and of a session's link on a PerCallerWriter (rueidis, valkey-go):
+// one Do at a time on the socket. A
+// caller whose ctx can never end (ctx.Done() == nil), or any caller on a
+// pipelined Conn (which returns at the ctx's end by itself), and who finds
+// the link idle sends its own commands (flat combining: no hand-off between
+// goroutines); every other caller
 // queues a request and waits on it — never on the socket, whose client may
 // not notice a cancellation — so that a caller whose ctx ends after the
 // hand-off returns at once, Uncertain, while the batch goes on for the
@@ -22,6 +25,16 @@ import (
 // stays owned until the Conn reports its end. The drainer takes everything queued (up to maxBatch commands),
 // sends it in one pipeline under a deadline and hands each request its own
 // replies.
+//
+// Why a session on a PerCallerWriter (rueidis, valkey-go) is drained too:
+// rueidis writes whatever its ring holds and flushes as soon as the ring is
+// empty, and a caller that queues a command readies its writer, which runs
+// next on the caller's P once the caller parks — so 64 callers each handing
+// their own command cost about one write syscall per command (0.8 a pair
+// measured), the most expensive thing a pair does on a shared 2-core host.
+// Drained, the commands queued while a round trip is on the wire go out as
+// one pipeline when it ends (0.08 writes a pair; see docs/architecture.md,
+// "64 goroutines").
 
 // maxBatch bounds the commands one pipeline of a drainer carries.
 const maxBatch = 512
@@ -96,7 +109,7 @@ func (d *drainer) wakeUp() {
 // exchange runs cmds through the drainer (or, flat combining, on the
 // caller's goroutine): see link.exchange.
 func (d *drainer) exchange(ctx context.Context, op string, cmds []Command, replies []Reply, carrier Session) error {
-	if ctx.Done() == nil && d.own() {
+	if (ctx.Done() == nil || d.l.pipelined) && d.own() {
 		err := d.sendOwn(ctx, op, cmds, replies, carrier)
 		d.disown()
 		return err
@@ -119,14 +132,15 @@ func (d *drainer) exchange(ctx context.Context, op string, cmds []Command, repli
 }
 
 // sendOwn is the round trip of a caller that owns the Conn: the idle
-// check, then its commands.
+// check, then its commands. On a pipelined Conn its ctx may end: the client
+// returns at once, and the socket is fine (as in link.hand).
 func (d *drainer) sendOwn(ctx context.Context, op string, cmds []Command, replies []Reply, carrier Session) error {
 	l := d.l
 	if err := l.checkIdle(ctx); err != nil {
 		return l.notSent(op, carrier, err)
 	}
 	if err := l.conn.Do(ctx, cmds, replies); err != nil {
-		return l.failed(ctx, op, err, carrier, false)
+		return l.failed(ctx, op, err, carrier, l.pipelined)
 	}
 	l.touch()
 	return nil
@@ -367,7 +381,7 @@ func (d *drainer) send(batch []*request) {
 	err := l.conn.Do(ctx, cmds, replies)
 	var failure *Error
 	if err != nil {
-		failure = l.failed(ctx, "", err, nil, false)
+		failure = l.failed(ctx, "", err, nil, l.pipelined) // a pipelined client left the batch at its ctx's end: the socket is fine
 	} else {
 		l.touch()
 	}

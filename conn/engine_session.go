@@ -103,7 +103,7 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 		return nil, &Error{Class: NotSubmitted, Op: "open", Addr: node, Err: err}
 	}
 	s := &session{e: e, node: node}
-	s.link = e.newLink(node, c, true)
+	s.link = e.newSessionLink(node, c)
 	s.link.owner = s
 	fenceReady := make(chan struct{}) // the node's fence connection, dialled meanwhile (see prepareFence)
 	e.background(func() {

@@ -15,12 +15,13 @@ import (
 // and classifies every failure with the one rule: NotSubmitted only when
 // nothing reached the socket, Uncertain for everything after the hand-off.
 //
-// On a Pipelined Conn a caller hands its commands to the Conn itself, from
-// its own goroutine (the client pipelines them and returns at the ctx's
-// end). On any other Conn the link has a drainer (drain.go): callers queue
-// their commands and wait on their request, never on the socket, and the
-// drainer writes everything queued in one pipeline. Methods are safe for
-// concurrent use.
+// A link on a Conn that does not pipeline, and a session's link on a
+// PerCallerWriter, has a drainer (drain.go): a caller who finds the link
+// idle sends its own commands, the others queue theirs and wait on their
+// request, never on the socket, and the drainer writes everything queued in
+// one pipeline. On the other links of a Pipelined Conn a caller hands its
+// commands to the Conn itself, from its own goroutine (the client pipelines
+// them and returns at the ctx's end). Methods are safe for concurrent use.
 type link struct {
 	e         *Engine
 	node      string
@@ -45,9 +46,23 @@ type link struct {
 // newLink wraps c, dialled to node, and starts its drainer when c does not
 // pipeline.
 func (e *Engine) newLink(node string, c Conn, pings bool) *link {
+	return e.openLink(node, c, pings, !c.Pipelined())
+}
+
+// newSessionLink is newLink for a session: it also has a drainer on a
+// pipelined Conn that writes each caller's commands as they come
+// (PerCallerWriter), so that concurrent callers' commands reach the client
+// as one pipeline per round trip instead of one write each (see drain.go).
+func (e *Engine) newSessionLink(node string, c Conn) *link {
+	w, ok := c.(PerCallerWriter)
+	return e.openLink(node, c, true, !c.Pipelined() || ok && w.WritesPerCaller())
+}
+
+// openLink wraps c; drained starts its drainer.
+func (e *Engine) openLink(node string, c Conn, pings, drained bool) *link {
 	l := &link{e: e, node: node, conn: c, pipelined: c.Pipelined(), pings: pings, closed: make(chan struct{})}
 	l.touch()
-	if !l.pipelined {
+	if drained {
 		l.drain = newDrainer(l)
 	}
 	return l
@@ -221,7 +236,7 @@ func (l *link) idleDue() bool {
 // command that outlives its bound fails all the same. Any other ctx gets
 // the bound as a deadline (Engine.own).
 func (l *link) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if ctx.Done() != nil || l.drain != nil {
+	if ctx.Done() != nil || !l.pipelined {
 		return l.e.own(ctx, d)
 	}
 	t := l.e.clock.AfterFunc(d, func() { l.e.retireLink(l, RetiredDead) })

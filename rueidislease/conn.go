@@ -31,6 +31,11 @@ type rconn struct {
 // concurrent callers on its socket.
 func (c *rconn) Pipelined() bool { return true }
 
+// WritesPerCaller implements conn.PerCallerWriter: the client's writer
+// flushes whenever its queue is empty, so the engine drains a session's
+// concurrent callers into one pipeline per round trip.
+func (c *rconn) WritesPerCaller() bool { return true }
+
 // Do implements conn.Conn: one Do or DoMulti of the dedicated client.
 func (c *rconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {
 	sendCtx, sent := c.sendContext(ctx)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/internal/leasesuite"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/rueidislease"
@@ -17,7 +19,14 @@ import (
 // rueidisSuite is the lease behaviour suite's transport over this adapter:
 // New on a rueidis client (client-side caching unless Client.Plain).
 var rueidisSuite = leasesuite.Transport{Name: "rueidis", Locks: suiteLocks, Sentinel: suiteSentinel,
-	ServerError: suiteServerError, FenceOnOwnConn: true}
+	ServerError: suiteServerError, FenceOnOwnConn: true, Queued: suiteQueued}
+
+// suiteQueued is leasesuite.Transport.Queued here: the commands waiting in
+// the engine's session drainers (the adapter's Conn is a
+// conn.PerCallerWriter).
+func suiteQueued(locks *lease.Locks) [][]string {
+	return leaseinternal.Driver(locks).Transport().(*conn.Engine).Queued()
+}
 
 func suiteServerError(err error) (string, bool) {
 	var redisErr *rueidis.RedisError

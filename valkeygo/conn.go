@@ -32,6 +32,11 @@ type vconn struct {
 // concurrent callers on its socket.
 func (c *vconn) Pipelined() bool { return true }
 
+// WritesPerCaller implements conn.PerCallerWriter: the client's writer
+// flushes whenever its queue is empty, so the engine drains a session's
+// concurrent callers into one pipeline per round trip.
+func (c *vconn) WritesPerCaller() bool { return true }
+
 // Do implements conn.Conn: one Do or DoMulti of the dedicated client. A
 // call after Close is refused before it reaches valkey-go.
 func (c *vconn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Reply) error {

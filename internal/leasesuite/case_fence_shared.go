@@ -130,9 +130,9 @@ type replyHold struct {
 
 // holdReplies stalls the replies of the session connection c and sends a
 // first command on it, a TryAcquire of "blocker", whose reply it waits to
-// hold. Commands sent after it go on c's wire behind it (rueidis), or wait
-// for c until its reply is read (go-redis); release lets that reply alone
-// through.
+// hold. Commands sent after it go on c's wire behind it (the root module's
+// own client), or wait for c until its reply is read (the adapters' session
+// drainers); release lets that reply alone through.
 func (f *faulty) holdReplies(t *testing.T, locks *lease.Locks, c *faultproxy.Conn) *replyHold {
 	t.Helper()
 	c.Stall(faultproxy.ToClient)

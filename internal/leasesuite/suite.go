@@ -48,10 +48,10 @@ type Transport struct {
 	FenceOnOwnConn bool
 	// Queued, when not nil, returns the commands (each as its arguments)
 	// the Locks' transport was handed and holds queued, unwritten, behind a
-	// batch in flight on their connection (go-redis: a session's drainer
-	// writes one pipeline at a time and sends what was queued meanwhile in
-	// the next). Nil: every command is written at once (rueidis pipelines
-	// on one connection).
+	// batch in flight on their connection (go-redis, rueidis, valkey-go: a
+	// session's drainer writes one pipeline at a time and sends what was
+	// queued meanwhile in the next). Nil: every command is written at once
+	// (the root module's own client pipelines on one connection).
 	Queued func(locks *lease.Locks) [][]string
 }
 

@@ -65,6 +65,15 @@ func runMode(e *env, rep *report, mode string, first bool, impls []*impl) error 
 	for r := range e.cfg.reps {
 		order := rotate(impls, r)
 		for _, sc := range rep.scenarios {
+			if sc.together != nil {
+				if sc.firstModeOnly && !first {
+					continue
+				}
+				if err := runTogether(e, rep, mode, sc, order, r); err != nil {
+					return err
+				}
+				continue
+			}
 			for _, im := range order {
 				if !sc.applies(infoOf(im)) || (sc.firstModeOnly && !first) {
 					continue
@@ -78,6 +87,30 @@ func runMode(e *env, rep *report, mode string, first bool, impls []*impl) error 
 				rep.add(mode, sc.id, im.name, values)
 			}
 		}
+	}
+	return nil
+}
+
+// runTogether runs a scenario whose implementations take turns within
+// one repetition (scenario.together).
+func runTogether(e *env, rep *report, mode string, sc *scenario, order []*impl, r int) error {
+	var ims []*impl
+	for _, im := range order {
+		if sc.applies(infoOf(im)) {
+			ims = append(ims, im)
+		}
+	}
+	if len(ims) == 0 {
+		return nil
+	}
+	progress("%s: rep %d/%d: %s: %d implementations, taking turns", mode, r+1, e.cfg.reps, sc.id, len(ims))
+	runtime.GC()
+	values, err := sc.together(e, ims, r)
+	if err != nil {
+		return fmt.Errorf("%s, %s: %w", mode, sc.id, err)
+	}
+	for _, im := range ims {
+		rep.add(mode, sc.id, im.name, values[im.name])
 	}
 	return nil
 }

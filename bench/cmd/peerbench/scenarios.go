@@ -45,6 +45,10 @@ type scenario struct {
 	more          []*target // further targets, printed after target
 	metrics       []metric
 	run           func(e *env, im *impl, rep int) (map[string]float64, error)
+	// together, when set instead of run, runs every implementation of the
+	// repetition at once (in the order given) and returns each one's
+	// values by name.
+	together func(e *env, ims []*impl, rep int) (map[string]map[string]float64, error)
 }
 
 // target is a figure an implementation must reach: metric's median at most
@@ -99,10 +103,17 @@ func scenarios(cfg config) []*scenario {
 		run: runUncontended,
 	}, {
 		id: "parallel-64", family: "parallel-64", title: "parallel-64: 64 goroutines, distinct keys",
-		about: fmt.Sprintf("each goroutine runs acquire+release pairs on its own key for %v.", cfg.duration),
+		about: fmt.Sprintf("each goroutine runs acquire+release pairs on its own key, for %v per implementation and repetition, "+
+			"in slices of %v: the implementations take turns slice by slice (the order rotated each slice), so that load from "+
+			"elsewhere on the machine falls on all of them alike. Client CPU is this process's "+
+			"user + system time (every implementation's client goroutines included) and server CPU is INFO cpu's, each over "+
+			"the run divided by its pairs: client and server share the machine's cores, so the two add up to what a pair costs "+
+			"the machine, which the load from elsewhere moves less than the rate.", cfg.duration, parallelSlice),
 		metrics: []metric{{key: "rate", header: "pairs/s", ratio: true},
+			{key: "cpu", header: "client CPU µs/pair", lowerBetter: true, ratio: true},
+			{key: "srvcpu", header: "server CPU µs/pair", lowerBetter: true, ratio: true},
 			{key: "refused", header: "free key refused", total: true}, {key: "errors", header: "errors", total: true}},
-		run: runParallel,
+		together: runParallel,
 	}, {
 		id: "contended-16", family: "contended-16", title: "contended-16: 16 goroutines, one key, try once",
 		about: fmt.Sprintf("each goroutine tries the key once, again and again, for %v; a holder records its hold "+
@@ -188,43 +199,6 @@ func runUncontended(e *env, im *impl, rep int) (map[string]float64, error) {
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-// runParallel runs pairs from 64 goroutines on distinct keys.
-func runParallel(e *env, im *impl, rep int) (map[string]float64, error) {
-	return parallelFor(e, im, e.cfg.duration), nil
-}
-
-// parallelFor is runParallel for d (the warm-up uses it too).
-func parallelFor(e *env, im *impl, d time.Duration) map[string]float64 {
-	const workers = 64
-	var pairs, refused, errs atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := e.prefix + im.name + ":p64:" + strconv.Itoa(w)
-			for time.Now().Before(deadline) {
-				ok, err := onePair(im, key)
-				switch {
-				case err != nil:
-					errs.Add(1)
-					e.errs.note(im.name, "parallel-64", err)
-				case ok:
-					pairs.Add(1)
-				default:
-					refused.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start).Seconds()
-	return map[string]float64{"rate": float64(pairs.Load()) / elapsed,
-		"refused": float64(refused.Load()), "errors": float64(errs.Load())}
-}
 
 // span is one holder's hold, in monotonic time since the run's start:
 // tried before the acquisition was sent, start when it returned the lock,
