@@ -519,6 +519,9 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
 }
+func TestLeastPrivilegeAcl_TheSentinelLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_TheSentinelLineRunsItsOperations")
+}
 func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")
 }
