@@ -21,7 +21,11 @@ const ReplicaAckWait = 100 * time.Millisecond
 // than the node has had since the engine first met it as the primary: its
 // replica may have been promoted (Sentinel runs REPLICAOF NO ONE before it
 // announces the switch), and then the new primary never saw the renewal.
-var ErrNotReplicated = errors.New("fewer replicas acknowledged the renewal than the primary has had: a replica may have been promoted")
+//
+// An acquisition so answered is not an error: its Result says Unconfirmed
+// (the key is there, on that node), and the caller ends it and does not
+// hand it out (rule SentinelAcquisitionsNeedReplicaAcks).
+var ErrNotReplicated = errors.New("fewer replicas acknowledged the write than the primary has had: a replica may have been promoted")
 
 // replicaState is a Sentinel engine's replicas per node: every online
 // replica (by its announced address) that node listed while the engine
@@ -196,6 +200,35 @@ func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
 		return nil
 	}
 	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+}
+
+// confirmAcquisition checks an acquisition op sent on s that the node
+// answered Owned (rule SentinelAcquisitionsNeedReplicaAcks): on a Sentinel
+// client, ROLE and WAIT follow it on the same connection, one round trip,
+// and res comes back Unconfirmed when fewer replicas acknowledged it than
+// the node has had (or the pair got no answer). Outside Sentinel mode,
+// for another op or a refusal, res is returned unchanged and nothing is
+// sent.
+func (s *session) confirmAcquisition(ctx context.Context, op Op, res Result) Result {
+	if s.e.mode != ModeSentinel || !res.Owned || !op.acquires() {
+		return res
+	}
+	res.Unconfirmed = !s.replicaCheckFor().confirmAfter(ctx, s)
+	return res
+}
+
+// acquires reports an op that takes a lock, a permit or a hold: SET NX
+// PX, the fenced script, a semaphore's or read/write lock's acquisition, a
+// fair queue's try.
+func (o Op) acquires() bool {
+	switch o.kind {
+	case opAcquire, opFenced:
+		return true
+	case opPrimitive:
+		k := o.prim.kind
+		return k == primAcquire || k == primWriteAcquire || k == primFairTry
+	}
+	return false
 }
 
 // confirmsLease reports a renewal of a holder's lease (a fair waiter's

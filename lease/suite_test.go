@@ -384,6 +384,9 @@ func TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 func TestRestartWithoutPersistence_TheHolderLearnsInOneRoundTrip(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "RestartWithoutPersistence_TheHolderLearnsInOneRoundTrip")
 }
+func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedIsNotHandedOut(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedIsNotHandedOut")
+}
 func TestSentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing")
 }

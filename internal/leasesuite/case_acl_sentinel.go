@@ -98,14 +98,14 @@ func sentinelACLOperations(t *testing.T, tr Transport, sentinels []string, maste
 	key := fmt.Sprintf("acl:sentinel:%d", time.Now().UnixNano())
 	lock, err := locks.Acquire(ctx, key, 10*time.Second, lease.WithKeepAlive())
 	if err != nil || lock == nil {
-		return fmt.Errorf("Acquire = %v, %v", lock != nil, err)
+		return fmt.Errorf("acquire = %v, %v", lock != nil, err)
 	}
 	defer func() { _ = lock.Close() }()
 	if ok, err := lock.ResetExpiry(ctx, 20*time.Second); !ok || err != nil {
-		return fmt.Errorf("ResetExpiry = %v, %v", ok, err)
+		return fmt.Errorf("reset of the expiry = %v, %v", ok, err)
 	}
 	if out, err := lock.Release(ctx); out != lease.Released || err != nil {
-		return fmt.Errorf("Release = %v, %v", out, err)
+		return fmt.Errorf("release = %v, %v", out, err)
 	}
 	return nil
 }
