@@ -206,14 +206,23 @@ func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
 // answered Owned (rule SentinelAcquisitionsNeedReplicaAcks): on a Sentinel
 // client, ROLE and WAIT follow it on the same connection, one round trip,
 // and res comes back Unconfirmed when fewer replicas acknowledged it than
-// the node has had (or the pair got no answer). Outside Sentinel mode,
+// the node has had (or the pair got no answer); when its ROLE listed a
+// replica the count lacked, the pair is sent once more with the new count.
+// Outside Sentinel mode,
 // for another op or a refusal, res is returned unchanged and nothing is
 // sent.
 func (s *session) confirmAcquisition(ctx context.Context, op Op, res Result) Result {
 	if s.e.mode != ModeSentinel || !res.Owned || !op.acquires() {
 		return res
 	}
-	res.Unconfirmed = !s.replicaCheckFor().confirmAfter(ctx, s)
+	check := s.replicaCheckFor()
+	confirmed := check.confirmAfter(ctx, s)
+	if again := s.replicaCheckFor(); !confirmed && again.wanted > check.wanted {
+		// ROLE listed a replica the count lacked (one came online since):
+		// WAIT for it too, once; the acquisition is the connection's write.
+		confirmed = again.confirmAfter(ctx, s)
+	}
+	res.Unconfirmed = !confirmed
 	return res
 }
 
