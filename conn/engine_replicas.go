@@ -128,6 +128,12 @@ func infoReplicas(r Reply) []string {
 type replicaCheck struct {
 	on     bool
 	wanted int
+	// blind: the session never learned its node's replicas before its
+	// first write (INFO replication refused): nothing confirms, as after a
+	// refused ROLE. A replica promoted between that write and the ROLE
+	// behind it is no longer listed, so a count learned after the write
+	// could wait for none.
+	blind bool
 }
 
 // replicaCheckFor returns s's check (off outside Sentinel mode).
@@ -135,7 +141,7 @@ func (s *session) replicaCheckFor() replicaCheck {
 	if s.e.mode != ModeSentinel {
 		return replicaCheck{}
 	}
-	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node)}
+	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node), blind: s.replicasUnknown}
 }
 
 // commands returns the commands that follow the renewals in the pipeline.
@@ -155,12 +161,14 @@ func (c replicaCheck) commands() []Command {
 // Without a WAIT (the node had no replica known), a ROLE that lists one
 // makes the batch unconfirmed: the retry waits for it. A ROLE refused (an
 // error reply: NOPERM where the ACL lacks +role) confirms nothing either:
-// the check is never silently off, and the locks end at their lease.
+// the check is never silently off, and the locks end at their lease. Nor
+// does any batch of a session that could not read INFO replication when it
+// opened (blind).
 func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
 	if !c.on {
 		return true
 	}
-	if replies[0].Kind == ReplyError {
+	if replies[0].Kind == ReplyError || c.blind {
 		return false
 	}
 	online := roleReplicas(replies[0])
