@@ -27,7 +27,7 @@ func caseSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedI
 	primary := primaryOf(t, newSentinelClient(t, sentinels, master, password))
 	replica := otherDataNode(t, primary)
 	awaitReplicaHealthy(t, sentinels, master, password, primary, replica) // the session's INFO lists it
-	warm, err := locks.Acquire(ctxT(t), "warm", time.Minute)
+	warm, err := locks.Acquire(ctxT(t), "warm", time.Minute, lease.WithWait(sentinelAcquireWait))
 	if err != nil {
 		t.Fatalf("Acquire with the replica online = %v", err)
 	}
