@@ -124,6 +124,10 @@ func (t *tries) settle(ctx context.Context, lock *Lock, j job) event {
 		ev.outcome = sm.OutcomeMismatch
 		if ours {
 			ev.outcome = sm.OutcomeOK
+			// A read proves the key is on the node read, not on its
+			// replicas: on a Sentinel client the lock is ended, never
+			// handed out (rule SentinelAcquisitionsNeedReplicaAcks).
+			t.answer.unconfirmed = t.answer.unconfirmed || t.d.switches
 		}
 	}
 	return ev

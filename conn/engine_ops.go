@@ -22,6 +22,7 @@ func (s *session) Do(ctx context.Context, op Op, route *Route) (res Result, err 
 	res, err = s.run(ctx, op, false, route)
 	if err == nil {
 		err = s.confirmRenewal(ctx, op, res) // Sentinel: a renewal needs its replicas' acknowledgement
+		res = s.confirmAcquisition(ctx, op, res)
 	}
 	return res, err
 }

@@ -21,7 +21,11 @@ const ReplicaAckWait = 100 * time.Millisecond
 // than the node has had since the engine first met it as the primary: its
 // replica may have been promoted (Sentinel runs REPLICAOF NO ONE before it
 // announces the switch), and then the new primary never saw the renewal.
-var ErrNotReplicated = errors.New("fewer replicas acknowledged the renewal than the primary has had: a replica may have been promoted")
+//
+// An acquisition so answered is not an error: its Result says Unconfirmed
+// (the key is there, on that node), and the caller ends it and does not
+// hand it out (rule SentinelAcquisitionsNeedReplicaAcks).
+var ErrNotReplicated = errors.New("fewer replicas acknowledged the write than the primary has had: a replica may have been promoted")
 
 // replicaState is a Sentinel engine's replicas per node: every online
 // replica (by its announced address) that node listed while the engine
@@ -124,6 +128,12 @@ func infoReplicas(r Reply) []string {
 type replicaCheck struct {
 	on     bool
 	wanted int
+	// blind: the session never learned its node's replicas before its
+	// first write (INFO replication refused): nothing confirms, as after a
+	// refused ROLE. A replica promoted between that write and the ROLE
+	// behind it is no longer listed, so a count learned after the write
+	// could wait for none.
+	blind bool
 }
 
 // replicaCheckFor returns s's check (off outside Sentinel mode).
@@ -131,7 +141,7 @@ func (s *session) replicaCheckFor() replicaCheck {
 	if s.e.mode != ModeSentinel {
 		return replicaCheck{}
 	}
-	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node)}
+	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node), blind: s.replicasUnknown}
 }
 
 // commands returns the commands that follow the renewals in the pipeline.
@@ -151,12 +161,14 @@ func (c replicaCheck) commands() []Command {
 // Without a WAIT (the node had no replica known), a ROLE that lists one
 // makes the batch unconfirmed: the retry waits for it. A ROLE refused (an
 // error reply: NOPERM where the ACL lacks +role) confirms nothing either:
-// the check is never silently off, and the locks end at their lease.
+// the check is never silently off, and the locks end at their lease. Nor
+// does any batch of a session that could not read INFO replication when it
+// opened (blind).
 func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
 	if !c.on {
 		return true
 	}
-	if replies[0].Kind == ReplyError {
+	if replies[0].Kind == ReplyError || c.blind {
 		return false
 	}
 	online := roleReplicas(replies[0])
@@ -196,6 +208,44 @@ func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
 		return nil
 	}
 	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+}
+
+// confirmAcquisition checks an acquisition op sent on s that the node
+// answered Owned (rule SentinelAcquisitionsNeedReplicaAcks): on a Sentinel
+// client, ROLE and WAIT follow it on the same connection, one round trip,
+// and res comes back Unconfirmed when fewer replicas acknowledged it than
+// the node has had (or the pair got no answer); when its ROLE listed a
+// replica the count lacked, the pair is sent once more with the new count.
+// Outside Sentinel mode,
+// for another op or a refusal, res is returned unchanged and nothing is
+// sent.
+func (s *session) confirmAcquisition(ctx context.Context, op Op, res Result) Result {
+	if s.e.mode != ModeSentinel || !res.Owned || !op.acquires() {
+		return res
+	}
+	check := s.replicaCheckFor()
+	confirmed := check.confirmAfter(ctx, s)
+	if again := s.replicaCheckFor(); !confirmed && again.wanted > check.wanted {
+		// ROLE listed a replica the count lacked (one came online since):
+		// WAIT for it too, once; the acquisition is the connection's write.
+		confirmed = again.confirmAfter(ctx, s)
+	}
+	res.Unconfirmed = !confirmed
+	return res
+}
+
+// acquires reports an op that takes a lock, a permit or a hold: SET NX
+// PX, the fenced script, a semaphore's or read/write lock's acquisition, a
+// fair queue's try.
+func (o Op) acquires() bool {
+	switch o.kind {
+	case opAcquire, opFenced:
+		return true
+	case opPrimitive:
+		k := o.prim.kind
+		return k == primAcquire || k == primWriteAcquire || k == primFairTry
+	}
+	return false
 }
 
 // confirmsLease reports a renewal of a holder's lease (a fair waiter's

@@ -168,6 +168,9 @@ func (e *Engine) Do(ctx context.Context, op Op, route *Route) (res Result, err e
 			return Result{}, err
 		}
 		res, err := s.run(ctx, op, asking, route)
+		if err == nil {
+			res = s.confirmAcquisition(ctx, op, res) // Sentinel: an acquisition needs its replicas' acknowledgement
+		}
 		var re *Error
 		if err == nil || !errors.As(err, &re) || hop >= maxRedirects {
 			return res, err

@@ -110,6 +110,9 @@ func (e *Error) Error() string {
 	if e.Addr != "" {
 		to, server = " to "+e.Addr, e.Addr
 	}
+	if errors.Is(e.Err, ErrNotReplicated) {
+		return fmt.Sprintf("the %s sent%s was answered but confirms nothing: %v", what, to, e.Err)
+	}
 	switch e.Class {
 	case Uncertain:
 		return fmt.Sprintf("the %s sent%s got no answer, so it may have run: %v", what, to, e.Err)

@@ -116,6 +116,13 @@ type Result struct {
 	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers (fair Ops: see FairResource)
 	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
 	Holders         int64 // HoldersOp, ReadersOp: the live holders; fair Ops: the waiters, or a waiter's position
+
+	// Unconfirmed: an acquisition a Sentinel client's primary answered
+	// Owned that fewer replicas acknowledged than the node has had (rule
+	// SentinelAcquisitionsNeedReplicaAcks). The key (permit, hold) is
+	// there, on that node, but a promoted replica may lack it: the caller
+	// must end it (owner-compared) and never hand it out as acquired.
+	Unconfirmed bool
 }
 
 // RetriableOnFreshSession reports an error of a command that provably never

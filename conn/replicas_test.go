@@ -54,3 +54,23 @@ func TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing(t *testing.
 		t.Fatal("a primary with no replica ever seen: the batch must confirm")
 	}
 }
+
+// TestSentinelRenewalsNeedReplicaAcks_ARefusedInfoConfirmsNothing: a
+// session whose INFO replication was refused when it opened (NOPERM: an
+// ACL without +info) never learned the replicas its first write needed: a
+// replica promoted between that write and the ROLE behind it is no longer
+// listed, so a count learned from ROLE could wait for none. Nothing it
+// writes confirms, whatever ROLE and WAIT say.
+func TestSentinelRenewalsNeedReplicaAcks_ARefusedInfoConfirmsNothing(t *testing.T) {
+	s := &session{e: &Engine{mode: ModeSentinel}, node: "p:1", replicasUnknown: true}
+	check := s.replicaCheckFor()
+	noReplicas := Reply{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "master"}, {Kind: ReplyInt, Int: 1},
+		{Kind: ReplyArray}}}
+	if check.confirmed(s, []Reply{noReplicas}) {
+		t.Fatal("a session that could not read INFO replication confirmed a write")
+	}
+	s.replicasUnknown = false
+	if !s.replicaCheckFor().confirmed(s, []Reply{noReplicas}) {
+		t.Fatal("a primary with no replica ever seen, its INFO read: the batch must confirm")
+	}
+}

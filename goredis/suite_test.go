@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // New on a go-redis client at its defaults (a *redis.Client for one
 // address, a *redis.ClusterClient for several, a FailoverClient for
 // Sentinel).
-var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, ServerError: suiteServerError,
+var goredisSuite = leasesuite.Transport{Name: "goredis", Locks: suiteLocks, Sentinel: suiteSentinel, SentinelAs: suiteSentinelAs, ServerError: suiteServerError,
 	FenceOnOwnConn: true, Queued: suiteQueued}
 
 // suiteQueued is leasesuite.Transport.Queued on go-redis: the commands
@@ -56,15 +57,25 @@ func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease
 
 func suiteSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
 	t.Helper()
+	locks, err := suiteSentinelAs(t, sentinels, master, "", password, password, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks
+}
+
+func suiteSentinelAs(t testing.TB, sentinels []string, master, user, password, sentinelPassword string,
+	opts ...lease.Option) (*lease.Locks, error) {
+	t.Helper()
 	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels,
-		Password: password, SentinelPassword: password})
+		Username: user, Password: password, SentinelPassword: sentinelPassword})
 	t.Cleanup(func() { _ = client.Close() })
 	locks, err := New(client, opts...)
 	if err != nil {
-		t.Fatalf("goredis.New: %v", err)
+		return nil, fmt.Errorf("goredis.New: %w", err)
 	}
 	t.Cleanup(locks.Close)
-	return locks
+	return locks, nil
 }
 
 // TestGoRedisLeaseSuite_EveryCase runs every case of lease's behaviour

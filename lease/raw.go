@@ -16,6 +16,9 @@ import (
 // cancelled after the command was sent, the lock may have been taken anyway
 // (error matching ErrOutcomeUnknown); it then lives until its expiry or
 // a Release with the same token. Use a fresh, secret token per acquisition.
+// On a Sentinel client a SET the primary answered OK that its replicas did
+// not acknowledge is deleted again (owner-compared) and reported as false
+// with an error (rule SentinelAcquisitionsNeedReplicaAcks).
 func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.Duration) (bool, error) {
 	ms, err := validate(key, token, ttl, true)
 	if err != nil {
@@ -24,7 +27,22 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.transport.Do(ctx, conn.AcquireOp(l.key(key), token.wire(), ms), nil)
+	if err == nil && res.Unconfirmed {
+		return false, opError("TryTake", key, l.untake(ctx, key, token))
+	}
 	return res.Owned, opError("TryTake", key, err)
+}
+
+// untake deletes (owner-compared) a key a Sentinel primary set for token
+// that its replicas did not confirm (rule
+// SentinelAcquisitionsNeedReplicaAcks): the error of a take that is not
+// one, not submitted once the key is deleted again, unknown otherwise.
+func (l *Locks) untake(ctx context.Context, key string, token Token) error {
+	class, cause := conn.Uncertain, fmt.Errorf("%w; the key may stay until its lease ends", conn.ErrNotReplicated)
+	if _, err := l.core.transport.Do(ctx, conn.ReleaseOp(l.key(key), token.wire()), nil); err == nil {
+		class, cause = conn.NotSubmitted, fmt.Errorf("%w; the key was deleted again", conn.ErrNotReplicated)
+	}
+	return &conn.Error{Class: class, Op: "acquire", Err: cause}
 }
 
 // ResetExpiry sets key's expiry to ttl from now if key holds token (SET

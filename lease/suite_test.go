@@ -384,6 +384,9 @@ func TestPrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 func TestRestartWithoutPersistence_TheHolderLearnsInOneRoundTrip(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "RestartWithoutPersistence_TheHolderLearnsInOneRoundTrip")
 }
+func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedIsNotHandedOut(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedIsNotHandedOut")
+}
 func TestSentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNothing")
 }
@@ -518,6 +521,9 @@ func TestDidNotRunReplies_AnOOMRenewalIsRetriedUntilTheDeadline(t *testing.T) {
 }
 func TestLeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_EveryDocumentedLineRunsItsOperations")
+}
+func TestLeastPrivilegeAcl_TheSentinelLineRunsItsOperations(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "LeastPrivilegeAcl_TheSentinelLineRunsItsOperations")
 }
 func TestGuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "GuardedWriteWaitsForReplicas_AReplicaAcknowledgesOnARealCluster")

@@ -2,6 +2,7 @@ package rueidislease_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ import (
 
 // rueidisSuite is the lease behaviour suite's transport over this adapter:
 // New on a rueidis client (client-side caching unless Client.Plain).
-var rueidisSuite = leasesuite.Transport{Name: "rueidis", Locks: suiteLocks, Sentinel: suiteSentinel,
+var rueidisSuite = leasesuite.Transport{Name: "rueidis", Locks: suiteLocks, Sentinel: suiteSentinel, SentinelAs: suiteSentinelAs,
 	ServerError: suiteServerError, FenceOnOwnConn: true, Queued: suiteQueued}
 
 // suiteQueued is leasesuite.Transport.Queued here: the commands waiting in
@@ -56,25 +57,35 @@ func suiteLocks(t testing.TB, c leasesuite.Client, opts ...lease.Option) (*lease
 
 func suiteSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
 	t.Helper()
+	locks, err := suiteSentinelAs(t, sentinels, master, "", password, password, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks
+}
+
+func suiteSentinelAs(t testing.TB, sentinels []string, master, user, password, sentinelPassword string,
+	opts ...lease.Option) (*lease.Locks, error) {
+	t.Helper()
 	if master == "" {
 		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
 	}
 	option := rueidis.ClientOption{
-		InitAddress: sentinels, Password: password, DisableCache: true,
-		Sentinel: rueidis.SentinelOption{MasterSet: master, Password: password,
+		InitAddress: sentinels, Username: user, Password: password, DisableCache: true,
+		Sentinel: rueidis.SentinelOption{MasterSet: master, Password: sentinelPassword,
 			TopologyRefreshInterval: time.Second}, // a missed +switch-master must not pin the client
 	}
 	client, err := rueidis.NewClient(option)
 	if err != nil {
-		t.Fatalf("Sentinel client: %v", err)
+		return nil, fmt.Errorf("Sentinel client: %w", err)
 	}
 	t.Cleanup(client.Close)
 	locks, err := rueidislease.NewSentinel(client, option, opts...) // every sentinel's +switch-master
 	if err != nil {
-		t.Fatalf("rueidislease.NewSentinel: %v", err)
+		return nil, fmt.Errorf("rueidislease.NewSentinel: %w", err)
 	}
 	t.Cleanup(locks.Close)
-	return locks
+	return locks, nil
 }
 
 // TestRueidisLeaseSuite_EveryCase runs every case of lease's behaviour

@@ -29,6 +29,14 @@ const fencedPermissions = "+evalsha +eval +pttl +incr"
 // stored limit's ZSCORE).
 const limitPermissions = "+evalsha +eval +time +pttl +pexpire +del +zadd +zrem +zremrangebyscore +zcount +zscore"
 
+// sentinelPermissions are what a Sentinel client of the library adds on
+// every data node (rule SentinelRenewalsNeedReplicaAcks: INFO replication
+// when a session opens, ROLE and WAIT after each renewal and acquisition;
+// rueidis and valkey-go check each primary with ROLE). They go with
+// --managed: lockctl itself has no Sentinel connection, so the line is for
+// the library's users.
+const sentinelPermissions = "+role +wait +info"
+
 // cmdACL is `lockctl acl`. It takes the connection options like every
 // command (so that -h is never help) and connects to nothing.
 func cmdACL(args []string, g *connFlags, e *env) error {
@@ -38,6 +46,7 @@ func cmdACL(args []string, g *connFlags, e *env) error {
 	managed := fs.Bool("managed", false, "")
 	fenced := fs.Bool("fenced", false, "")
 	limit := fs.Bool("limit", false, "")
+	sentinel := fs.Bool("sentinel", false, "")
 	rest, err := parseFlags(fs, args, true)
 	if err != nil {
 		return flagError("lockctl acl", aclUsage, err, e)
@@ -51,11 +60,13 @@ func cmdACL(args []string, g *connFlags, e *env) error {
 		return usagef("acl: missing --server (%s)", aclServers())
 	case !ok:
 		return usagef("acl: unknown --server %q (want %s)", *server, aclServers())
+	case *sentinel && !*managed:
+		return usagef("acl: --sentinel goes with --managed (a Sentinel client's sessions need identity and the fence)")
 	}
 	for _, add := range []struct {
 		on    bool
 		rules string
-	}{{*managed, managedPermissions}, {*fenced, fencedPermissions}, {*limit, limitPermissions}} {
+	}{{*managed, managedPermissions}, {*fenced, fencedPermissions}, {*limit, limitPermissions}, {*sentinel, sentinelPermissions}} {
 		if add.on {
 			rule = withRules(rule, add.rules)
 		}

@@ -59,6 +59,8 @@ func TestBadInputGivesOneLineAndUsageStatus(t *testing.T) {
 		{"watch", "--interval", "0s", "k"},
 		{"acl"},
 		{"acl", "--server", "redis-6.2"},
+		{"acl", "--server", "redis-7.0", "--sentinel"},
+		{"acl", "--server", "redis-7.0", "--managed", "--sentinel=maybe"},
 		{"guard", "--", "HSET", "h", "f", "v"},
 		{"guard", "--key", "k"},
 		{"guard", "--key", "k", "--", "FLUSHALL"},
@@ -109,14 +111,16 @@ func TestHelpReadsLikeAManual(t *testing.T) {
 // TestACLMatchesCompatibilityDoc: acl prints the exact ACL line of
 // docs/compatibility.md for each server, with what the page's table adds
 // for managed locks (--managed), fencing-token locks (--fenced) and
-// semaphores (--limit), each command once.
+// semaphores (--limit) and Sentinel clients (--sentinel, with --managed),
+// each command once.
 func TestACLMatchesCompatibilityDoc(t *testing.T) {
 	t.Parallel()
 	page, err := acldoc.Read("../../docs/compatibility.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	uses := map[string]string{"--managed": "managed locks:", "--fenced": "coordination", "--limit": "Locks.Semaphore"}
+	uses := map[string]string{"--managed": "managed locks:", "--fenced": "coordination", "--limit": "Locks.Semaphore",
+		"--sentinel": "a Sentinel client"}
 	for flag, label := range uses {
 		u, ok := page.Find(label)
 		if !ok {
@@ -127,7 +131,7 @@ func TestACLMatchesCompatibilityDoc(t *testing.T) {
 	for _, server := range []string{"redis-7.0", "redis-8.4", "valkey-8.1", "valkey-9.0"} {
 		row := page.Rows[server]
 		for _, flags := range [][]string{nil, {"--managed"}, {"--managed", "--fenced"}, {"--managed", "--limit"},
-			{"--fenced"}, {"--managed", "--fenced", "--limit"}} {
+			{"--fenced"}, {"--managed", "--fenced", "--limit"}, {"--managed", "--sentinel"}, {"--managed", "--limit", "--sentinel"}} {
 			var lists [][]string
 			for _, f := range flags {
 				lists = append(lists, strings.Fields(uses[f]))

@@ -226,14 +226,17 @@ Options:
 ` + durationsText + `
 ` + connUsage
 
-const aclUsage = `Usage: lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed] [--fenced] [--limit]
+const aclUsage = `Usage: lockctl acl --server redis-7.0|redis-8.4|valkey-8.1|valkey-9.0 [--managed] [--fenced] [--limit] [--sentinel]
 
 Print the least-privilege ACL SETUSER rule for a lock user on that server version
 (docs/compatibility.md). The rule covers the raw-token API (status's GET, release);
 --managed adds the CLIENT permissions managed locks need to fence uncertain
 commands, which 'lockctl run' uses; --fenced adds what 'run --fenced' needs,
 --limit what 'run --limit' and 'status' of a semaphore need (give them with
---managed for run). 'lockctl status' and 'watch' also need +pttl. Replace the user
+--managed for run). --sentinel (with --managed) adds what a Sentinel client of
+the library needs on every data node Sentinel may promote: INFO replication when
+a session opens, ROLE and WAIT after each renewal and acquisition (lockctl itself
+connects to one address). 'lockctl status' and 'watch' also need +pttl. Replace the user
 name and >pw with your own. acl connects to nothing: connection options are
 accepted (so -h is never help) and ignored.
 
@@ -242,6 +245,7 @@ Options:
       --managed          add +client|id +client|info +client|kill
       --fenced           add ` + fencedPermissions + `
       --limit            add ` + limitPermissions + `
+      --sentinel         add ` + sentinelPermissions + ` (with --managed)
       --help             show this help
 `
 

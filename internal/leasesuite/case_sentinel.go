@@ -24,6 +24,14 @@ import (
 // 27's setup.
 var failoverLease = leaseFromEnv("RESPIRE_FAILOVER_LEASE", 5*time.Second)
 
+// sentinelAcquireWait is how long the Sentinel cases' acquisitions wait
+// (rule SentinelAcquisitionsNeedReplicaAcks): after a failover the old
+// primary, made a replica, resyncs, and for a while the new primary lists
+// it online while it acknowledges nothing (seen for seconds after the
+// cases' checks found it healthy): an acquisition then is not confirmed
+// and a waiting one tries again.
+const sentinelAcquireWait = 20 * time.Second
+
 // leaseFromEnv returns the duration the variable name holds, or def.
 func leaseFromEnv(name string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
@@ -82,7 +90,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	o := &ownership{ended: map[*lease.Lock]time.Time{}}
 	var held []*lease.Lock
 	for i := range 10 {
-		lock, err := locks.Acquire(ctxT(t), fmt.Sprintf("job-%d", i), failoverLease, lease.WithKeepAlive())
+		lock, err := locks.Acquire(ctxT(t), fmt.Sprintf("job-%d", i), failoverLease, lease.WithKeepAlive(), lease.WithWait(sentinelAcquireWait))
 		if err != nil {
 			t.Fatalf("Acquire on a Sentinel client = %v", err)
 		}
@@ -100,7 +108,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	fresh := primaryOf(t, watcher)
 	kept, lost := settle(t, o, held, stop, done)
 	t.Logf("Sentinel failover %s -> %s on %s: %d locks kept, %d reported lost (no two owners)", old, fresh, tr.Name, kept, lost)
-	lock, err := locks.Acquire(ctxT(t), "after", time.Minute)
+	lock, err := locks.Acquire(ctxT(t), "after", time.Minute, lease.WithWait(sentinelAcquireWait))
 	if err != nil {
 		t.Fatalf("Acquire after the failover = %v", err)
 	}

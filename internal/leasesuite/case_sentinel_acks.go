@@ -34,7 +34,7 @@ func caseSentinelRenewalsNeedReplicaAcks_ARenewalNoReplicaAcknowledgedExtendsNot
 	primary := primaryOf(t, newSentinelClient(t, sentinels, master, password))
 	replica := otherDataNode(t, primary)
 	awaitReplicaHealthy(t, sentinels, master, password, primary, replica) // the session's ROLE lists it: renewals wait for it
-	lock, err := locks.Acquire(ctxT(t), "acks", acksLease, lease.WithKeepAlive())
+	lock, err := locks.Acquire(ctxT(t), "acks", acksLease, lease.WithKeepAlive(), lease.WithWait(sentinelAcquireWait))
 	if err != nil {
 		t.Fatalf("Acquire on a Sentinel client = %v", err)
 	}

@@ -37,11 +37,11 @@ func caseSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockA
 	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
 	old := primaryOf(t, newSentinelClient(t, sentinels, master, password))
 	replica := otherDataNode(t, old)
-	kept, err := locks.Acquire(ctxT(t), "kept", reassertLease)
+	kept, err := locks.Acquire(ctxT(t), "kept", reassertLease, lease.WithWait(sentinelAcquireWait))
 	if err != nil {
 		t.Fatalf("Acquire on a Sentinel client = %v", err)
 	}
-	gone, err := locks.Acquire(ctxT(t), "gone", reassertLease)
+	gone, err := locks.Acquire(ctxT(t), "gone", reassertLease, lease.WithWait(sentinelAcquireWait))
 	if err != nil {
 		t.Fatalf("Acquire on a Sentinel client = %v", err)
 	}

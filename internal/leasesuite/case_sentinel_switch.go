@@ -54,7 +54,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	o := &ownership{ended: map[*lease.Lock]time.Time{}}
 	var held []*lease.Lock
 	for i := range switchLocks {
-		lock, err := locks.Acquire(ctxT(t), fmt.Sprintf("job-%d", i), failoverLease, lease.WithKeepAlive())
+		lock, err := locks.Acquire(ctxT(t), fmt.Sprintf("job-%d", i), failoverLease, lease.WithKeepAlive(), lease.WithWait(sentinelAcquireWait))
 		if err != nil {
 			t.Fatalf("Acquire on a Sentinel client = %v", err)
 		}

@@ -39,6 +39,11 @@ type Transport struct {
 	// Sentinel returns Locks on a new client of the Sentinel set master
 	// behind sentinels (password for the sentinels and the data nodes).
 	Sentinel func(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks
+	// SentinelAs is Sentinel with the data nodes' user and password (the
+	// sentinels take sentinelPassword), for the tests of least-privilege
+	// users; it returns the client's error instead of failing t.
+	SentinelAs func(t testing.TB, sentinels []string, master, user, password, sentinelPassword string,
+		opts ...lease.Option) (*lease.Locks, error)
 	// ServerError returns the server's error reply that err carries, as
 	// the client reports it (rueidis' *RedisError, go-redis' redis.Error),
 	// and false when err carries none.

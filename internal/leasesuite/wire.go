@@ -16,7 +16,7 @@ import (
 // (internal/wire): the engine on plain sockets, with no Redis client
 // library. The root module runs the suite on it; each adapter module runs
 // it on its client.
-var Wire = Transport{Name: "wire", Locks: wireLocks, Sentinel: wireSentinel, ServerError: wireServerError,
+var Wire = Transport{Name: "wire", Locks: wireLocks, Sentinel: wireSentinel, SentinelAs: wireSentinelAs, ServerError: wireServerError,
 	FenceOnOwnConn: true}
 
 // wireServerError returns the server's error reply err carries (the
@@ -40,12 +40,20 @@ func wireLocks(t testing.TB, c Client, opts ...lease.Option) (*lease.Locks, func
 
 func wireSentinel(t testing.TB, sentinels []string, master, password string, opts ...lease.Option) *lease.Locks {
 	t.Helper()
+	locks, _ := wireSentinelAs(t, sentinels, master, "", password, password, opts...)
+	return locks
+}
+
+func wireSentinelAs(t testing.TB, sentinels []string, master, user, password, sentinelPassword string,
+	opts ...lease.Option) (*lease.Locks, error) {
+	t.Helper()
 	if master == "" {
 		master = os.Getenv("RESPIRE_REAL_SENTINEL70_MASTER")
 	}
-	client := wire.New(wire.Options{Addrs: sentinels, MasterName: master, Password: password, SentinelPassword: password})
+	client := wire.New(wire.Options{Addrs: sentinels, MasterName: master, User: user, Password: password,
+		SentinelPassword: sentinelPassword})
 	t.Cleanup(client.CloseSentinel)
-	return wireLocksOn(t, client, opts...)
+	return wireLocksOn(t, client, opts...), nil
 }
 
 // wireLocksOn returns Locks on client, closed when the test ends.
