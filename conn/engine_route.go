@@ -169,7 +169,8 @@ func (e *Engine) Do(ctx context.Context, op Op, route *Route) (res Result, err e
 		}
 		res, err := s.run(ctx, op, asking, route)
 		if err == nil {
-			res = s.confirmAcquisition(ctx, op, res) // Sentinel: an acquisition needs its replicas' acknowledgement
+			err = s.confirmRenewal(ctx, op, res) // Sentinel: a renewal needs its replicas' acknowledgement
+			res = s.confirmAcquisition(ctx, op, res)
 		}
 		var re *Error
 		if err == nil || !errors.As(err, &re) || hop >= maxRedirects {

@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,6 +66,11 @@ func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedI
 	}
 	if res, err := p.Do(ctx, sem.AcquireOp("tok2", 60000), nil); err != nil || !res.Owned || !res.Unconfirmed {
 		t.Fatalf("a permit with the replica stopped = %+v, %v; want owned and Unconfirmed", res, err)
+	}
+	// A renewal sent through Engine.Do (not only a Session's) is no
+	// confirmation either (rule SentinelRenewalsNeedReplicaAcks).
+	if res, err := p.Do(ctx, ExtendOp(prefix+"k", "tok", 60000), nil); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("a renewal through Engine.Do with the replica stopped = %+v, %v; want ErrNotReplicated", res, err)
 	}
 	if res, err := p.Acquire(ctx, prefix+"k", "other", 60000); err != nil || res.Owned || res.Unconfirmed {
 		t.Fatalf("a refused SET NX = %+v, %v; want refused, not Unconfirmed", res, err)
