@@ -554,8 +554,8 @@ func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockA
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
 }
 
-func TestSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce(t *testing.T) {
-	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce")
+func TestSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce")
 }
 
 func TestPrimarySwitchRenewsAtOnce_EveryHoldWithKeepAliveRenewsOnTheNewPrimary(t *testing.T) {

@@ -29,7 +29,7 @@ type heldPair struct {
 	kept, gone *lease.Lock
 }
 
-// TestSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce:
+// TestSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce:
 // on a Sentinel client, two holds without keep-alive (30 s lease) of each
 // primitive: semaphore permits (of one semaphore, and of one fair
 // semaphore), read holds (of one read/write lock, and of one fair), write
@@ -44,7 +44,7 @@ type heldPair struct {
 // at its lease end), and every other is kept, its record still its own on
 // the new primary, its estimate never later than the one it had before
 // the failover nor than its record's expiry there.
-func caseSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce(t *testing.T, tr Transport) {
+func caseSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce(t *testing.T, tr Transport) {
 	pairs, check := switchHolds(t, tr, reassertLease)
 	before := map[*lease.Lock]time.Time{}
 	for _, p := range pairs {
@@ -312,8 +312,8 @@ func waitRecords(t *testing.T, replica, password string, held ...*lease.Lock) {
 }
 
 func init() {
-	register(Case{"SwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce",
-		caseSwitchReassertsEveryHold_ARecordTheNewPrimaryLacksEndsTheHoldAtOnce})
+	register(Case{"SwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce",
+		caseSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce})
 	register(Case{"PrimarySwitchRenewsAtOnce_EveryHoldWithKeepAliveRenewsOnTheNewPrimary",
 		casePrimarySwitchRenewsAtOnce_EveryHoldWithKeepAliveRenewsOnTheNewPrimary})
 }
