@@ -96,6 +96,9 @@ func (p *process) handedOff(ctx context.Context, c conn.Conn, name string) {
 	default:
 		return
 	}
+	if s, ok := c.(*simConn); ok {
+		s.lockHandedOff()
+	}
 	if len(ops) > 0 {
 		// An operation hands off one step at a time: an older hand-off of
 		// it not written yet never will be (its link refused it, not
