@@ -22,8 +22,27 @@ import (
 // command, a listener is not a session).
 func (s *simConn) perCallerSession() bool { return s.c.role == "conn" && s.WritesPerCaller() }
 
-// lockHandedOff is told that the engine hands a lock command to s.
+// oneAtATime reports whether the engine must give s one Do at a time: a
+// non-pipelined connection, and a per-caller writer's session, whose
+// drainer owns the connection for one round trip at a time (a fence
+// connection is not drained: its fences may overlap).
+func (s *simConn) oneAtATime() bool { return !s.pipelined || s.session && s.perCallerSession() }
+
+// kind names s's kind in a violation.
+func (s *simConn) kind() string {
+	if !s.pipelined {
+		return "non-pipelined"
+	}
+	return "per-caller writer's session"
+}
+
+// lockHandedOff is told that the engine hands a lock operation's command
+// to s: s carries a session (a watcher's reader carries no operation's
+// command, a fence connection none at all, and the connections of a
+// replicated acquisition or a guard's confirmation one exchange at a
+// time).
 func (s *simConn) lockHandedOff() {
+	s.session = true
 	if s.rounds > 0 && s.perCallerSession() {
 		s.queuedBehind++
 		s.w.stats.PerCallerQueued++

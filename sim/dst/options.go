@@ -245,6 +245,8 @@ func swarm(seed uint64, withPrims bool) Options {
 // carry the tracked reads) one seed in two, go-redis' kind (one pipeline
 // at a time, the engine batching; listen-only listeners, REDIRECT) one in
 // four, and pipelined connections with listen-only listeners one in four.
+// Whether pipelined connections write per caller is drawn apart
+// (perCallerWriter).
 func (o *Options) clientKind(r *rand.Rand) {
 	switch r.IntN(4) {
 	case 0:

@@ -14,7 +14,10 @@ import "testing"
 // several operations at once), round trips end without their replies with
 // commands queued behind them, and fences are answered while a drained
 // batch is on the wire or commands wait behind a round trip; no invariant
-// breaks, and such a schedule replays byte for byte. Schedules of the
+// breaks — invariant 0 included, which holds the engine to one Do at a
+// time on such a session (an engine that ignored conn.PerCallerWriter, its
+// callers each writing their own, broke it at seed 1) — and such a
+// schedule replays byte for byte. Schedules of the
 // other kinds count none of it (drainstats.go counts the per-caller
 // writers' sessions only).
 func TestSimulatorRunsTheShippedEngine_SwarmDrainsThePerCallerWritersSessions(t *testing.T) {

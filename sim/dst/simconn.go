@@ -40,7 +40,8 @@ type simConn struct {
 	p         *process
 	c         *connection
 	pipelined bool
-	busy      bool // a Do is in progress (a non-pipelined connection takes one at a time)
+	busy      bool // a Do is in progress (on a connection that takes one at a time: oneAtATime)
+	session   bool // a lock command was handed to it: it carries a session
 	rounds    int  // Dos in progress
 	// a per-caller writer's session (drainstats.go): lock commands handed
 	// to it during a round trip and not yet written by the drainer, and
@@ -87,9 +88,9 @@ func (s *simConn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Re
 	if len(cmds) != len(replies) || len(cmds) == 0 {
 		return fmt.Errorf("dst: Do with %d commands and %d replies", len(cmds), len(replies))
 	}
-	if !s.pipelined {
+	if s.oneAtATime() {
 		if s.busy {
-			w.check.fail(w, 0, "the engine called Do on non-pipelined %s while another Do was in progress", s.c.label())
+			w.check.fail(w, 0, "the engine called Do on %s %s while another Do was in progress", s.kind(), s.c.label())
 		}
 		s.busy = true
 		defer func() { s.busy = false }()
