@@ -15,11 +15,13 @@ import (
 // carries no operation: a caller's own send carries its operation's),
 // round trips that ended without every reply while commands were queued
 // behind them, and fences answered while the session had a drained batch
-// on the wire or commands queued behind a round trip. It only counts.
+// on the wire or commands queued behind a round trip. It also tells which
+// connections the engine must give one Do at a time (invariant 0).
 
-// perCallerSession reports whether s is a session connection the engine
-// drains although it pipelines (a fence connection never carries a lock
-// command, a listener is not a session).
+// perCallerSession reports whether s is a dialled connection of a
+// per-caller writer: a session, which the engine drains, once a lock
+// operation's command was handed to it (lockHandedOff); a fence connection
+// or a redirected watcher's reader never gets one.
 func (s *simConn) perCallerSession() bool { return s.c.role == "conn" && s.WritesPerCaller() }
 
 // oneAtATime reports whether the engine must give s one Do at a time: a
