@@ -20,8 +20,9 @@ import (
 //
 //   - the operation whose ctx it travels under (a renewal batch's ctx
 //     carries all its renewals), when the engine passed the ctx down;
-//   - else (a non-pipelined connection's drainer writes its callers'
-//     commands under a ctx of its own) the oldest hand-off not written yet
+//   - else (a drainer — a non-pipelined connection's, or a per-caller
+//     writer's session's — writes its callers' commands under a ctx of its
+//     own) the oldest hand-off not written yet
 //     to this connection of the same command, owner token, key and family
 //     (a compare-and-pexpire and its script fallbacks are one family, so
 //     are the release ladder's steps). A hand-off names the connection it
@@ -95,6 +96,9 @@ func (p *process) handedOff(ctx context.Context, c conn.Conn, name string) {
 	case "SET", "GET", "DELEX", "DELIFEQ", "EVAL", "EVALSHA":
 	default:
 		return
+	}
+	if s, ok := c.(*simConn); ok && len(ops) > 0 {
+		s.lockHandedOff() // an operation's command (a watcher's reads carry none)
 	}
 	if len(ops) > 0 {
 		// An operation hands off one step at a time: an older hand-off of

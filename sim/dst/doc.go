@@ -75,7 +75,11 @@
 // connections that take one pipeline at a time — the engine's drainer
 // then batches its callers — with listen-only listeners the engine
 // REDIRECTs tracking to (go-redis'), or pipelined ones with listen-only
-// listeners (Options.Unpipelined, Options.ListenRedirect).
+// listeners (Options.Unpipelined, Options.ListenRedirect); and, apart,
+// whether pipelined connections write each caller's commands as they
+// come (conn.PerCallerWriter, as rueidis' and valkey-go's do: the engine
+// drains their sessions too) or take them from each caller's own
+// goroutine (the root module's own client; Options.PerCallerWriter).
 //
 // The simulated connection (simconn.go, network.go) behaves as a client's
 // socket does on real sockets: conn.ErrNotWritten only when nothing was
@@ -167,7 +171,8 @@
 // place is granted within a hand-off (faircheck.go). Invariants 1, 4 and 8 judge
 // permits and read holds by their members. A panic of the driver or the
 // runtime is invariant 0, and so is the engine calling Do on a
-// non-pipelined connection while another Do is in progress. A failing run
+// non-pipelined connection, or on a per-caller writer's session (which the
+// engine drains), while another Do is in progress. A failing run
 // reports its seed and the command that replays it (Result.Replay).
 //
 // Mutations break the simulated client library or the wire on purpose

@@ -141,6 +141,7 @@ func (w *world) noteFence(c *connection, r *request, reply conn.Reply) {
 	}
 	w.stats.Fences++
 	if victim := w.fenceVictim(c, r.cmd); victim != nil {
+		w.fencedWithQueue(victim)
 		w.check.onFenced(w, victim)
 	}
 }

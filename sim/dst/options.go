@@ -84,6 +84,15 @@ type Options struct {
 	// that the engine batches its callers itself; by default they are
 	// pipelined (rueidis, valkey-go).
 	Unpipelined bool
+	// PerCallerWriter makes the pipelined connections say
+	// conn.PerCallerWriter, as rueidis' and valkey-go's adapters do: the
+	// engine gives each session a drainer, so that a caller who finds the
+	// session idle sends its own commands and those who come while a round
+	// trip is on the wire leave together in one pipeline when it ends.
+	// Without it a session's callers hand their commands to the connection
+	// each from their own goroutine (the root module's own client). No
+	// effect with Unpipelined (every session is drained there).
+	PerCallerWriter bool
 	// ListenRedirect gives the clients listen-only listeners (go-redis'
 	// way: the engine tracks with REDIRECT on a connection of its own); by
 	// default a listener is a RESP3 connection that carries the tracked
@@ -181,6 +190,7 @@ func swarm(seed uint64, withPrims bool) Options {
 		o.LeaseMin, o.LeaseMax = 15*time.Millisecond, 50*time.Millisecond
 	}
 	o.clientKind(rand.New(rand.NewPCG(seed, 0xc11e47)))
+	o.perCallerWriter(rand.New(rand.NewPCG(seed, 0xd4a1e5)))
 	prims := rand.New(rand.NewPCG(seed, 0x5e3a40e))
 	if withPrims {
 		o.primitives(prims)
@@ -235,12 +245,28 @@ func swarm(seed uint64, withPrims bool) Options {
 // carry the tracked reads) one seed in two, go-redis' kind (one pipeline
 // at a time, the engine batching; listen-only listeners, REDIRECT) one in
 // four, and pipelined connections with listen-only listeners one in four.
+// Whether pipelined connections write per caller is drawn apart
+// (perCallerWriter).
 func (o *Options) clientKind(r *rand.Rand) {
 	switch r.IntN(4) {
 	case 0:
 		o.Unpipelined, o.ListenRedirect = true, true
 	case 1:
 		o.ListenRedirect = true
+	}
+}
+
+// perCallerWriter draws from r (a PRNG of its own, so that the other
+// choices of a seed stay what they were) whether a pipelined client writes
+// each caller's commands as they come (rueidis', valkey-go's: the engine
+// drains the sessions, Options.PerCallerWriter) — one pipelined seed in
+// two — or hands them to the client as they come (the root module's own).
+// With clientKind's draw that makes the three kinds of client that ship:
+// per-caller writers 3 seeds in 8, the root client's kind 3 in 8, go-redis'
+// 1 in 4.
+func (o *Options) perCallerWriter(r *rand.Rand) {
+	if !o.Unpipelined && r.IntN(2) == 0 {
+		o.PerCallerWriter = true
 	}
 }
 

@@ -99,6 +99,7 @@ func Run(opt Options) Result {
 		w.stats.Refuted += ps.Refuted
 	}
 	w.countPrimitiveSchedule()
+	w.countPerCallerSchedule()
 	if w.opt.Guarded {
 		w.stats.GuardedSchedules = 1
 	}

@@ -40,9 +40,16 @@ type simConn struct {
 	p         *process
 	c         *connection
 	pipelined bool
-	busy      bool  // a Do is in progress (a non-pipelined connection takes one at a time)
-	broken    error // a non-pipelined connection whose Do ended early is discarded, as go-redis does
-	closed    bool  // Close was called
+	busy      bool // a Do is in progress (on a connection that takes one at a time: oneAtATime)
+	session   bool // a lock command was handed to it: it carries a session
+	rounds    int  // Dos in progress
+	// a per-caller writer's session (drainstats.go): lock commands handed
+	// to it during a round trip and not yet written by the drainer, and
+	// whether the Do in progress is the drainer's batch
+	queuedBehind    int
+	drainedInFlight bool
+	broken          error // a non-pipelined connection whose Do ended early is discarded, as go-redis does
+	closed          bool  // Close was called
 }
 
 // pending is one pipeline on a connection: commands written together, in
@@ -66,6 +73,11 @@ func (x *pending) finish() {
 // Pipelined implements conn.Conn.
 func (s *simConn) Pipelined() bool { return s.pipelined }
 
+// WritesPerCaller implements conn.PerCallerWriter: a pipelined connection
+// of a schedule with Options.PerCallerWriter is rueidis' or valkey-go's
+// kind, whose sessions the engine drains.
+func (s *simConn) WritesPerCaller() bool { return s.pipelined && s.w.opt.PerCallerWriter }
+
 // Do implements conn.Conn: cmds are written as one pipeline (unless the
 // connection is already known closed, the ctx ended, or a delayed write
 // is still waiting when it ends: ErrNotWritten), and their replies read in
@@ -76,13 +88,15 @@ func (s *simConn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Re
 	if len(cmds) != len(replies) || len(cmds) == 0 {
 		return fmt.Errorf("dst: Do with %d commands and %d replies", len(cmds), len(replies))
 	}
-	if !s.pipelined {
+	if s.oneAtATime() {
 		if s.busy {
-			w.check.fail(w, 0, "the engine called Do on non-pipelined %s while another Do was in progress", s.c.label())
+			w.check.fail(w, 0, "the engine called Do on %s %s while another Do was in progress", s.kind(), s.c.label())
 		}
 		s.busy = true
 		defer func() { s.busy = false }()
 	}
+	s.rounds++
+	defer func() { s.rounds-- }()
 	if err := s.unwritable(ctx); err != nil {
 		return fmt.Errorf("%w: %w", conn.ErrNotWritten, err)
 	}
@@ -111,14 +125,13 @@ func (s *simConn) Do(ctx context.Context, cmds []conn.Command, replies []conn.Re
 		if !s.pipelined {
 			s.broken = err
 		}
-		return err
-	case x.lost != nil:
-		if w.opt.Mutation == MutationClosingNotSubmitted && errors.Is(x.lost, errClosedLocally) {
-			return fmt.Errorf("%w: %w", conn.ErrNotWritten, x.lost) // the broken client claims nothing was written
-		}
-		return x.lost
+	case x.lost != nil && w.opt.Mutation == MutationClosingNotSubmitted && errors.Is(x.lost, errClosedLocally):
+		err = fmt.Errorf("%w: %w", conn.ErrNotWritten, x.lost) // the broken client claims nothing was written
+	default:
+		err = x.lost
 	}
-	return nil
+	s.roundTripEnded(err)
+	return err
 }
 
 // unwritable returns why nothing can be written now: the ctx ended, the
@@ -139,6 +152,7 @@ func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 	w := s.w
 	x := &pending{replies: make([]conn.Reply, len(cmds)), done: make(chan struct{})}
 	tracked := false // the command follows CLIENT CACHING YES: a watcher's read
+	ops := make([]*opRun, len(cmds))
 	for i, cmd := range cmds {
 		// the bytes leave with the write: the engine may reuse cmd's arguments once Do returned
 		cmd.Args = slices.Clone(cmd.Args)
@@ -161,6 +175,7 @@ func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 			}
 		}
 		w.write(s.c, r)
+		ops[i] = r.op
 		if r.op != nil {
 			r.op.wrote(s.c)
 		}
@@ -168,6 +183,7 @@ func (s *simConn) write(ctx context.Context, cmds []conn.Command) *pending {
 			w.check.onUncertain(w, r.op) // the driver was told before this connection carried it
 		}
 	}
+	s.wrotePipeline(ctx, ops)
 	return x
 }
 

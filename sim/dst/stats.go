@@ -52,6 +52,14 @@ type Stats struct {
 	FairWaits  int // acquisitions that queued fairly
 	FairQueued int // fair scripts answered "queued"
 	FairGrants int // fair waiters the lock was granted to (each judged by invariant 15)
+	// The engine's session drainer on a per-caller writer
+	// (Options.PerCallerWriter, rueidis' and valkey-go's kind; drainstats.go):
+	PerCallerSchedules int // schedules whose pipelined sessions the engine drained
+	PerCallerQueued    int // lock commands handed to such a session while a round trip was on its wire
+	PerCallerBatches   int // pipelines its drainer wrote with commands that had queued
+	PerCallerShared    int // ... carrying the commands of two operations or more
+	PerCallerUncertain int // round trips that ended without every reply with commands queued behind them
+	PerCallerFenced    int // fences answered with a drained batch on the wire or commands queued behind a round trip
 }
 
 // Add adds o's counts to s.
@@ -102,4 +110,10 @@ func (s *Stats) Add(o Stats) {
 	s.FairWaits += o.FairWaits
 	s.FairQueued += o.FairQueued
 	s.FairGrants += o.FairGrants
+	s.PerCallerSchedules += o.PerCallerSchedules
+	s.PerCallerQueued += o.PerCallerQueued
+	s.PerCallerBatches += o.PerCallerBatches
+	s.PerCallerShared += o.PerCallerShared
+	s.PerCallerUncertain += o.PerCallerUncertain
+	s.PerCallerFenced += o.PerCallerFenced
 }
