@@ -255,3 +255,50 @@ func TestFairQueueSharesTheKeysSlot(t *testing.T) {
 		}
 	}
 }
+
+// Goal: a run of readers at the head longer than one read of the queue's
+// front is granted whole when the writer leaves, and stops at the writer
+// behind it, which leaves its waiting marker once its turn comes (rule
+// FairGrantsInTicketOrder).
+func TestFairGrantsInTicketOrder_ARunOfReadersLongerThanOneReadOfTheFront(t *testing.T) {
+	for _, s := range primitiveServers(t) {
+		t.Run(s.name, func(t *testing.T) {
+			rw := mustRWLock(t, s.prefix, "long-run")
+			rd, wr := rw.Fair(false), rw.Fair(true)
+			if res := fairTry(t, s, wr, "w0", 5000); !res.Owned {
+				t.Fatalf("w0 = %+v; want the write hold", res)
+			}
+			const readers = 20
+			for i := range readers {
+				if res := fairTry(t, s, rd, fmt.Sprintf("r%d", i), 5000); res.Holders != int64(i+1) {
+					t.Fatalf("r%d = %+v; want queued at %d", i, res, i+1)
+				}
+			}
+			if res := fairTry(t, s, wr, "w1", 5000); res.Holders != readers+1 {
+				t.Fatalf("w1 = %+v; want queued at %d", res, readers+1)
+			}
+			if res := fairTry(t, s, rd, "late", 5000); res.Holders != readers+2 {
+				t.Fatalf("late = %+v; want queued at %d", res, readers+2)
+			}
+			mustDo(t, s.pool, wr.ReleaseOp("w0"))
+			if got := s.exec("ZCARD", rw.ReadersKey); got != fmt.Sprintf(":%d", readers) {
+				t.Fatalf("readers reserved after w0 left = %s; want %d", got, readers)
+			}
+			if res := mustDo(t, s.pool, rd.RenewOp("late", 5000)); res.Holders != 2 {
+				t.Fatalf("late's renewal = %+v; want queued at 2, behind w1", res)
+			}
+			if got := s.exec("GET", rw.WriterKey); got != "waiting:w1" {
+				t.Fatalf("writer key = %q; want w1's waiting marker (w1 at the head, readers live)", got)
+			}
+			for i := range readers {
+				if res := fairTry(t, s, rd, fmt.Sprintf("r%d", i), 5000); !res.Owned {
+					t.Fatalf("r%d's claim = %+v; want a read hold", i, res)
+				}
+				mustDo(t, s.pool, rd.ReleaseOp(fmt.Sprintf("r%d", i)))
+			}
+			if got := s.exec("GET", rw.WriterKey); got != "fair:w1" {
+				t.Fatalf("writer key after the readers left = %q; want reserved for w1", got)
+			}
+		})
+	}
+}

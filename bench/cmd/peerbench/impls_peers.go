@@ -73,6 +73,7 @@ func newRespireFair(srv *server, c calls, ttl time.Duration) (*impl, error) {
 			return err
 		}, nil
 	}
+	im.semWait = respireSemWait(locks, c, ttl, lease.WithFairWait())
 	im.name, im.variant, im.waits = "respire-go-fair", true,
 		"lease.WithFairWait: a ticket in the key's queue; a release hands the key to the head, push wakes only it"
 	return im, nil

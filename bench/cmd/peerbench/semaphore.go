@@ -58,7 +58,8 @@ func semaphoreScenarios(cfg config) []*scenario {
 		id: "semaphore-handoff-16", family: "semaphore", only: canWait, skip: "cannot wait", firstModeOnly: true,
 		title: "semaphore hand-off: 16 goroutines waiting on one semaphore (limit 1)",
 		about: fmt.Sprintf("as the hand-off table, with a permit of a semaphore of limit 1 for the key: 16 goroutines wait for "+
-			"the permit (respire-go: Semaphore.Acquire with WithWaitUntilDone, woken by the holders' change; raw-rueidis: "+
+			"the permit (respire-go: Semaphore.Acquire with WithWaitUntilDone, woken by the holders' change; respire-go-fair: "+
+			"with WithFairWait too, in ticket order; raw-rueidis: "+
 			"the acquisition script again every %v, jittered, as respire-go-poll does), hold it %v, release it, until "+
 			"%d hand-offs. Latency: from a holder's release reply to the next holder's acquisition reply.",
 			rawPollEvery, cfg.waiting.handoffHold, cfg.waiting.handoffs),
@@ -126,11 +127,12 @@ func pollTry(try func(key string) (func() error, error)) func(context.Context, s
 }
 
 // respireSemWait is respire-go's waiting permit: Semaphore.Acquire with
-// WithWaitUntilDone.
-func respireSemWait(locks *lease.Locks, c calls, ttl time.Duration) func(context.Context, string, int) (func() error, error) {
+// WithWaitUntilDone (and opts: respire-go-fair's WithFairWait).
+func respireSemWait(locks *lease.Locks, c calls, ttl time.Duration, opts ...lease.AcquireOption) func(context.Context, string, int) (func() error, error) {
 	release := respireRelease(c)
+	opts = append([]lease.AcquireOption{lease.WithWaitUntilDone()}, opts...)
 	return func(ctx context.Context, name string, limit int) (func() error, error) {
-		lock, err := locks.Semaphore(name, limit).Acquire(ctx, ttl, lease.WithWaitUntilDone())
+		lock, err := locks.Semaphore(name, limit).Acquire(ctx, ttl, opts...)
 		if err != nil {
 			return nil, err
 		}
