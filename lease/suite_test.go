@@ -554,6 +554,10 @@ func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockA
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
 }
 
+func TestSwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks")
+}
+
 func TestSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce")
 }
