@@ -550,6 +550,10 @@ func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
 }
 
+func TestSentinelAcquisitionsNeedReplicaAcks_ATryALostReplyLeftIsNeverHandedOut(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SentinelAcquisitionsNeedReplicaAcks_ATryALostReplyLeftIsNeverHandedOut")
+}
+
 func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
 }
