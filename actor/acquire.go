@@ -239,8 +239,8 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 		t.afterWrite(lock.token, res, refused)
 	}
 	switch {
-	case res.OK && t.answer.unconfirmed:
-		return nil, endUnconfirmed(ctx, lock)
+	case res.OK && t.answer.unconfirmed != nil:
+		return nil, endUnconfirmed(ctx, lock, t.answer.unconfirmed)
 	case res.OK:
 		return lock, nil
 	case refused:
@@ -268,7 +268,9 @@ func (t *tries) execute(ctx context.Context, lock *Lock, j job) event {
 	}
 	outcome := acquireOutcome(res.Owned, err)
 	t.answer.waiting, t.answer.position = res.Waiting, int(res.Holders)
-	t.answer.unconfirmed = res.Unconfirmed
+	if res.Unconfirmed != nil {
+		t.answer.unconfirmed = res.Unconfirmed
+	}
 	t.answer.uncertain = t.answer.uncertain || outcome == sm.OutcomeUncertain
 	return event{kind: eventDone, op: j.op, outcome: outcome, err: err}
 }
@@ -296,13 +298,13 @@ func (d *Driver) acquireOn(ctx context.Context, wireKey string, op conn.Op, rout
 // key may exist only on a node that is no longer the primary, so another
 // owner could take it on the new one. The handle ends as an unreturned one
 // (its keep-alive stopped, an owner-compared release), and the try fails
-// with ErrNotReplicated: not submitted when the release deleted the key
-// (nothing is left of the try, and a wait goes on), unknown otherwise (the
-// key, if any, ends at its lease).
-func endUnconfirmed(ctx context.Context, lock *Lock) error {
-	class, cause := conn.Uncertain, fmt.Errorf("%w; the key may stay until its lease ends", conn.ErrNotReplicated)
+// with why (it matches conn.ErrNotReplicated): not submitted when the
+// release deleted the key (nothing is left of the try, and a wait goes
+// on), unknown otherwise (the key, if any, ends at its lease).
+func endUnconfirmed(ctx context.Context, lock *Lock, why error) error {
+	class, cause := conn.Uncertain, fmt.Errorf("%w; the key may stay until its lease ends", why)
 	if lock.endUnreturned(ctx) {
-		class, cause = conn.NotSubmitted, fmt.Errorf("%w; the key was deleted again", conn.ErrNotReplicated)
+		class, cause = conn.NotSubmitted, fmt.Errorf("%w; the key was deleted again", why)
 	}
 	return &conn.Error{Class: class, Op: "acquire", Err: cause}
 }

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/respire-go/respire/conn"
@@ -127,11 +128,19 @@ func (t *tries) settle(ctx context.Context, lock *Lock, j job) event {
 			// A read proves the key is on the node read, not on its
 			// replicas: on a Sentinel client the lock is ended, never
 			// handed out (rule SentinelAcquisitionsNeedReplicaAcks).
-			t.answer.unconfirmed = t.answer.unconfirmed || t.d.switches
+			if t.answer.unconfirmed == nil && t.d.switches {
+				t.answer.unconfirmed = errSettledByRead
+			}
 		}
 	}
 	return ev
 }
+
+// errSettledByRead is why a try whose answer was lost, and which a read
+// then found ours, is ended on a Sentinel client: a read proves the key is
+// on the node read, not on its replicas (rule
+// SentinelAcquisitionsNeedReplicaAcks).
+var errSettledByRead = fmt.Errorf("the acquisition's answer was lost and a read found the key ours, which no replica acknowledged: %w", conn.ErrNotReplicated)
 
 // settleSet fences setOn and reads the lease on a fresh session (see
 // tries.settle: GET of a key, the lease read of a permit or a read hold);

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/respire-go/respire/conn"
@@ -65,8 +67,50 @@ func (l *Lock) reassert() {
 		}
 		ctx, cancel := d.bound(d.stop, left)
 		defer cancel()
-		_, _ = l.ResetExpiry(ctx, left)
+		if _, err := l.ResetExpiry(ctx, left); err != nil && reassertNotSent(err) {
+			l.reassertByRead(ctx)
+		}
 	})
+}
+
+// reassertNotSent reports a re-assertion's reset that was never sent: the
+// user may not run CLIENT KILL (a reset is fenced, and ResetExpiry checks
+// the permission first) or the key's session could not be had. The lock
+// must not keep believing its estimate: it is read instead.
+func reassertNotSent(err error) bool {
+	var perm *PermissionError
+	return errors.As(err, &perm) || conn.ClassOf(err) == conn.NotSubmitted
+}
+
+// reassertByRead confirms a lock without keep-alive on the new primary by
+// an owner-compared read (GET of a key, the lease read of a permit or a
+// read hold), which needs no fence permission, retried every
+// pushCheckRetry until it answers or ctx (the time the lock has left)
+// ends: a record missing or another owner's ends the lock at once
+// (ErrOwnershipLost, as a push's read would). A record of its own keeps
+// it, its estimate unchanged: on a Sentinel client the acquisition and
+// every reset it counts from were acknowledged by the replicas (rules
+// SentinelAcquisitionsNeedReplicaAcks, SentinelRenewalsNeedReplicaAcks),
+// so the new primary's record expires no earlier.
+func (l *Lock) reassertByRead(ctx context.Context) {
+	d, lease := l.d, l.ref()
+	for {
+		s, err := d.sessionFor(ctx, lease.key)
+		var res conn.Result
+		if err == nil {
+			res, err = d.run(ctx, s, lease.read(), nil)
+		}
+		switch {
+		case err == nil && !lease.held(res):
+			l.pushRefuted()
+			return
+		case err == nil, !settleRetries(err):
+			return
+		}
+		if Sleep(ctx, d.spawn, d.clock, pushCheckRetry) != nil {
+			return
+		}
+	}
 }
 
 // watchForSwitch arms the deadline timer of a lock acquired without

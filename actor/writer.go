@@ -23,11 +23,12 @@ type tryAnswer struct {
 	waiting   bool // a writer's try: not acquired, its marker is set; a fair try: queued
 	position  int  // a fair try that queued: its position (1: the head)
 	uncertain bool // the try's outcome was unknown (settled or abandoned since)
-	// unconfirmed: a Sentinel primary took it but the replicas did not
-	// confirm it (conn.Result.Unconfirmed), or an unknown outcome was
-	// settled as ours by a read, which confirms nothing either: the try's
-	// lock is ended, never handed out (rule SentinelAcquisitionsNeedReplicaAcks).
-	unconfirmed bool
+	// unconfirmed, when not nil: a Sentinel primary took it but the
+	// replicas did not confirm it (conn.Result.Unconfirmed, the why), or
+	// an unknown outcome was settled as ours by a read, which confirms
+	// nothing either: the try's lock is ended, never handed out (rule
+	// SentinelAcquisitionsNeedReplicaAcks).
+	unconfirmed error
 }
 
 // markerMillis is the lease of a waiting writer's marker: longer than the

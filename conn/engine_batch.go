@@ -61,9 +61,17 @@ func (s *session) ExtendMany(ctx context.Context, requests []ExtendRequest) []Ex
 		}
 		results[i] = b.finish(ctx, s, i, requests[i], reply)
 	}
-	if check.on && (err != nil || !check.confirmed(s, replies[renewals:]) ||
-		(b.fellBack && !check.confirmAfter(ctx, s))) {
-		notReplicated(s, requests, results) // no replica count, or too few: nothing the primary answered is a confirmation
+	if check.on {
+		why := error(ErrNotReplicated) // no answer: no replica count
+		if err == nil {
+			why = check.confirmed(s, replies[renewals:])
+		}
+		if why == nil && b.fellBack {
+			why = check.confirmAfter(ctx, s)
+		}
+		if why != nil {
+			notReplicated(s, requests, results, why) // nothing the primary answered is a confirmation
+		}
 	}
 	return results
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,29 @@ const ReplicaAckWait = 100 * time.Millisecond
 // (the key is there, on that node), and the caller ends it and does not
 // hand it out (rule SentinelAcquisitionsNeedReplicaAcks).
 var ErrNotReplicated = errors.New("fewer replicas acknowledged the write than the primary has had: a replica may have been promoted")
+
+// ReplicaCheckRefusedError is why a Sentinel client's write confirms
+// nothing when the server refused a command of the replica check (ROLE or
+// WAIT after the write, INFO replication when the session opened): NOPERM,
+// an ACL without the Sentinel line's +role, +wait or +info. Nothing tells
+// the client which replicas have the write, so it is no confirmation. It
+// matches ErrNotReplicated (errors.Is), and Unwrap gives the server's
+// reply (the client's own error type where it has one, else *ServerError).
+type ReplicaCheckRefusedError struct {
+	Command string // "ROLE", "WAIT" or "INFO replication"
+	Reply   error  // the server's error reply
+}
+
+// Error names the refused command and the server's reply.
+func (e *ReplicaCheckRefusedError) Error() string {
+	return fmt.Sprintf("the server refused %s (%v), without which a Sentinel client cannot learn that the replicas acknowledged a write (the user needs the Sentinel ACL line: lockctl acl --sentinel)", e.Command, e.Reply)
+}
+
+// Is matches ErrNotReplicated.
+func (e *ReplicaCheckRefusedError) Is(target error) bool { return target == ErrNotReplicated }
+
+// Unwrap returns the server's reply.
+func (e *ReplicaCheckRefusedError) Unwrap() error { return e.Reply }
 
 // replicaState is a Sentinel engine's replicas per node: every online
 // replica (by its announced address) that node listed while the engine
@@ -129,11 +153,11 @@ type replicaCheck struct {
 	on     bool
 	wanted int
 	// blind: the session never learned its node's replicas before its
-	// first write (INFO replication refused): nothing confirms, as after a
-	// refused ROLE. A replica promoted between that write and the ROLE
-	// behind it is no longer listed, so a count learned after the write
-	// could wait for none.
-	blind bool
+	// first write (INFO replication refused: the refusal, else nil):
+	// nothing confirms, as after a refused ROLE. A replica promoted between
+	// that write and the ROLE behind it is no longer listed, so a count
+	// learned after the write could wait for none.
+	blind error
 }
 
 // replicaCheckFor returns s's check (off outside Sentinel mode).
@@ -141,7 +165,7 @@ func (s *session) replicaCheckFor() replicaCheck {
 	if s.e.mode != ModeSentinel {
 		return replicaCheck{}
 	}
-	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node), blind: s.replicasUnknown}
+	return replicaCheck{on: true, wanted: s.e.replicasExpected(s.node), blind: s.infoRefused}
 }
 
 // commands returns the commands that follow the renewals in the pipeline.
@@ -157,41 +181,56 @@ func (c replicaCheck) commands() []Command {
 }
 
 // confirmed reads the trailing replies (ROLE, then WAIT when sent): it
-// records ROLE's replicas and reports whether WAIT counted enough of them.
+// records ROLE's replicas and returns nil when WAIT counted enough of
+// them, else why not (ErrNotReplicated, or a *ReplicaCheckRefusedError).
 // Without a WAIT (the node had no replica known), a ROLE that lists one
-// makes the batch unconfirmed: the retry waits for it. A ROLE refused (an
-// error reply: NOPERM where the ACL lacks +role) confirms nothing either:
-// the check is never silently off, and the locks end at their lease. Nor
-// does any batch of a session that could not read INFO replication when it
-// opened (blind).
-func (c replicaCheck) confirmed(s *session, replies []Reply) bool {
+// makes the batch unconfirmed: the retry waits for it. A ROLE or WAIT
+// refused (an error reply: NOPERM where the ACL lacks +role or +wait)
+// confirms nothing either: the check is never silently off, and the locks
+// end at their lease. Nor does any batch of a session that could not read
+// INFO replication when it opened (blind).
+func (c replicaCheck) confirmed(s *session, replies []Reply) error {
 	if !c.on {
-		return true
+		return nil
 	}
-	if replies[0].Kind == ReplyError || c.blind {
-		return false
+	if c.blind != nil {
+		return &ReplicaCheckRefusedError{Command: "INFO replication", Reply: c.blind}
+	}
+	if replies[0].Kind == ReplyError {
+		return &ReplicaCheckRefusedError{Command: "ROLE", Reply: replyErr(replies[0])}
 	}
 	online := roleReplicas(replies[0])
 	s.e.noteReplicas(s.node, online)
 	if c.wanted == 0 {
-		return len(online) == 0
+		if len(online) == 0 {
+			return nil
+		}
+		return ErrNotReplicated
 	}
-	acked, err := waitCount(replies[1], replies[1].Err)
-	return err == nil && acked >= int64(c.wanted)
+	if replies[1].Kind == ReplyError {
+		return &ReplicaCheckRefusedError{Command: "WAIT", Reply: replyErr(replies[1])}
+	}
+	if acked, err := waitCount(replies[1], replies[1].Err); err != nil || acked < int64(c.wanted) {
+		return ErrNotReplicated
+	}
+	return nil
 }
 
 // confirmAfter sends the check on its own after writes s already carried
 // (a renewal sent alone, or a batch's fallbacks: a batch's WAIT counted
-// writes before theirs) and reports whether enough replicas acknowledged
-// them: WAIT counts up to the connection's last write.
-func (c replicaCheck) confirmAfter(ctx context.Context, s *session) bool {
+// writes before theirs) and returns nil when enough replicas acknowledged
+// them (WAIT counts up to the connection's last write), else why not.
+func (c replicaCheck) confirmAfter(ctx context.Context, s *session) error {
 	if !c.on {
-		return true
+		return nil
+	}
+	if c.blind != nil {
+		return c.confirmed(s, nil) // nothing to learn: send nothing
 	}
 	cmds := c.commands()
 	replies := make([]Reply, len(cmds))
 	if err := s.link.exchange(ctx, "extend", cmds, replies, nil, s); err != nil {
-		return false
+		return ErrNotReplicated
 	}
 	return c.confirmed(s, replies)
 }
@@ -204,10 +243,11 @@ func (s *session) confirmRenewal(ctx context.Context, op Op, res Result) error {
 	if s.e.mode != ModeSentinel || !res.Owned || !op.confirmsLease() {
 		return nil
 	}
-	if s.replicaCheckFor().confirmAfter(ctx, s) {
+	why := s.replicaCheckFor().confirmAfter(ctx, s)
+	if why == nil {
 		return nil
 	}
-	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+	return &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: why}
 }
 
 // confirmAcquisition checks an acquisition op sent on s that the node
@@ -224,13 +264,13 @@ func (s *session) confirmAcquisition(ctx context.Context, op Op, res Result) Res
 		return res
 	}
 	check := s.replicaCheckFor()
-	confirmed := check.confirmAfter(ctx, s)
-	if again := s.replicaCheckFor(); !confirmed && again.wanted > check.wanted {
+	why := check.confirmAfter(ctx, s)
+	if again := s.replicaCheckFor(); why != nil && again.wanted > check.wanted {
 		// ROLE listed a replica the count lacked (one came online since):
 		// WAIT for it too, once; the acquisition is the connection's write.
-		confirmed = again.confirmAfter(ctx, s)
+		why = again.confirmAfter(ctx, s)
 	}
-	res.Unconfirmed = !confirmed
+	res.Unconfirmed = why
 	return res
 }
 
@@ -255,11 +295,11 @@ func (o Op) confirmsLease() bool {
 }
 
 // notReplicated turns each confirmed renewal of a lease in results into an
-// Uncertain outcome (ErrNotReplicated).
-func notReplicated(s *session, requests []ExtendRequest, results []ExtendResult) {
+// Uncertain outcome whose cause, why, matches ErrNotReplicated.
+func notReplicated(s *session, requests []ExtendRequest, results []ExtendResult, why error) {
 	for i, r := range results {
 		if r.Err == nil && r.Owned && requests[i].Op.confirmsLease() {
-			results[i].Err = &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: ErrNotReplicated}
+			results[i].Err = &Error{Class: Uncertain, Op: "extend", Addr: s.node, Session: s, Err: why}
 		}
 	}
 }

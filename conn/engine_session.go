@@ -27,10 +27,10 @@ type session struct {
 	identity    Identity
 	hasIdentity bool
 	identityErr error // why there is no identity (server reply), when !hasIdentity
-	// replicasUnknown: Sentinel, the node refused INFO replication when
-	// the session opened (NOPERM), so the replicas its first write needed
-	// are unknown and nothing it writes confirms (replicaCheck.blind).
-	replicasUnknown bool
+	// infoRefused: Sentinel, the node refused INFO replication when the
+	// session opened (NOPERM: the reply), so the replicas its first write
+	// needed are unknown and nothing it writes confirms (replicaCheck.blind).
+	infoRefused error
 
 	demoted  atomic.Bool // its node stopped being the primary (Sentinel)
 	opened   atomic.Bool // its handshake answered (before it, no idle PING)
@@ -132,7 +132,9 @@ func (e *Engine) openSession(ctx context.Context, node string) (*session, error)
 	s.learnIdentity(replies[0], replies[1])
 	if len(replies) > 2 {
 		e.noteReplicas(node, infoReplicas(replies[2]))
-		s.replicasUnknown = replies[2].Kind == ReplyError
+		if replies[2].Kind == ReplyError {
+			s.infoRefused = replyErr(replies[2])
+		}
 	}
 	s.opened.Store(true)
 	if !e.track(s) {

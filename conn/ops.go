@@ -117,12 +117,14 @@ type Result struct {
 	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
 	Holders         int64 // HoldersOp, ReadersOp: the live holders; fair Ops: the waiters, or a waiter's position
 
-	// Unconfirmed: an acquisition a Sentinel client's primary answered
-	// Owned that fewer replicas acknowledged than the node has had (rule
-	// SentinelAcquisitionsNeedReplicaAcks). The key (permit, hold) is
-	// there, on that node, but a promoted replica may lack it: the caller
-	// must end it (owner-compared) and never hand it out as acquired.
-	Unconfirmed bool
+	// Unconfirmed, when not nil: an acquisition a Sentinel client's
+	// primary answered Owned that fewer replicas acknowledged than the node
+	// has had (rule SentinelAcquisitionsNeedReplicaAcks), and why: it
+	// matches ErrNotReplicated (a *ReplicaCheckRefusedError when the ACL
+	// refused the check). The key (permit, hold) is there, on that node,
+	// but a promoted replica may lack it: the caller must end it
+	// (owner-compared) and never hand it out as acquired.
+	Unconfirmed error
 }
 
 // RetriableOnFreshSession reports an error of a command that provably never

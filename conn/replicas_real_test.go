@@ -44,7 +44,7 @@ func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedI
 		}
 		primary, replica = res.Session.Node(), sentinelReplica(t, res.Session.Node())
 		_, _ = p.Release(ctx, prefix+"warm", "tok")
-		if !res.Unconfirmed {
+		if res.Unconfirmed == nil {
 			break // the replica is online and acknowledged it
 		}
 		if time.Now().After(deadline) {
@@ -52,19 +52,19 @@ func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedI
 		}
 	}
 	sem := SemaphoreOfHolders("{"+prefix+"sem}:sem", 2)
-	if res, err := p.Do(ctx, sem.AcquireOp("tok", 60000), nil); err != nil || !res.Owned || res.Unconfirmed {
+	if res, err := p.Do(ctx, sem.AcquireOp("tok", 60000), nil); err != nil || !res.Owned || res.Unconfirmed != nil {
 		t.Fatalf("a permit with the replica online = %+v, %v; want owned and confirmed", res, err)
 	}
 	resume := stopNode(t, replica, password)
 	defer resume()
 	res, err := p.Acquire(ctx, prefix+"k", "tok", 60000)
-	if err != nil || !res.Owned || !res.Unconfirmed {
+	if err != nil || !res.Owned || res.Unconfirmed == nil {
 		t.Fatalf("SET NX answered by %s with its replica stopped = %+v, %v; want owned and Unconfirmed", primary, res, err)
 	}
 	if got := adminDo(t, primary, password, "GET", prefix+"k"); !strings.Contains(got, "tok") {
 		t.Fatalf("the primary's key = %q: the SET did not run there", got)
 	}
-	if res, err := p.Do(ctx, sem.AcquireOp("tok2", 60000), nil); err != nil || !res.Owned || !res.Unconfirmed {
+	if res, err := p.Do(ctx, sem.AcquireOp("tok2", 60000), nil); err != nil || !res.Owned || res.Unconfirmed == nil {
 		t.Fatalf("a permit with the replica stopped = %+v, %v; want owned and Unconfirmed", res, err)
 	}
 	// A renewal sent through Engine.Do (not only a Session's) is no
@@ -72,7 +72,7 @@ func TestSentinelAcquisitionsNeedReplicaAcks_AnAcquisitionNoReplicaAcknowledgedI
 	if res, err := p.Do(ctx, ExtendOp(prefix+"k", "tok", 60000), nil); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("a renewal through Engine.Do with the replica stopped = %+v, %v; want ErrNotReplicated", res, err)
 	}
-	if res, err := p.Acquire(ctx, prefix+"k", "other", 60000); err != nil || res.Owned || res.Unconfirmed {
+	if res, err := p.Acquire(ctx, prefix+"k", "other", 60000); err != nil || res.Owned || res.Unconfirmed != nil {
 		t.Fatalf("a refused SET NX = %+v, %v; want refused, not Unconfirmed", res, err)
 	}
 	resume()

@@ -1,6 +1,10 @@
 package conn
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce: a
 // replica that reconnects (a failed partial resync, then a full one) is
@@ -39,19 +43,48 @@ func TestSentinelRenewalsNeedReplicaAcks_AReplicaListedTwiceCountsOnce(t *testin
 }
 
 // TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing: a ROLE
-// the server refuses (NOPERM: an ACL without +role) leaves the check on,
-// not off: the batch is not a confirmation, whatever WAIT would say.
+// (or WAIT) the server refuses (NOPERM: an ACL without +role or +wait)
+// leaves the check on, not off: the batch is not a confirmation, whatever
+// WAIT would say, and its error says the server refused that command: it
+// matches ErrNotReplicated, and the server's reply is in its chain.
 func TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing(t *testing.T) {
 	s := &session{e: &Engine{}, node: "p:1"}
 	check := replicaCheck{on: true}
 	noperm := Reply{Kind: ReplyError, Text: "NOPERM User lock has no permissions to run the 'role' command"}
-	if check.confirmed(s, []Reply{noperm}) {
+	why := check.confirmed(s, []Reply{noperm})
+	if why == nil {
 		t.Fatal("a renewal batch whose ROLE was refused counted as confirmed")
 	}
+	wantRefused(t, why, "ROLE")
 	noReplicas := Reply{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "master"}, {Kind: ReplyInt, Int: 1},
 		{Kind: ReplyArray}}}
-	if !check.confirmed(s, []Reply{noReplicas}) {
-		t.Fatal("a primary with no replica ever seen: the batch must confirm")
+	if why := check.confirmed(s, []Reply{noReplicas}); why != nil {
+		t.Fatalf("a primary with no replica ever seen: the batch must confirm (%v)", why)
+	}
+	waitRefused := Reply{Kind: ReplyError, Text: "NOPERM User lock has no permissions to run the 'wait' command"}
+	why = replicaCheck{on: true, wanted: 1}.confirmed(s, []Reply{noReplicas, waitRefused})
+	if why == nil {
+		t.Fatal("a renewal batch whose WAIT was refused counted as confirmed")
+	}
+	wantRefused(t, why, "WAIT")
+}
+
+// wantRefused checks the error of a write whose replica check the server
+// refused (command): it matches ErrNotReplicated, names the command and the
+// server's NOPERM reply (*ServerError in its chain), and does not claim
+// that too few replicas acknowledged the write.
+func wantRefused(t *testing.T, why error, command string) {
+	t.Helper()
+	err := error(&Error{Class: Uncertain, Op: "extend", Addr: "p:1", Err: why})
+	var refused *ReplicaCheckRefusedError
+	var reply *ServerError
+	if !errors.Is(err, ErrNotReplicated) || !errors.As(err, &refused) || refused.Command != command ||
+		!errors.As(err, &reply) || reply.Code != "NOPERM" {
+		t.Fatalf("the error of a refused %s = %v; want ErrNotReplicated, a *ReplicaCheckRefusedError for it and the server's NOPERM reply", command, err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "refused "+command) || !strings.Contains(msg, "NOPERM") ||
+		strings.Contains(msg, ErrNotReplicated.Error()) {
+		t.Fatalf("the error of a refused %s reads %q: it must name the refusal, not too few acknowledgements", command, msg)
 	}
 }
 
@@ -62,15 +95,18 @@ func TestSentinelRenewalsNeedReplicaAcks_ARefusedRoleConfirmsNothing(t *testing.
 // listed, so a count learned from ROLE could wait for none. Nothing it
 // writes confirms, whatever ROLE and WAIT say.
 func TestSentinelRenewalsNeedReplicaAcks_ARefusedInfoConfirmsNothing(t *testing.T) {
-	s := &session{e: &Engine{mode: ModeSentinel}, node: "p:1", replicasUnknown: true}
+	refused := &ServerError{Code: "NOPERM", Message: "NOPERM User lock has no permissions to run the 'info' command"}
+	s := &session{e: &Engine{mode: ModeSentinel}, node: "p:1", infoRefused: refused}
 	check := s.replicaCheckFor()
 	noReplicas := Reply{Kind: ReplyArray, Array: []Reply{{Kind: ReplyBulk, Text: "master"}, {Kind: ReplyInt, Int: 1},
 		{Kind: ReplyArray}}}
-	if check.confirmed(s, []Reply{noReplicas}) {
+	why := check.confirmed(s, []Reply{noReplicas})
+	if why == nil {
 		t.Fatal("a session that could not read INFO replication confirmed a write")
 	}
-	s.replicasUnknown = false
-	if !s.replicaCheckFor().confirmed(s, []Reply{noReplicas}) {
-		t.Fatal("a primary with no replica ever seen, its INFO read: the batch must confirm")
+	wantRefused(t, why, "INFO replication")
+	s.infoRefused = nil
+	if why := s.replicaCheckFor().confirmed(s, []Reply{noReplicas}); why != nil {
+		t.Fatalf("a primary with no replica ever seen, its INFO read: the batch must confirm (%v)", why)
 	}
 }

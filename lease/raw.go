@@ -27,8 +27,8 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	res, err := l.core.transport.Do(ctx, conn.AcquireOp(l.key(key), token.wire(), ms), nil)
-	if err == nil && res.Unconfirmed {
-		return false, opError("TryTake", key, l.untake(ctx, key, token))
+	if err == nil && res.Unconfirmed != nil {
+		return false, opError("TryTake", key, l.untake(ctx, key, token, res.Unconfirmed))
 	}
 	return res.Owned, opError("TryTake", key, err)
 }
@@ -37,10 +37,10 @@ func (l *Locks) TryTake(ctx context.Context, key string, token Token, ttl time.D
 // that its replicas did not confirm (rule
 // SentinelAcquisitionsNeedReplicaAcks): the error of a take that is not
 // one, not submitted once the key is deleted again, unknown otherwise.
-func (l *Locks) untake(ctx context.Context, key string, token Token) error {
-	class, cause := conn.Uncertain, fmt.Errorf("%w; the key may stay until its lease ends", conn.ErrNotReplicated)
+func (l *Locks) untake(ctx context.Context, key string, token Token, why error) error {
+	class, cause := conn.Uncertain, fmt.Errorf("%w; the key may stay until its lease ends", why)
 	if _, err := l.core.transport.Do(ctx, conn.ReleaseOp(l.key(key), token.wire()), nil); err == nil {
-		class, cause = conn.NotSubmitted, fmt.Errorf("%w; the key was deleted again", conn.ErrNotReplicated)
+		class, cause = conn.NotSubmitted, fmt.Errorf("%w; the key was deleted again", why)
 	}
 	return &conn.Error{Class: class, Op: "acquire", Err: cause}
 }

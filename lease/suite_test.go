@@ -550,8 +550,16 @@ func TestListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "ListShowsWhoHoldsWhat_EveryPrimaryOfARealCluster")
 }
 
+func TestSentinelAcquisitionsNeedReplicaAcks_ATryALostReplyLeftIsNeverHandedOut(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SentinelAcquisitionsNeedReplicaAcks_ATryALostReplyLeftIsNeverHandedOut")
+}
+
 func TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce")
+}
+
+func TestSwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "SwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks")
 }
 
 func TestSwitchReassertsLocksWithoutKeepAlive_EveryHoldWhoseRecordTheNewPrimaryLacksEndsAtOnce(t *testing.T) {

@@ -157,6 +157,9 @@ func acquireHeldPairs(t *testing.T, locks *lease.Locks, suffix string, ttl time.
 	if err != nil {
 		t.Fatalf("coordination.New on a Sentinel client = %v", err)
 	}
+	// A wait: after a failover the resyncing replica acknowledges nothing
+	// for seconds (rule SentinelAcquisitionsNeedReplicaAcks).
+	opts = append(append([]lease.AcquireOption(nil), opts...), lease.WithWait(sentinelAcquireWait))
 	sem, fair, rw, fairRW := locks.Semaphore("sem", 3), locks.Semaphore("fair", 3), locks.RWLock("rw"), locks.RWLock("fair-rw")
 	// Every acquisition waits (rule SentinelAcquisitionsNeedReplicaAcks: one
 	// the replica did not acknowledge yet, while it resyncs after the last

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/acldoc"
 	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 )
@@ -34,6 +36,52 @@ const reassertLease = 30 * time.Second
 func caseSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce(t *testing.T, tr Transport) {
 	sentinels, master, password := realSentinel(t)
 	locks := tr.Sentinel(t, sentinels, master, password).WithKeyPrefix(fmt.Sprintf("reassert:%d:", time.Now().UnixNano()))
+	reassertTwoLocks(t, tr, locks, sentinels, master, password)
+}
+
+// TestSwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks:
+// the same two locks, taken by a user with the documented Sentinel line
+// less +client|kill (set on both data nodes): a lock without keep-alive
+// needs no fence permission to be acquired, but its reset of the expiry
+// does (ResetExpiry checks it first, and sends nothing without it). The
+// re-assertion that cannot be sent reads the key instead (an
+// owner-compared read needs no fence): the lock whose key the new primary
+// lacks still ends at once, the other is kept.
+func caseSwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks(t *testing.T, tr Transport) {
+	page, err := acldoc.Read("../docs/compatibility.md", "../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := sentinelLine(t, page)
+	if !slices.Contains(line, "client|kill") {
+		t.Fatalf("the Sentinel line %q has no +client|kill", acldoc.Line(line))
+	}
+	line = slices.DeleteFunc(slices.Clone(line), func(c string) bool { return c == "client|kill" })
+	sentinels, master, password := realSentinel(t)
+	old := primaryOf(t, newSentinelClient(t, sentinels, master, password))
+	awaitReplicaHealthy(t, sentinels, master, password, old, otherDataNode(t, old))
+	user := fmt.Sprintf("nokill-%d", time.Now().UnixNano())
+	args := []string{"ACL", "SETUSER", user, "reset", "on", ">lockerpw", "~*"}
+	for _, c := range line {
+		args = append(args, "+"+c)
+	}
+	for _, node := range []string{old, otherDataNode(t, old)} { // every node Sentinel may promote
+		if got := adminExec(node, password, args...); got != "+OK\r\n" {
+			t.Fatalf("ACL SETUSER on %s = %q", node, got)
+		}
+		t.Cleanup(func() { adminExec(node, password, "ACL", "DELUSER", user) })
+	}
+	locks, err := tr.SentinelAs(t, sentinels, master, user, "lockerpw", password)
+	if err != nil {
+		t.Fatalf("a Sentinel client as a user without +client|kill = %v", err)
+	}
+	t.Cleanup(locks.Close)
+	reassertTwoLocks(t, tr, locks.WithKeyPrefix(fmt.Sprintf("reassert:nokill:%d:", time.Now().UnixNano())), sentinels, master, password)
+}
+
+// reassertTwoLocks runs the re-assert case on locks: see
+// TestSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce.
+func reassertTwoLocks(t *testing.T, tr Transport, locks *lease.Locks, sentinels []string, master, password string) {
 	engine, _ := leaseinternal.Driver(locks).Transport().(*conn.Engine)
 	old := primaryOf(t, newSentinelClient(t, sentinels, master, password))
 	replica := otherDataNode(t, old)
@@ -109,4 +157,6 @@ func otherDataNode(t *testing.T, primary string) string {
 func init() {
 	register(Case{"SwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce",
 		caseSwitchReassertsLocksWithoutKeepAlive_AKeyTheNewPrimaryLacksEndsTheLockAtOnce})
+	register(Case{"SwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks",
+		caseSwitchReassertsLocksWithoutKeepAlive_AUserWithoutClientKillStillEndsALockTheNewPrimaryLacks})
 }
