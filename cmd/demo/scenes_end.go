@@ -78,6 +78,6 @@ func (s *stage) released(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
-	s.say("", "worker-a Release again → %v (%d commands sent); Close → %v", again, len(s.since(mark)), lock.Close())
+	s.say("", "worker-a Release again → %v (%d commands sent); Close → %v", again, s.sessionCommands(mark), lock.Close())
 	return nil
 }

@@ -125,6 +125,22 @@ func (s *stage) since(mark int64) []sim.Entry {
 	return out
 }
 
+// sessionCommands counts the commands sent after mark on the lease
+// library's sessions (the connections a call sends on), leaving out a push
+// watcher's reads: the invalidation of a key just deleted can reach the
+// watcher after the Release that deleted it returned, and its read is not
+// the call's.
+func (s *stage) sessionCommands(mark int64) int {
+	names := connNames(s.srv.Log())
+	n := 0
+	for _, e := range s.since(mark) {
+		if strings.Contains(names[e.ClientID], " session") {
+			n++
+		}
+	}
+	return n
+}
+
 // note records the ladder of the extension or release sent after mark: the
 // first one of the run, and the latest one sent on a connection that had
 // sent one of its kind before (capabilities are learned per connection).
