@@ -214,3 +214,20 @@ func (l *Lock) ResetExpiry(ctx context.Context, ttl time.Duration) (sm.Result, e
 	}
 	return l.Request(ctx, sm.Input{Kind: sm.InputResetExpiry, TTL: ttl})
 }
+
+// resetExpiryUntil is ResetExpiry to the time left until end, counted once
+// the key's session is had (opening one on a new primary, or the
+// permission check, can take longer than the drift margin under load): a
+// switch's re-assertion so never moves the estimate past end (rule
+// SwitchReassertsLocksWithoutKeepAlive). With under a millisecond left it
+// sends nothing.
+func (l *Lock) resetExpiryUntil(ctx context.Context, end time.Duration) (sm.Result, error) {
+	if _, err := l.d.renewalSession(ctx, l.wireKey); err != nil {
+		return sm.Result{}, notSentError(ctx, err)
+	}
+	ttl := (end - l.d.clock.Now()).Truncate(time.Millisecond)
+	if ttl < time.Millisecond {
+		return sm.Result{}, nil
+	}
+	return l.ResetExpiry(ctx, ttl)
+}

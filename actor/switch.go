@@ -52,8 +52,9 @@ func (l *Lock) renewAtOnce() bool {
 // time. It never creates a key or a member: a record the new primary
 // lacks (the acquisition or a reset had not been replicated) or holds for
 // another owner refuses it, and the lock is lost at once instead of
-// believing in its estimate; a record it holds keeps the lock, whose estimate does not grow (its reset is
-// counted from its send, less the drift margin). A lock not Held, or whose
+// believing in its estimate; a record it holds keeps the lock, whose estimate does not grow (the
+// reset's TTL is the time left until the old estimate, counted once the
+// key's session is had: resetExpiryUntil). A lock not Held, or whose
 // estimate ran out, is left alone.
 func (l *Lock) reassert() {
 	d := l.d
@@ -65,9 +66,10 @@ func (l *Lock) reassert() {
 		if !held || left < time.Millisecond {
 			return
 		}
+		end := d.clock.Now() + left
 		ctx, cancel := d.bound(d.stop, left)
 		defer cancel()
-		if _, err := l.ResetExpiry(ctx, left); err != nil && reassertNotSent(err) {
+		if _, err := l.resetExpiryUntil(ctx, end); err != nil && reassertNotSent(err) {
 			l.reassertByRead(ctx)
 		}
 	})
