@@ -2,13 +2,11 @@ package rueidislease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -25,8 +23,9 @@ type Client struct {
 	mode   conn.Mode
 	watch  *sentinelWatch // NewSentinel: every sentinel's announcements; nil otherwise
 
-	closed    atomic.Bool  // the user's client was found closed
-	lastProbe atomic.Int64 // nanoseconds since probeEpoch of the last probe
+	closedBy  atomic.Pointer[error]         // what the user's closed client answered (see Closed)
+	inflight  atomic.Pointer[chan struct{}] // closed when the probe in flight ends (see Closed)
+	lastProbe atomic.Int64                  // nanoseconds since probeEpoch of the last probe
 }
 
 // NewClient wraps client (it sends nothing).
@@ -138,48 +137,6 @@ func (c *Client) keyOf(slot uint16) string {
 		}
 	}
 }
-
-// Closed implements conn.Client. rueidis leaves dedicated clients working
-// after its Close, and has no call that tells a closed client without a
-// command; but its closed client answers every command at once with
-// rueidis.ErrClosing, sending nothing. So Closed pings through the user's
-// client when the last probe is older than probeGap: a closed client
-// answers at once, twice in a row (a pipeline connection being replaced
-// says ErrClosing once), and is remembered; an open one is waited for at
-// most probeWait (a busy connection never delays the caller longer), and
-// counts as open. The PING's ctx is a cancellation, never a deadline: on
-// the user's pipeline connection an expired deadline would make rueidis
-// close it under the application's commands. A call made within probeGap
-// of the client's close may still be sent; every later one is refused.
-func (c *Client) Closed() error {
-	if c.closed.Load() {
-		return rueidis.ErrClosing
-	}
-	now, last := time.Since(probeEpoch).Nanoseconds(), c.lastProbe.Load()
-	if last != 0 && now-last < int64(probeGap) || !c.lastProbe.CompareAndSwap(last, now) {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t := time.AfterFunc(probeWait, cancel)
-	defer t.Stop()
-	defer cancel()
-	for range 2 {
-		if err := c.client.Do(ctx, c.client.B().Ping().Build()).Error(); !errors.Is(err, rueidis.ErrClosing) {
-			return nil
-		}
-	}
-	c.closed.Store(true)
-	return rueidis.ErrClosing
-}
-
-// probeGap bounds how often Closed asks; probeWait how long it waits for
-// an open client's answer.
-const (
-	probeGap  = 10 * time.Millisecond
-	probeWait = time.Millisecond
-)
-
-var probeEpoch = time.Now()
 
 // Release implements conn.ClientReleaser: the engine's Close ends
 // NewSentinel's subscriptions.

@@ -27,8 +27,9 @@ import (
 // of its own (a probe that finds the user's first connection to the node
 // being redialled waits for that dial), and every Closed made while it runs
 // waits for it at most probeWait: a closed client answers at once, a later
-// answer is read by a later call. A call made within probeGap of the client's close may
-// still be sent; every later one is refused. A close that races the
+// answer is read by a later call. A call made within probeGap of the
+// client's close may still be sent, and so may one made before the probe
+// had the CPU to run (in a starved process); every later one is refused. A close that races the
 // client's redial of that first connection leaves it open in valkey-go,
 // and the client then reads as open. When that first connection is not
 // up (never used, or broken and not redialled yet), the probe makes
