@@ -72,27 +72,46 @@ func (c *Client) Closed() error {
 
 // probe sends the two probes of Closed and records a close.
 func (c *Client) probe() {
-	first := c.receive()
+	first := receive(c.probed())
 	if !closedAnswer(first) {
 		return
 	}
-	second := c.receive()
+	second := receive(c.probed())
 	if errors.Is(first, rueidis.ErrClosing) && errors.Is(second, rueidis.ErrClosing) || samePointer(first, second) {
 		c.closedBy.CompareAndSwap(nil, &first)
 	}
 }
 
+// probed is the client the probes go through: the user's, or in a
+// cluster the node client of the smallest address (the cluster client
+// would route a sharded SUBSCRIBE by its channel's slot, and a slot it has
+// no node for makes it read the cluster's topology on every probe),
+// looked up afresh for each probe: a cluster client's Close closes its
+// node clients, and a node client it dropped in a topology change, closed
+// seconds later, is no longer among its nodes by then.
+func (c *Client) probed() rueidis.Client {
+	if c.mode != conn.ModeCluster {
+		return c.client
+	}
+	nodes := c.client.Nodes()
+	first := ""
+	for addr := range nodes {
+		if first == "" || addr < first {
+			first = addr
+		}
+	}
+	if first == "" {
+		return c.client
+	}
+	return nodes[first]
+}
+
 // receive is one probe: a Receive of a SUBSCRIBE whose ctx is cancelled,
 // which sends nothing. rueidis takes a SUBSCRIBE's connection to a node
 // always from the node's first pipeline connection (the one it dialled
-// when it learned the node); in a cluster, the sharded SSUBSCRIBE's
-// channel pins it to one node.
-func (c *Client) receive() error {
-	cmd := c.client.B().Subscribe().Channel(probeChannel).Build()
-	if c.mode == conn.ModeCluster {
-		cmd = c.client.B().Ssubscribe().Channel(probeChannel).Build()
-	}
-	return c.client.Receive(cancelled, cmd, func(rueidis.PubSubMessage) {})
+// when it learned the node).
+func receive(client rueidis.Client) error {
+	return client.Receive(cancelled, client.B().Subscribe().Channel(probeChannel).Build(), func(rueidis.PubSubMessage) {})
 }
 
 // closedAnswer reports whether err is what a closed client may answer (see
