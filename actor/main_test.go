@@ -3,9 +3,9 @@ package actor
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/respire-go/respire/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/respire-go/respire/internal/leakcheck"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/internal/wire"
 
@@ -21,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
+	leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 const simPassword = "pw"

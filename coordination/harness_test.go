@@ -17,7 +17,6 @@ import (
 	"github.com/respire-go/respire/internal/realserver"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/internal/wire"
 
@@ -27,7 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
+	leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 const simPassword = "pw"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/internal/leakcheck"
 	"github.com/respire-go/respire/internal/wire"
@@ -21,7 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(m.Run()) // a candidate process: no leak check of its own
 	}
-	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
+	leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 const simPassword = "pw"

@@ -7,15 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/respire-go/respire/internal/leakcheck"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/leasetest"
 	"github.com/respire-go/respire/sim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...) }
 
 // bound is the longest any wait of these tests lasts. What they wait for
 // comes in milliseconds, or at a renewal (half a lease of at most 2 s): the

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/internal/leakcheck"
-
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
+	leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 // wire is a raw RESP connection for byte-exact assertions.

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/respire-go/respire/internal/leakcheck"
 
 	"github.com/respire-go/respire/sim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // testBudget bounds a whole run of the demo in these tests: only a stuck
 // scene must fail them. The demo's own budget (30 s) is for a person at an

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/leakcheck"
@@ -21,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...)
+	leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...)
 }
 
 // budgetParallel is how many schedules the CI budget runs at a time: the

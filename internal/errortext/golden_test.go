@@ -9,12 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/respire-go/respire/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leakcheck.RueidisBackground()...) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, leakcheck.RueidisBackground()...) }
 
 var update = flag.Bool("update", false, "rewrite testdata/messages.golden with the messages of this build")
 
