@@ -28,8 +28,12 @@ const cleanupRetry = 50 * time.Millisecond
 // an identity setOn cannot be fenced and the delete is best effort (the
 // lease then lives at most until its expiry). The read and the delete are
 // the lease kind's (GET and the compare-and-delete of a key; the lease
-// read and release scripts of a permit or a read hold). setOn nil: nothing
-// of the lease is in flight.
+// read and release scripts of a permit or a read hold). A fair lease is
+// not read: the try may have left the token's place in the queue, a grant
+// or a writer's waiting marker, none of which the lease's read shows, and
+// its queue's release (owner-compared, harmless when nothing is left)
+// removes them all and hands the lock on. setOn nil: nothing of the lease
+// is in flight.
 func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, lease leaseRef) error {
 	release := lease.release()
 	if setOn != nil && !setOn.Retired() {
@@ -45,9 +49,12 @@ func (d *Driver) cleanupDelete(ctx context.Context, setOn conn.Session, lease le
 			}
 			unsettled = nil
 		}
-		res, err := d.transport.Do(ctx, lease.read(), nil)
-		if err == nil && !lease.held(res) {
-			return nil // gone, or another owner's
+		var err error
+		if !lease.fair() { // a fair try's place in its queue, or its grant, does not show in the key
+			var res conn.Result
+			if res, err = d.transport.Do(ctx, lease.read(), nil); err == nil && !lease.held(res) {
+				return nil // gone, or another owner's
+			}
 		}
 		if err == nil {
 			route := &conn.Route{}

@@ -87,7 +87,7 @@ func (r leaseRef) renew(ms int64) conn.Op {
 // release returns the compare-and-delete of the lease; a fair hold's is
 // its queue's release, which hands the lock on at once.
 func (r leaseRef) release() conn.Op {
-	if r.kind&kindFair != 0 {
+	if r.fair() {
 		return fairResource(r.key, r.kind, 0).ReleaseOp(r.token)
 	}
 	switch r.kind {
@@ -110,6 +110,10 @@ func (r leaseRef) read() conn.Op {
 	}
 	return conn.OwnerOp(r.key)
 }
+
+// fair reports whether the lease is a fair hold, released through its
+// queue.
+func (r leaseRef) fair() bool { return r.kind&kindFair != 0 }
 
 // held reports whether read's answer shows the token holding the lease: the
 // key holds it, or the member is live by the server's clock.

@@ -280,7 +280,7 @@ func (l *Lock) cleanup(setOn conn.Session) {
 	ctx, cancel := l.d.bound(context.Background(), cleanupTimeout)
 	defer cancel()
 	err := l.d.cleanupDelete(ctx, setOn, l.ref())
-	if err == nil && l.Kind() == KindWrite {
+	if err == nil && l.Kind() == KindWrite && !l.ref().fair() { // a fair writer's marker went with its queue's release
 		err = l.d.cleanupDelete(ctx, setOn, markerOf(l.wireKey, l.token))
 	}
 	if err != nil {
