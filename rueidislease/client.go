@@ -6,11 +6,11 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/redis/rueidis"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/closedprobe"
 )
 
 // Client is conn.Client over a rueidis.Client: the seam the wire engine
@@ -23,9 +23,7 @@ type Client struct {
 	mode   conn.Mode
 	watch  *sentinelWatch // NewSentinel: every sentinel's announcements; nil otherwise
 
-	closedBy  atomic.Pointer[error]         // what the user's closed client answered (see Closed)
-	inflight  atomic.Pointer[chan struct{}] // closed when the probe in flight ends (see Closed)
-	lastProbe atomic.Int64                  // nanoseconds since probeEpoch of the last probe
+	closed *closedprobe.Prober // whether the user's client was closed (see Closed)
 }
 
 // NewClient wraps client (it sends nothing).
@@ -37,6 +35,7 @@ func NewClient(client rueidis.Client) *Client {
 	case rueidis.ClientModeSentinel:
 		c.mode = conn.ModeSentinel
 	}
+	c.closed = c.newProber()
 	return c
 }
 

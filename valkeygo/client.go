@@ -12,6 +12,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/respire-go/respire/conn"
+	"github.com/respire-go/respire/internal/closedprobe"
 )
 
 // ErrStandaloneReplicas is NewClient's (and New's) error for a standalone
@@ -36,9 +37,7 @@ type Client struct {
 	mode   conn.Mode
 	watch  *sentinelWatch // NewSentinel: every sentinel's announcements; nil otherwise
 
-	closedBy  atomic.Pointer[error]         // what the user's closed client answered (see Closed)
-	inflight  atomic.Pointer[chan struct{}] // closed when the probe in flight ends (see Closed)
-	lastProbe atomic.Int64                  // nanoseconds since probeEpoch of the last probe
+	closed *closedprobe.Prober // whether the user's client was closed (see Closed)
 }
 
 // NewClient wraps client (it sends nothing). It refuses a standalone client
@@ -55,6 +54,7 @@ func NewClient(client valkey.Client) (*Client, error) {
 			return nil, ErrStandaloneReplicas
 		}
 	}
+	c.closed = c.newProber()
 	return c, nil
 }
 
