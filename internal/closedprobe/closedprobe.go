@@ -1,10 +1,31 @@
 // Package closedprobe tells whether a user's Redis client was closed, for
-// the adapters whose client has no call that says so without a command
-// (rueidis and valkey-go: both leave dedicated clients working after the
-// user's Close). The adapter gives it one probe that sends nothing — a
-// Receive whose ctx is already cancelled: an open client refuses it before
-// sending, a closed one answers at once from its dead connection — and the
-// package decides when to ask and what the answers mean.
+// the adapters whose client has no call that says so without a command:
+// rueidis and valkey-go, which both leave dedicated clients working after
+// the user's Close. The adapter gives it one probe that sends nothing, and
+// the package decides when to ask and what the answers mean.
+//
+// The probe both adapters use: their client's Close replaces each node's
+// connections with a dead one, which answers a Receive at once and first
+// of all — before it looks at the ctx — with ErrClosing, or with the error
+// the node's last failed dial or handshake left there; an open client's
+// connection checks the ctx before sending the SUBSCRIBE. So a Receive
+// whose ctx is already cancelled sends nothing either way. The client
+// takes a SUBSCRIBE's connection to a node always from the node's first
+// pipeline connection (the one it dialled when it learned the node). A
+// close that races the client's redial of that connection leaves it open,
+// and the client then reads as open. When that connection is not up
+// (never used, or broken and not redialled yet), the probe makes the
+// client dial it with the cancelled ctx, which fails at once without
+// sending anything; a command of the user's that asks for that connection
+// in the same instant shares the failed dial (the client retries it when
+// the command is retryable), and the user's next command dials afresh.
+//
+// In a cluster the probe goes through one node client (First), looked up
+// afresh for each probe: the cluster client would route a sharded
+// SUBSCRIBE by its channel's slot, and a slot it has no node for makes it
+// read the cluster's topology on every probe. A cluster client's Close
+// closes its node clients; a node client it dropped in a topology change,
+// closed seconds later, is no longer among its nodes by then.
 package closedprobe
 
 import (
@@ -116,3 +137,15 @@ const (
 )
 
 var epoch = time.Now()
+
+// First returns the node of the smallest address in nodes (false when
+// there is none): the node a cluster's probes go through.
+func First[C any](nodes map[string]C) (C, bool) {
+	first, found := "", false
+	for addr := range nodes {
+		if !found || addr < first {
+			first, found = addr, true
+		}
+	}
+	return nodes[first], found
+}

@@ -69,3 +69,17 @@ func TestClientClosed_TwoClosedAnswersInARowAreRemembered(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstIsTheSmallestAddress: a cluster's probes go to one node, the
+// same while the nodes do not change.
+func TestFirstIsTheSmallestAddress(t *testing.T) {
+	nodes := map[string]int{"127.0.0.1:7002": 2, "127.0.0.1:7000": 0, "127.0.0.1:7001": 1}
+	for range 10 {
+		if n, ok := First(nodes); !ok || n != 0 {
+			t.Fatalf("First = %d, %v; want the node of 127.0.0.1:7000", n, ok)
+		}
+	}
+	if _, ok := First(map[string]int{}); ok {
+		t.Fatal("First of no nodes found one")
+	}
+}
