@@ -283,7 +283,7 @@ func (o Op) acquires() bool {
 		return true
 	case opPrimitive:
 		k := o.prim.kind
-		return k == primAcquire || k == primWriteAcquire || k == primFairTry
+		return k == primAcquire || k == primWriteAcquire || k == primFairTry || k == primHandOver
 	}
 	return false
 }

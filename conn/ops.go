@@ -113,7 +113,7 @@ type Result struct {
 	Session      Session // session of the last attempt; nil when nothing was sent
 
 	// Semaphore and read/write-lock Ops only (primitive_keys.go):
-	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers (fair Ops: see FairResource)
+	Waiting         bool  // RWLock.WriteAcquireOp: not acquired; the token's waiting marker refuses new readers (fair Ops: see FairResource; HandOverOp: the next owner holds the key)
 	RemainingMillis int64 // lease reads: a live holder's lease left (server ms) when Owned
 	Holders         int64 // HoldersOp, ReadersOp: the live holders; fair Ops: the waiters, or a waiter's position
 

@@ -32,6 +32,7 @@ const (
 	primGuard                                 // a guarded write: 1 ran, 0 not the owner (guard.go)
 	primFairTry                               // 1 holds, 0 refused, -n queued at n (fair.go)
 	primFairRenew                             // -n queued at n, 2 try now, 0 not queued (fair.go)
+	primHandOver                              // 1 released and handed over, 2 taken free, 0 neither (handover.go)
 )
 
 // primitiveCall is one primitive operation, immutable once built and
@@ -170,6 +171,10 @@ func (c *ScriptCall) Interpret(r Reply) ScriptOutcome {
 			return ScriptOutcome{Done: true, Waiting: n == 2}
 		case n < 0:
 			return ScriptOutcome{Done: true, Owned: true, Holders: -n}
+		}
+	case primHandOver:
+		if n >= 0 && n <= 2 {
+			return ScriptOutcome{Done: true, Owned: n == 1, Waiting: n >= 1}
 		}
 	case primOwnerLease:
 		if n >= -1 {

@@ -19,6 +19,7 @@ func TestScriptsAreFixed_PrimitiveScriptSHA1sMatchTheirSources(t *testing.T) {
 		"ReadAcquireScript":      {ReadAcquireScript, ReadAcquireScriptSHA},
 		"WriteAcquireScript":     {WriteAcquireScript, WriteAcquireScriptSHA},
 		"OwnerLeaseScript":       {OwnerLeaseScript, OwnerLeaseScriptSHA},
+		"HandOverScript":         {HandOverScript, HandOverScriptSHA},
 	} {
 		sum := sha1.Sum([]byte(pair[0]))
 		if got := hex.EncodeToString(sum[:]); got != pair[1] {

@@ -65,6 +65,7 @@ func wrongTypeCases(s primServer) []wrongTypeCase {
 		{"fenced-acquire/counter-under-a-lease", wrongWith(lease, counter), FencedAcquireOp(lease, counter, "f", 60000), "WRONGTYPE"},
 		{"owner-lease", wrong(lease), OwnerLeaseOp(lease, "x"), "WRONGTYPE"},
 		{"owner", wrong(lease), OwnerOp(lease), "WRONGTYPE"},
+		{"hand-over", wrong(lease), HandOverOp(lease, "x", "y", 60000), "WRONGTYPE"},
 		// The mutex's renewal and release: a script on Redis 7.0 (WRONGTYPE), a
 		// native command elsewhere (SET IFEQ: WRONGTYPE; DELEX IFEQ: "ERR Key
 		// should be of string type…"): a definite error at once either way.
