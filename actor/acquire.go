@@ -137,10 +137,14 @@ func (t *tries) pushed(ctx context.Context, sleep time.Duration) (lock *Lock, er
 	on := t.waitOn()
 	defer func() { d.push.leave(on.key, waiter, lock != nil) }()
 	for {
-		if err := d.push.wait(ctx, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter); err != nil {
-			return nil, err
+		werr := d.push.wait(ctx, t, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter)
+		if c := d.push.takeCarried(waiter); c != nil {
+			lock, err = t.finishCarried(ctx, c) // a release carried its try (push_handover.go)
+		} else if werr != nil {
+			return nil, werr
+		} else {
+			lock, err = t.one(ctx)
 		}
-		lock, err = t.one(ctx)
 		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {
 			return lock, err
 		}
@@ -194,6 +198,15 @@ func (t *tries) one(ctx context.Context) (*Lock, error) {
 // stepped, and, when the core asks for it, the settling of an uncertain
 // SET (EffectSettleAcquire). The core decides what each answer means.
 func (t *tries) try(ctx context.Context) (*Lock, error) {
+	lock, id, job := t.begin(ctx)
+	return t.finish(ctx, lock, id, job, nil)
+}
+
+// begin makes the handle of one try (made or reused) and steps its
+// InputAcquire; it returns with lock.mu held, and the job the step asked
+// for (the try's send). A release of this Locks may call it for a parked
+// waiter (push_handover.go), the waiter's goroutine waiting meanwhile.
+func (t *tries) begin(ctx context.Context) (*Lock, sm.CallerID, job) {
 	d := t.d
 	lock := d.tries.get(d)
 	lock.wireKey, lock.token, lock.keyStart = t.spec.WireKey, t.token(), uint16(t.spec.KeyStart)
@@ -214,11 +227,25 @@ func (t *tries) try(ctx context.Context) (*Lock, error) {
 	id := lock.newCaller(ctx)
 	job := lock.step(sm.Input{Kind: sm.InputAcquire, Caller: id, TTL: t.spec.TTL, KeepAlive: t.spec.KeepAlive,
 		Settle: t.settles(), Now: d.clock.Now()}, id)
+	return lock, id, job
+}
+
+// finish runs job and every job its completion's step asks for, lock.mu
+// held on entry, and returns the try's answer. carried, when not nil, is
+// the completion of job, sent by a release of this Locks (push_handover.go,
+// which counted it in d.inflight): it is stepped instead of sending job.
+func (t *tries) finish(ctx context.Context, lock *Lock, id sm.CallerID, job job, carried *event) (*Lock, error) {
+	d := t.d
 	for job.op != 0 {
-		d.inflight.Add() // Shutdown waits for the command and the step of its completion
-		lock.mu.Unlock()
-		done := t.execute(ctx, lock, job)
-		lock.mu.Lock()
+		var done event
+		if carried != nil {
+			done, carried = *carried, nil
+		} else {
+			d.inflight.Add() // Shutdown waits for the command and the step of its completion
+			lock.mu.Unlock()
+			done = t.execute(ctx, lock, job)
+			lock.mu.Lock()
+		}
 		if done.kind == eventDone && done.outcome == sm.OutcomeOK && ctx.Err() != nil {
 			// The SET applied but the caller gave up: never return the handle.
 			lock.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: id, Now: d.clock.Now()}, id)

@@ -166,11 +166,16 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		unfenced = true
 		l.d.warnUnfenced(err)
 	}
-	if h := l.d.push; h != nil && h.releaseSent(l) {
+	h := l.d.push
+	if h != nil && h.releaseSent(l) {
 		defer h.releaseAnswered(l)
 	}
-	res, err := l.d.run(ctx, s, l.ref().release(), j.route)
-	return event{kind: eventDone, op: j.op, outcome: outcomeOf(res.Owned, err), err: err, unfenced: unfenced}
+	if h != nil {
+		if w := h.reserve(l); w != nil {
+			return l.handOver(ctx, j, s, w, unfenced) // a waiter of this Locks gets the key with the reply
+		}
+	}
+	return l.releaseAlone(ctx, j, s, unfenced)
 }
 
 func (l *Lock) executeRenew(ctx context.Context, j job, s conn.Session) event {

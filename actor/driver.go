@@ -96,6 +96,7 @@ type Driver struct {
 	push                   *pushHub      // push-driven waiting and loss detection; nil without Config.Push
 	background             track.Tracker // fences and clean-ups; Shutdown waits for them
 	inflight               track.Tracker // lock commands sent and the steps of their completions
+	handOverOff            atomic.Bool   // a hand-over was answered with an error: releases go alone (push_handover.go)
 
 	closing   atomic.Bool // Shutdown began: read on every managed command
 	closeOnce sync.Once

@@ -53,6 +53,13 @@ func (h *pushHub) released(l *Lock) {
 		}
 		return
 	}
+	if e != nil && e.handedBy == l {
+		e.handedBy = nil // handed over to a waiter, which has the baton (push_handover.go)
+		return
+	}
+	if e != nil {
+		e.handOvers = 0 // freed for every process: the next releases may hand it over again
+	}
 	if e == nil || e.shared || len(e.waiters) == 0 {
 		return
 	}

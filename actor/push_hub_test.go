@@ -41,7 +41,7 @@ func TestPushChangeDuringReadIsSeen_AFreeKeyFoundWhileTheBatonIsOutIsTriedAgain(
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	pw := w
-	if err := h.wait(ctx, waitOn{key: key}, time.Minute, time.Minute, &pw); err != nil {
+	if err := h.wait(ctx, nil, waitOn{key: key}, time.Minute, time.Minute, &pw); err != nil {
 		t.Fatalf("the baton's waiter's next wait: %v; want an immediate try", err)
 	}
 }

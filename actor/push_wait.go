@@ -86,6 +86,11 @@ type pushKey struct {
 	// releasing counts the releases of it by locks of this Locks on the
 	// wire: a change meanwhile is most likely one of them (push_handoff.go).
 	releasing int
+	// handOvers counts the hand-overs of it in a row (push_handover.go);
+	// handedBy is the lock whose release handed it over last, until that
+	// release's step (released).
+	handOvers int
+	handedBy  *Lock
 	// fairDeferred: a change woke the local fair head, and the read that
 	// tracks the key again waits until a fair waiter's try ended (push_fair.go).
 	fairDeferred bool
@@ -102,6 +107,16 @@ type waitOn struct {
 // pushWaiter is one waiting acquisition.
 type pushWaiter struct {
 	wake chan struct{} // cap 1: the baton was handed over, or the key is free
+	// What a release of this Locks needs to carry its try (push_handover.go):
+	// its tries and ctx, whether it is parked now (under hub.mu), whether a
+	// release reserved it, and the carried try, with ready (cap 1) told
+	// once it is there.
+	t        *tries
+	ctx      context.Context
+	parked   bool
+	reserved bool
+	carried  *carriedTry
+	ready    chan struct{}
 }
 
 // pushStats counts what push did, for tests (read under hub.mu).
@@ -114,6 +129,7 @@ type pushStats struct {
 	holderBatchMax    int // most reads in one batch (at most PushCheckBatch)
 	refuted           int // held locks ended by a read
 	batons            int // waiters woken to try
+	handOvers         int // waiters reserved for a release's hand-over
 }
 
 // newPushHub makes m's push hub and hands its invalidations to it.
@@ -245,13 +261,13 @@ func (h *pushHub) passBatonLocked(e *pushKey) {
 // sleep for the baton; after a read that failed otherwise (the node busy,
 // loading, unreachable) at most pushCheckRetry, so that the key is tried
 // and read again soon.
-func (h *pushHub) wait(ctx context.Context, on waitOn, sleep, parked time.Duration, pw **pushWaiter) error {
+func (h *pushHub) wait(ctx context.Context, t *tries, on waitOn, sleep, parked time.Duration, pw **pushWaiter) error {
 	key := on.key
 	h.mu.Lock()
 	e := h.entry(key)
 	e.member, e.shared = e.member || on.member, e.shared || on.shared
 	if *pw == nil {
-		*pw = &pushWaiter{wake: make(chan struct{}, 1)}
+		*pw = &pushWaiter{wake: make(chan struct{}, 1), t: t, ctx: ctx, ready: make(chan struct{}, 1)}
 		e.waiters = append(e.waiters, *pw)
 	}
 	w := *pw
@@ -311,7 +327,13 @@ func (h *pushHub) park(ctx context.Context, w *pushWaiter, sleep time.Duration) 
 		default:
 		}
 	})
+	h.mu.Lock()
+	w.parked = true // a release may carry its try now (push_handover.go)
+	h.mu.Unlock()
 	err := h.d.spawn.Wait(ctx, w.wake)
+	h.mu.Lock()
+	w.parked = false
+	h.mu.Unlock()
 	t.Stop()
 	return err
 }
