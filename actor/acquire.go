@@ -132,6 +132,17 @@ func (t *tries) run(ctx context.Context) (*Lock, error) {
 // acquire, with push (push_wait.go): between tries it waits for the key's
 // invalidation, or for the retry interval as a safety net.
 func (t *tries) pushed(ctx context.Context, sleep time.Duration) (lock *Lock, err error) {
+	// A parked waiter's tries are reachable by a release that carries its
+	// try (push_handover.go): on the heap, here only, so that an
+	// acquisition that does not wait allocates nothing for them.
+	shared := new(tries)
+	*shared = *t
+	defer func() { *t = *shared }()
+	return shared.parked(ctx, sleep)
+}
+
+// parked is pushed, on tries a release may reach.
+func (t *tries) parked(ctx context.Context, sleep time.Duration) (lock *Lock, err error) {
 	d := t.d
 	var waiter *pushWaiter
 	on := t.waitOn()

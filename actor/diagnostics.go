@@ -48,6 +48,7 @@ type PushStats struct {
 	HolderBatchMax    int // most reads in one batch
 	Refuted           int // held locks ended by a read
 	Batons            int // waiters woken to try
+	HandOvers         int // waiters whose try a release carried (push_handover.go)
 }
 
 // PushStats returns what the push hub did so far.
@@ -61,7 +62,7 @@ func (d *Driver) PushStats() PushStats {
 	s := h.stats
 	return PushStats{Reads: s.reads, HolderReads: s.holderReads, HolderReadsPeak: s.holderReadsPeak,
 		HolderBatches: s.holderBatches, HolderBatchesPeak: s.holderBatchesPeak, HolderBatchMax: s.holderBatchMax,
-		Refuted: s.refuted, Batons: s.batons}
+		Refuted: s.refuted, Batons: s.batons, HandOvers: s.handOvers}
 }
 
 // PushKey is the push hub's state of one wire key.
@@ -176,3 +177,8 @@ func (d *Driver) Jitter() func() float64 { return d.jitter }
 func (d *Driver) UseClock(c Clock, jitter func() float64) {
 	d.clock, d.jitter = c, jitter
 }
+
+// DisableHandOver turns the hand-over off for d (push_handover.go): its
+// releases go alone, as after an error reply to one. For tests of what
+// happens without it (a waiter of another process gets the same).
+func (d *Driver) DisableHandOver() { d.handOverOff.Store(true) }

@@ -309,6 +309,9 @@ func TestPushSurvivesWatcherReconnect_RereadsEveryKey(t *testing.T) {
 func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushSurvivesWatcherReconnect_RetriesABusyNode")
 }
+func TestPushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease")
+}
 func TestPushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX")
 }

@@ -167,13 +167,21 @@ func checkResent(obs observation) []Violation {
 		if strings.HasPrefix(e.Reply, "-") {
 			continue
 		}
-		if token, ok := acquireToken(e.Args); ok {
+		token, ok := acquireToken(e.Args)
+		if !ok {
+			_, token, _, ok = handOverTake(e)
+		}
+		if ok {
 			if len(sets[token]) == 0 && len(dels[token]) == 0 {
 				order = append(order, token)
 			}
 			sets[token] = append(sets[token], e)
 		}
-		if token, ok := releaseToken(e.Args); ok {
+		token, ok = releaseToken(e.Args)
+		if !ok {
+			token, ok = handOverRelease(e)
+		}
+		if ok {
 			if len(sets[token]) == 0 && len(dels[token]) == 0 {
 				order = append(order, token)
 			}

@@ -100,6 +100,10 @@ func checkGuardAfterTakeover(obs observation) (out []Violation, stale int) {
 			latest[e.Args[1]] = token
 			continue
 		}
+		if key, token, _, ok := handOverTake(e); ok {
+			latest[key] = token
+			continue
+		}
 		if token, _, ok := fairTake(e); ok {
 			latest[e.Args[3]] = token // KEYS[1], the lock's key
 			continue

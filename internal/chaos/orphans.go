@@ -58,10 +58,14 @@ func checkOrphans(obs observation) (out []Violation, expired int) {
 func uncleanedSets(obs observation, owners owners) (out []Violation, expired int) {
 	for i, e := range obs.history {
 		token, ok := setNXToken(e.Args)
-		if !ok || !strings.HasPrefix(e.Reply, "+OK") || owners[token] != nil || strings.HasPrefix(token, "outsider-") {
+		ok = ok && strings.HasPrefix(e.Reply, "+OK")
+		end := e.At.Add(time.Duration(setNXMillis(e.Args)) * time.Millisecond)
+		if _, next, ttl, handed := handOverTake(e); handed {
+			token, ok, end = next, true, e.At.Add(ttl) // a hand-over's next owner, abandoned
+		}
+		if !ok || owners[token] != nil || strings.HasPrefix(token, "outsider-") {
 			continue
 		}
-		end := e.At.Add(time.Duration(setNXMillis(e.Args)) * time.Millisecond)
 		seen, deleted := cleanupOf(obs.history[i+1:], commandKey(e.Args), token, end)
 		switch {
 		case deleted:
@@ -117,6 +121,9 @@ func healthyFor(obs observation, from, to time.Time, d time.Duration) bool {
 func cleanupOf(later []sim.Execution, key, token string, end time.Time) (seen, deleted bool) {
 	for _, e := range later {
 		if t, ok := deleteToken(e.Args); ok && t == token && !strings.HasPrefix(e.Reply, "-") {
+			return seen, true
+		}
+		if t, ok := handOverRelease(e); ok && t == token {
 			return seen, true
 		}
 		if strings.EqualFold(e.Args[0], "GET") && len(e.Args) == 2 && e.Args[1] == key &&

@@ -61,6 +61,9 @@ func serverLeaseEnds(history []sim.Execution) map[string]leaseEnd {
 	for _, e := range history {
 		token, ttl, ok := leaseWrite(e)
 		if !ok {
+			_, token, ttl, ok = handOverTake(e)
+		}
+		if !ok {
 			token, ttl, ok = fairTake(e)
 			if _, held := ends[token]; held {
 				ok = false // a later fair try of a holder answers 1 and writes nothing

@@ -52,6 +52,9 @@ func casePushChangeDuringReadIsSeen_AStaleHolderReadWakesTheWaiter(t *testing.T,
 	c := simtest.StartCluster(t, sim.ClusterConfig{Profiles: []sim.Profile{sim.Redis84, sim.Redis84}, Password: simPassword})
 	ctx := ctxT(t)
 	locks := newLocks(t, tr, clientOf(c.Addrs(), "", simPassword, true))
+	// The hub's read, not the release, must wake the waiter: the release
+	// would carry its try otherwise (rule PushHandsOverWithinOneLocks).
+	leaseinternal.Driver(locks).DisableHandOver()
 	key, other := keyForNode(t, c, "", 0), keyForNode(t, c, "", 1)
 	holder, err := locks.Acquire(ctx, key, 30*time.Second, lease.WithKeepAlive())
 	if err != nil {

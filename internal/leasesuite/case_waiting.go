@@ -92,6 +92,10 @@ func caseWaitUntilDone_AcquiresAsSoonAsTheHolderReleases(t *testing.T, tr Transp
 	srv, locks := managedSim(t, tr, sim.Redis84)
 	clock := &actor.ManualClock{}
 	useClock(locks, clock) // polling sleeps exactly RetryEvery
+	// The holder's release would carry the waiter's try (rule
+	// PushHandsOverWithinOneLocks); this is the waiter's own polling, as a
+	// waiter of another process sees it.
+	leaseinternal.Driver(locks).DisableHandOver()
 	ctx := ctxT(t)
 	holder, err := locks.Acquire(ctx, "k", time.Hour)
 	if err != nil {

@@ -124,6 +124,9 @@ func (k *checker) onSend(w *world, r *request) {
 		k.fail(w, 3, "%s op %d sent %s on %s while the uncertain acquisition of its token on %s may still run",
 			op.name, op.id, name, r.conn.label(), k.unsealed(k.uncertainSet[op.token]).label())
 	}
+	if next := nextOf(r.cmd); next != "" {
+		k.setsOn[next] = append(k.setsOn[next], r.conn) // a hand-over sets the next owner's token
+	}
 	switch {
 	case op.isAcquisition():
 		k.setsOn[op.token] = append(k.setsOn[op.token], r.conn)
@@ -153,6 +156,9 @@ func (k *checker) onReply(_ *world, r *request, reply conn.Reply) {
 	op.confirmed = k.confirming(r.cmd, reply)
 	_, op.redirected = conn.ParseRedirect(reply.Text)
 	op.redirected = op.redirected && reply.Kind == conn.ReplyError
+	if next := nextOf(r.cmd); next != "" {
+		k.setsOn[next] = without(k.setsOn[next], r.conn)
+	}
 	switch {
 	case op.isAcquisition():
 		k.setsOn[op.token] = without(k.setsOn[op.token], r.conn)
@@ -306,6 +312,9 @@ func (k *checker) afterExec(w *world, c *connection, r *request, before keyState
 	}
 	if op.isAcquisition() && !before.found {
 		return
+	}
+	if op.name == handOverName && !before.found && after.token == nextOf(r.cmd) {
+		return // the next owner's SET NX part: the key was free
 	}
 	if after != before {
 		k.fail(w, 2, "%s op %d (%s) changed %s although its token is not the owner (owner before: %s)",

@@ -41,7 +41,24 @@ func (op *opRun) isWrite() bool {
 // isRelease reports whether the op is a compare-and-delete of its token
 // (a key's, a waiting marker's, a holder's).
 func (op *opRun) isRelease() bool {
-	return op.name == "release" || op.name == "semaphore-release" || op.name == "read-release" || op.name == "fair-release"
+	return op.name == "release" || op.name == "semaphore-release" || op.name == "read-release" || op.name == "fair-release" ||
+		op.name == handOverName
+}
+
+// handOverName is the op of conn.HandOverOp: a release of its token and,
+// in the same script, the acquisition of the next owner's (nextOf).
+const handOverName = "hand-over"
+
+// nextOf returns the next owner's token a hand-over command carries
+// (ARGV[2]), "" for any other command.
+func nextOf(cmd conn.Command) string {
+	a := cmd.Args
+	if len(a) > 3 && (a[0] == "EVALSHA" || a[0] == "EVAL") {
+		if n, err := strconv.Atoi(a[2]); err == nil && 4+n < len(a) && (a[1] == conn.HandOverScriptSHA || a[1] == conn.HandOverScript) {
+			return a[4+n]
+		}
+	}
+	return ""
 }
 
 // isRenew reports whether the op is a renewal of its token's lease.

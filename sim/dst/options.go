@@ -57,6 +57,12 @@ type Options struct {
 	// FairPercent is the share of acquisitions (of the mutex keys and of
 	// the primitives) that wait fairly, in the lock's queue (faircheck.go).
 	FairPercent int
+	// Crowd is how many more acquisitions of a mutex key a process may
+	// have waiting at once, beside its user's handle of that key (crowd.go):
+	// a release of one process's handle then hands the key over to a
+	// waiter of the same process (rule PushHandsOverWithinOneLocks).
+	// Default 0, none.
+	Crowd int
 
 	// Fault rates. "Per tick" faults are drawn by the chaos loop every
 	// 1-10ms of virtual time; the others at each command or user decision.
@@ -200,6 +206,10 @@ func swarm(seed uint64, withPrims bool) Options {
 		if f := rand.New(rand.NewPCG(seed, 0xfa1e)); f.IntN(3) == 0 {
 			o.FairPercent = 30 + f.IntN(51)
 		}
+	}
+	// a crowd of waiters per process in one seed in two, drawn apart as above
+	if f := rand.New(rand.NewPCG(seed, 0xc40d)); f.IntN(2) == 0 {
+		o.Crowd = 1 + f.IntN(4)
 	}
 	if r.IntN(8) == 0 {
 		o.Liveness = true

@@ -32,6 +32,7 @@ type process struct {
 	spawn  actor.Spawn
 
 	current map[string]*handle // the handle the user works with, per key
+	crowd   []*handle          // more acquisitions of mutex keys, beside current (Options.Crowd)
 	calls   []*userCall        // pending user calls (cancellable)
 	tokens  int
 

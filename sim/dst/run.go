@@ -97,6 +97,7 @@ func Run(opt Options) Result {
 		ps := p.driver.PushStats()
 		w.stats.HolderReads += ps.HolderReads
 		w.stats.Refuted += ps.Refuted
+		w.stats.HandOvers += ps.HandOvers
 	}
 	w.countPrimitiveSchedule()
 	w.countPerCallerSchedule()

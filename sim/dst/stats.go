@@ -31,6 +31,8 @@ type Stats struct {
 	Cleanups       int // clean-ups of abandoned acquisitions it started
 	HolderReads    int // its push hub's owner-compared reads for keep-alive holders
 	Refuted        int // holders its push hub ended after such a read
+	HandOvers      int // waiters whose try a release of their process carried (Options.Crowd)
+	CrowdAcquired  int // acquisitions by the crowd (Options.Crowd)
 	// The primitives workload (Options.Primitives):
 	PrimitiveSchedules int // schedules with a semaphore and a read/write lock
 	PermitSchedules    int // ... in which a permit was acquired
@@ -91,6 +93,8 @@ func (s *Stats) Add(o Stats) {
 	s.Cleanups += o.Cleanups
 	s.HolderReads += o.HolderReads
 	s.Refuted += o.Refuted
+	s.HandOvers += o.HandOvers
+	s.CrowdAcquired += o.CrowdAcquired
 	s.PrimitiveSchedules += o.PrimitiveSchedules
 	s.PermitSchedules += o.PermitSchedules
 	s.RWSchedules += o.RWSchedules

@@ -31,6 +31,9 @@ func (w *world) think(p *process) {
 		return
 	}
 	h := p.current[w.keys[keyIndex]]
+	if w.crowdThink(p, keyIndex, h) {
+		return
+	}
 	switch {
 	case h != nil && h.outcome == "":
 		// still acquiring: the user waits
@@ -55,6 +58,7 @@ func (w *world) drain(p *process) {
 			w.close(h)
 		}
 	}
+	busy = w.crowdDrain(p) || busy
 	if busy {
 		w.schedule(p, w.now+w.between(time.Millisecond, 20*time.Millisecond), func() { w.think(p) })
 	}
