@@ -35,11 +35,11 @@ func HandOverOp(key, token, next string, ttlMillis int64) Op {
 	call := &primitiveCall{name: "hand-over", kind: primHandOver, script: HandOverScript, sha: HandOverScriptSHA,
 		keys: []string{key}, args: []string{token, next, strconv.FormatInt(ttlMillis, 10)}}
 	if token == "" || next == "" || ttlMillis <= 0 {
-		call.invalid = invalidHandOver
+		call.invalid = errInvalidHandOver
 	}
 	return primitiveOp(call)
 }
 
-// invalidHandOver is the NotSubmitted cause of a HandOverOp built with an
+// errInvalidHandOver is the NotSubmitted cause of a HandOverOp built with an
 // empty value or a lease that is not positive.
-var invalidHandOver = errors.New("hand-over: empty owner value or lease not positive")
+var errInvalidHandOver = errors.New("hand-over: empty owner value or lease not positive")
