@@ -167,6 +167,9 @@ func (l *Lock) executeOnce(ctx context.Context, j job) event {
 		l.d.warnUnfenced(err)
 	}
 	h := l.d.push
+	if h != nil && h.yields(l) {
+		return l.releaseAlone(ctx, j, s, unfenced) // waiters of other processes get their chance
+	}
 	if h != nil && h.releaseSent(l) {
 		defer h.releaseAnswered(l)
 	}

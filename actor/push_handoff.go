@@ -60,6 +60,12 @@ func (h *pushHub) released(l *Lock) {
 	if e != nil {
 		e.handOvers = 0 // freed for every process: the next releases may hand it over again
 	}
+	if e != nil && e.yielding == l {
+		// It yields (push_handover.go): the waiters here learn of the
+		// change from its invalidation, as those of other processes do.
+		e.yielding = nil
+		return
+	}
 	if e == nil || e.shared || len(e.waiters) == 0 {
 		return
 	}

@@ -111,6 +111,26 @@ func (h *pushHub) reserve(l *Lock) *pushWaiter {
 	return w
 }
 
+// yields reports whether l's release frees the key for every process: the
+// key was handed over handOverRun times in a row and waiters of this Locks
+// wait on it. Its reply then hands no baton, and the key's invalidation is
+// not read as its release (releaseSent): the waiters here read the key
+// before they try, as those of other processes do, and none of them is
+// ahead.
+func (h *pushHub) yields(l *Lock) bool {
+	if l.Kind() != KindMutex || l.Fair() || h.entries.Load() == 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.keys[l.wireKey]
+	if e == nil || e.handOvers < handOverRun || len(e.waiters) == 0 {
+		return false
+	}
+	e.yielding = l
+	return true
+}
+
 // deliver gives a reserved waiter its carried try, and wakes it. handed
 // says the release released the key into it: its step must not hand the
 // baton on (released).

@@ -91,6 +91,9 @@ type pushKey struct {
 	// release's step (released).
 	handOvers int
 	handedBy  *Lock
+	// yielding is the lock whose release yields the key (handOverRun
+	// hand-overs in a row): no baton from its reply (push_handover.go).
+	yielding *Lock
 	// fairDeferred: a change woke the local fair head, and the read that
 	// tracks the key again waits until a fair waiter's try ended (push_fair.go).
 	fairDeferred bool

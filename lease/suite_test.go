@@ -312,6 +312,9 @@ func TestPushSurvivesWatcherReconnect_RetriesABusyNode(t *testing.T) {
 func TestPushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease")
 }
+func TestPushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey")
+}
 func TestPushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX")
 }

@@ -3,13 +3,16 @@ package leasesuite
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/respire-go/respire/conn"
 	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
+	"github.com/respire-go/respire/sim"
 )
 
 // TestPushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease: 4
@@ -111,5 +114,84 @@ func casePushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease(t *tes
 func init() {
 	register(
 		Case{"PushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease", casePushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease},
+	)
+}
+
+// TestPushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey:
+// the release carried a parked waiter's try and the script gave it the key,
+// but the waiter's ctx ended before the reply came (held by the server):
+// the release answers Released, the waiter's Acquire returns its ctx's
+// cause, and the key it got is deleted by the abandoned try's clean-up, so
+// that nobody waits for a lease no one holds.
+func casePushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey(t *testing.T, tr Transport) {
+	for _, profile := range sim.Profiles {
+		t.Run(string(profile), func(t *testing.T) {
+			const key = "push:handover:gaveup"
+			srv := startSim(t, sim.Config{Profile: profile, History: true})
+			locks := newLocks(t, tr, clientOf([]string{srv.Addr()}, "", simPassword, true))
+			ctx := ctxT(t)
+			holder, err := locks.Acquire(ctx, key, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitCtx, giveUp := context.WithCancel(ctx)
+			got := make(chan error, 1)
+			go func() {
+				lock, err := locks.Acquire(waitCtx, key, 30*time.Second, lease.WithWaitUntilDone(), lease.WithRetryEvery(time.Minute))
+				if lock != nil {
+					lock.Close()
+					err = errors.New("the waiter returned the lock after its ctx ended")
+				}
+				got <- err
+			}()
+			eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, key) == 1 })
+			srv.Exec("SCRIPT", "LOAD", conn.HandOverScript) // the EVALSHA runs: its reply is the one held
+			reply, open := gate(t)
+			srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: reply, Match: isHandOver})
+			released := make(chan lease.ReleaseOutcome, 1)
+			go func() { out, _ := holder.Release(ctx); released <- out }()
+			ran := waitHistory(t, srv, func(e sim.Execution) bool { return isHandOver(e.Args) && !strings.HasPrefix(e.Reply, "-") })
+			if !strings.HasPrefix(ran.Reply, ":1") {
+				t.Fatalf("the hand-over answered %q; want :1 (released and handed over)", ran.Reply)
+			}
+			giveUp()
+			open()
+			if out := <-released; out != lease.Released {
+				t.Fatalf("the holder's release: %v; want Released", out)
+			}
+			if err := <-got; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the waiter's Acquire: %v; want context.Canceled", err)
+			}
+			eventually(t, "the abandoned waiter's key deleted", func() bool { return strings.HasPrefix(srv.Exec("EXISTS", key), ":0") })
+		})
+	}
+}
+
+// isHandOver reports whether args run conn.HandOverScript (EVALSHA, or
+// EVAL after NOSCRIPT).
+func isHandOver(args []string) bool {
+	return len(args) > 1 && (strings.EqualFold(args[0], "EVALSHA") && args[1] == conn.HandOverScriptSHA ||
+		strings.EqualFold(args[0], "EVAL") && args[1] == conn.HandOverScript)
+}
+
+// waitHistory waits until srv ran a command that match accepts, and returns it.
+func waitHistory(t *testing.T, srv *sim.Server, match func(sim.Execution) bool) sim.Execution {
+	t.Helper()
+	var found sim.Execution
+	eventually(t, "the command ran", func() bool {
+		for _, e := range srv.History() {
+			if len(e.Args) > 1 && match(e) {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func init() {
+	register(
+		Case{"PushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey", casePushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey},
 	)
 }
