@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"time"
 
 	"github.com/respire-go/respire/conn"
 	sm "github.com/respire-go/respire/statemachine"
@@ -26,12 +27,22 @@ import (
 // answer it gave up on is cleaned up as every abandoned try is.
 //
 // Plain unfair mutex keys only (no fencing, no fair queue, no writer), and
-// handOverRun hand-overs of one key in a row at most: then a release
-// deletes the key, and waiters of other processes get their chance.
+// within bounds: after handOverRun hand-overs of one key in a row, or once
+// handOverSpan passed since the first of them, a release yields the key
+// (yields), and waiters of other processes get their chance.
 
-// handOverRun is how many releases of one key in a row hand it over to a
-// waiter of this Locks; the next one frees it for every process.
-const handOverRun = 16
+// handOverRun and handOverSpan bound a run of hand-overs of one key: the
+// release after handOverRun of them, or the first one handOverSpan after
+// the run began, frees the key for every process.
+const (
+	handOverRun  = 64
+	handOverSpan = 100 * time.Millisecond
+)
+
+// runOver reports whether e's run of hand-overs reached its bound at now.
+func (e *pushKey) runOver(now time.Duration) bool {
+	return e.handOvers >= handOverRun || e.handOvers > 0 && now-e.runStart >= handOverSpan
+}
 
 // carriedTry is a waiter's try carried by a release: its handle, caller,
 // send job and, when the command ran (sent), its completion. lock nil: the
@@ -97,7 +108,7 @@ func (h *pushHub) reserve(l *Lock) *pushWaiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.keys[l.wireKey]
-	if e == nil || e.shared || e.member || e.baton != nil || len(e.waiters) == 0 || e.handOvers >= handOverRun || h.closed {
+	if e == nil || e.shared || e.member || e.baton != nil || len(e.waiters) == 0 || e.runOver(h.d.clock.Now()) || h.closed {
 		return nil
 	}
 	w := e.waiters[0]
@@ -105,14 +116,17 @@ func (h *pushHub) reserve(l *Lock) *pushWaiter {
 		return nil
 	}
 	e.baton, e.missed, e.verify = w, false, false
+	if e.handOvers == 0 {
+		e.runStart = h.d.clock.Now()
+	}
 	e.handOvers++
 	w.reserved = true
 	h.stats.handOvers++
 	return w
 }
 
-// yields reports whether l's release frees the key for every process: the
-// key was handed over handOverRun times in a row and waiters of this Locks
+// yields reports whether l's release frees the key for every process: its
+// run of hand-overs reached its bound (runOver) and waiters of this Locks
 // wait on it. Its reply then hands no baton, and the key's invalidation is
 // not read as its release (releaseSent): the waiters here read the key
 // before they try, as those of other processes do, and none of them is
@@ -124,7 +138,7 @@ func (h *pushHub) yields(l *Lock) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.keys[l.wireKey]
-	if e == nil || e.handOvers < handOverRun || len(e.waiters) == 0 {
+	if e == nil || !e.runOver(h.d.clock.Now()) || len(e.waiters) == 0 {
 		return false
 	}
 	e.yielding = l

@@ -90,9 +90,10 @@ type pushKey struct {
 	// handedBy is the lock whose release handed it over last, until that
 	// release's step (released).
 	handOvers int
+	runStart  time.Duration // the driver clock's Now at the first of them
 	handedBy  *Lock
-	// yielding is the lock whose release yields the key (handOverRun
-	// hand-overs in a row): no baton from its reply (push_handover.go).
+	// yielding is the lock whose release yields the key (its run of
+	// hand-overs reached its bound): no baton from its reply (push_handover.go).
 	yielding *Lock
 	// fairDeferred: a change woke the local fair head, and the read that
 	// tracks the key again waits until a fair waiter's try ended (push_fair.go).

@@ -20,9 +20,9 @@ import (
 // each releasing once the others are parked on it: the releases hand the
 // key over to a parked waiter in the same command (most hand-offs are
 // hand-overs), never to two holders at once; and a waiter of another
-// Locks (another process), parked on the key meanwhile, gets it too: at
-// most 16 releases in a row hand the key over, then one frees it for every
-// process.
+// Locks (another process), parked on the key meanwhile, gets it too: a
+// run of hand-overs is bounded (64 releases, or 100 ms), then a release
+// frees the key for every process.
 func casePushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease(t *testing.T, tr Transport) {
 	forEachServer(t, tr, func(t *testing.T, tg *target) {
 		const key, waiters, handoffs = "push:handover", 4, 40
