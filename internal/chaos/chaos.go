@@ -121,6 +121,7 @@ type Stats struct {
 	OutsiderWrites   int // outsider SET NX that took a key
 	Fences           int // CLIENT KILL … ADDR the sim executed (0 on a real server)
 	AbandonedExpired int // abandoned acquisitions' leases that expired before their clean-up reached the server
+	HandOvers        int // releases that carried a waiter of their Locks' try (rule PushHandsOverWithinOneLocks)
 	PrimCalls        int // Semaphore.Acquire, RWLock.RLock and RWLock.Lock calls
 	Permits          int // ... that returned a permit
 	Reads            int // ... that returned a read hold
@@ -146,6 +147,7 @@ type Stats struct {
 // Add adds o's counts to s.
 func (s *Stats) Add(o Stats) {
 	s.Schedules += o.Schedules
+	s.HandOvers += o.HandOvers
 	s.AcquireCalls += o.AcquireCalls
 	s.Acquisitions += o.Acquisitions
 	s.NotAcquired += o.NotAcquired
@@ -186,13 +188,14 @@ func (s Stats) String() string {
 	}
 	return fmt.Sprintf("%d schedules, %d acquisitions (%d calls, %d not acquired, %d abandoned), %d releases, %d resets, "+
 		"%d uncertain outcomes, %d fences seen, %d keep-alives lost, %d outsider writes, "+
-		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry, %d of the calls fair\n"+
+		"%d abandoned leases expired before their clean-up, closest owners %s apart after an expiry, %d of the calls fair, "+
+		"%d hand-overs\n"+
 		"semaphore and read/write lock: %d calls, %d permits, %d read holds, %d write holds, %d writers that waited in vain, "+
 		"%d permits of holders that died, %d permit waits in vain\n"+
 		"guarded writes: %d ran, %d refused, %d settled as not run, %d unknown; %d stale guard scripts run by the server\n"+
 		"faults injected: %s",
 		s.Schedules, s.Acquisitions, s.AcquireCalls, s.NotAcquired, s.Abandoned, s.Releases, s.Resets,
-		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), s.FairCalls,
+		s.Uncertain, s.Fences, s.KeepAliveLost, s.OutsiderWrites, s.AbandonedExpired, ms(s.ClosestGap), s.FairCalls, s.HandOvers,
 		s.PrimCalls, s.Permits, s.Reads, s.Writes, s.WriterGaveUp, s.Crashed, s.PermitGaveUp,
 		s.GuardedWrites, s.GuardRefusals, s.GuardNotWritten, s.GuardUnknown, s.StaleGuards, strings.Join(faults, ", "))
 }

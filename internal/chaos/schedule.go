@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/respire-go/respire/internal/faultproxy"
+	"github.com/respire-go/respire/internal/leaseinternal"
 	"github.com/respire-go/respire/lease"
 	"github.com/respire-go/respire/sim"
 )
@@ -225,6 +226,7 @@ func (s *schedule) finish(inj *injector, holdings []*holding, stats *Stats) {
 		}
 	}
 	for _, proc := range s.procs {
+		stats.HandOvers += leaseinternal.Driver(proc.locks).PushStats().HandOvers
 		proc.closeClient()
 	}
 	_ = s.proxy.Close()
