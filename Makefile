@@ -82,13 +82,15 @@ chaos-mutation:
 ## submitted"), the driver's renewal mutation (the renewer ignores its renewal's answer), conn's
 ## semaphore-limit mutation (a permit acquisition asks for one permit more than its limit) and conn's
 ## guard mutation (the guarded-write scripts skip their ownership check) and the fair-head
-## mutation (the fair queue grants to the waiter behind the head) within 1,000 schedules each.
+## mutation (the fair queue grants to the waiter behind the head) and the hand-over mutation (the
+## hand-over script skips its owner compare) within 1,000 schedules each.
 dst-mutation:
 	$(GO) test -count=1 -tags respire_mutation_errclosing ./sim -run TestSimulatorRunsTheShippedEngine_CatchesTheEnginesErrClosingMutation
 	$(GO) test -count=1 -tags respire_mutation_renewal ./sim -run TestSimulatorRunsTheShippedDriver_CatchesTheDriversRenewalMutation
 	$(GO) test -count=1 -tags respire_mutation_semlimit ./sim -run TestSimulatorChecksThePrimitives_CatchesTheSemaphoreLimitMutation
 	$(GO) test -count=1 -tags respire_mutation_guard ./sim -run TestNoGuardedWriteAfterTakeover_TheSimulatorCatchesTheGuardMutation
 	$(GO) test -count=1 -tags respire_mutation_fairhead ./sim -run TestSimulatorChecksFairWaiting_CatchesTheFairHeadMutation
+	$(GO) test -count=1 -tags respire_mutation_handover ./sim -run TestPushHandsOverWithinOneLocks_TheSimulatorCatchesTheHandOverMutation
 
 ## bench: the peer benchmark (bench/cmd/peerbench, its own module): respire-go, raw rueidis, raw
 ## go-redis, redsync, bsm/redislock and rueidislock on a private redis-server it starts; writes

@@ -13,7 +13,7 @@ import (
 // as SET NX PX would (reply 2: the key was free and is now the next
 // owner's; 0: another owner holds it, nothing changed). The next owner's
 // lease starts no earlier than the script runs, as with its own SET NX.
-const HandOverScript = "if redis.call('get', KEYS[1]) == ARGV[1] then\n" +
+const HandOverScript = "if " + handOverOwnerCheck + " then\n" +
 	"  redis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])\n" +
 	"  return 1\n" +
 	"end\n" +
@@ -21,7 +21,7 @@ const HandOverScript = "if redis.call('get', KEYS[1]) == ARGV[1] then\n" +
 	"return 0"
 
 // HandOverScriptSHA is the SHA1 of HandOverScript.
-const HandOverScriptSHA = "628747d6056290004f4e838fa75c259d004e063e"
+var HandOverScriptSHA = scriptSHA(HandOverScript)
 
 // HandOverOp runs HandOverScript (EVALSHA, EVAL after NOSCRIPT): the
 // release of key by token, and the acquisition of key by next for
