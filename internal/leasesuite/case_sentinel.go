@@ -140,7 +140,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
-	eventually(t, "a sentinel named the new primary", func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
+	awaitFailover(t, "a sentinel named the new primary", func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
 	fresh := sentinelsPrimary(sentinels, master, password, old)
 	kept, lost := settle(t, o, held, stop, done)
 	t.Logf("Sentinel failover %s -> %s on %s: %d locks kept, %d reported lost (no two owners)", old, fresh, tr.Name, kept, lost)
@@ -155,7 +155,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 		t.Fatalf("the lock's session is on %v; want the new primary %s", s, fresh)
 	}
 	_ = lock.Close()
-	eventually(t, "the old primary reconfigured as a replica", func() bool {
+	awaitFailover(t, "the old primary reconfigured as a replica", func() bool {
 		return strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave")
 	})
 }

@@ -112,7 +112,7 @@ func reassertTwoLocks(t *testing.T, tr Transport, locks *lease.Locks, sentinels 
 	// go-redis followed it (go-redis closes its Conns to the old primary):
 	// a read every 100 ms is the application's lock traffic.
 	lastRead := time.Time{}
-	eventually(t, "the client named the new primary", func() bool {
+	awaitFailover(t, "the client named the new primary", func() bool {
 		if time.Since(lastRead) >= 100*time.Millisecond {
 			lastRead = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -134,7 +134,7 @@ func reassertTwoLocks(t *testing.T, tr Transport, locks *lease.Locks, sentinels 
 	if got := adminExec(replica, password, "GET", coreOf(kept).WireKey()); !strings.Contains(got, wireOf(kept.Token())) {
 		t.Errorf("the kept lock's key on the new primary %s = %q; want its token", replica, got)
 	}
-	eventually(t, "the old primary reconfigured as a replica", func() bool {
+	awaitFailover(t, "the old primary reconfigured as a replica", func() bool {
 		return strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave")
 	})
 }

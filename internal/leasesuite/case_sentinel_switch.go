@@ -70,13 +70,13 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	late := 0
-	eventually(t, "the client named the new primary", func() bool {
+	awaitFailover(t, "the client named the new primary", func() bool {
 		late += checkEstimates(t, held, replica, password) // before the switch is known too
 		return !engine.IsPrimary(old)
 	})
 	learned := time.Now()
 	t.Logf("the %s client named the new primary %v after SENTINEL FAILOVER", tr.Name, learned.Sub(failover).Round(time.Millisecond))
-	eventually(t, "a sentinel named the new primary", func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
+	awaitFailover(t, "a sentinel named the new primary", func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
 	fresh := sentinelsPrimary(sentinels, master, password, old)
 	if fresh != replica {
 		t.Fatalf("Sentinel promoted %s; want the replica %s", fresh, replica)
@@ -98,7 +98,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 	if kept < switchLocks-1 {
 		t.Errorf("%d of %d locks kept through the failover; want at least %d", kept, switchLocks, switchLocks-1)
 	}
-	eventually(t, "the old primary reconfigured as a replica", func() bool {
+	awaitFailover(t, "the old primary reconfigured as a replica", func() bool {
 		return strings.Contains(adminExec(old, password, "INFO", "replication"), "role:slave")
 	})
 }

@@ -114,6 +114,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// awaitFailover polls cond (bounded) for a step of a Sentinel failover
+// that Sentinel and the servers take by themselves once SENTINEL FAILOVER
+// answered: the promotion named by a sentinel, the old primary turned into
+// a replica, and the clients' learning of the new primary, which follows
+// the sentinels' announcement. Its timing is theirs, not this library's:
+// on a loaded machine (the whole suite in parallel beside CPU burners) it
+// took more than eventually's 10 s, so it gets a minute. What the cases
+// check during the wait (estimates, outsiders' writes) is checked on every
+// poll all the same.
+func awaitFailover(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (a minute)", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // isRenewal matches SET key … IFEQ … (the native renewal).
 func isRenewal(key string) func(sim.Entry) bool {
 	return func(e sim.Entry) bool {
