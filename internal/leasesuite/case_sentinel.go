@@ -140,7 +140,7 @@ func caseSentinelFailover_SessionsFollowTheNewPrimary(t *testing.T, tr Transport
 	if got := adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master); got != "+OK\r\n" {
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
-	awaitFailover(t, "a sentinel named the new primary", func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
+	awaitSwitch(t, "a sentinel named the new primary", sentinels, master, password, old, func() bool { return sentinelsPrimary(sentinels, master, password, old) != "" })
 	fresh := sentinelsPrimary(sentinels, master, password, old)
 	kept, lost := settle(t, o, held, stop, done)
 	t.Logf("Sentinel failover %s -> %s on %s: %d locks kept, %d reported lost (no two owners)", old, fresh, tr.Name, kept, lost)

@@ -210,7 +210,7 @@ func failOverTo(t *testing.T, tr Transport, sentinels []string, master, password
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	lastRead := time.Time{}
-	awaitFailover(t, "the "+tr.Name+" clients named the new primary", func() bool {
+	awaitSwitch(t, "the "+tr.Name+" clients named the new primary", sentinels, master, password, old, func() bool {
 		read := time.Since(lastRead) >= 100*time.Millisecond
 		if read {
 			lastRead = time.Now()

@@ -112,7 +112,7 @@ func reassertTwoLocks(t *testing.T, tr Transport, locks *lease.Locks, sentinels 
 	// go-redis followed it (go-redis closes its Conns to the old primary):
 	// a read every 100 ms is the application's lock traffic.
 	lastRead := time.Time{}
-	awaitFailover(t, "the client named the new primary", func() bool {
+	awaitSwitch(t, "the client named the new primary", sentinels, master, password, old, func() bool {
 		if time.Since(lastRead) >= 100*time.Millisecond {
 			lastRead = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -70,7 +70,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	late := 0
-	awaitFailover(t, "the client named the new primary", func() bool {
+	awaitSwitch(t, "the client named the new primary", sentinels, master, password, old, func() bool {
 		late += checkEstimates(t, held, replica, password) // before the switch is known too
 		return !engine.IsPrimary(old)
 	})

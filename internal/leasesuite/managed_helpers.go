@@ -134,6 +134,37 @@ func awaitFailover(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// awaitSwitch is awaitFailover for the wait that follows SENTINEL
+// FAILOVER: while no sentinel names a primary other than old, the command
+// is sent again every failoverRetry. A forced failover that Sentinel
+// aborts (on a loaded machine it can find no replica good enough: its
+// last INFO too old) leaves the old primary in place for good; the case is
+// about what the clients do once a switch happens, so it asks again.
+func awaitSwitch(t *testing.T, what string, sentinels []string, master, password, old string, cond func() bool) {
+	t.Helper()
+	deadline, again := time.Now().Add(time.Minute), time.Now().Add(failoverRetry)
+	for !cond() {
+		now := time.Now()
+		if now.After(deadline) {
+			t.Fatalf("timed out waiting for %s (a minute)", what)
+		}
+		if now.After(again) {
+			again = now.Add(failoverRetry)
+			if sentinelsPrimary(sentinels, master, password, old) == "" {
+				t.Logf("no sentinel named a new primary %v after SENTINEL FAILOVER: sent again (%q)", failoverRetry,
+					adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master))
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// failoverRetry is how long awaitSwitch waits for a sentinel to name the
+// new primary before it sends SENTINEL FAILOVER again: more than twice
+// the failover-timeout of scripts/with-servers.sh (3 s), the pause
+// Sentinel keeps between two failovers of one primary.
+const failoverRetry = 8 * time.Second
+
 // isRenewal matches SET key … IFEQ … (the native renewal).
 func isRenewal(key string) func(sim.Entry) bool {
 	return func(e sim.Entry) bool {
