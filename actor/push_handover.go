@@ -99,8 +99,8 @@ func (t *tries) finishCarried(ctx context.Context, c *carriedTry) (*Lock, error)
 // reserve picks the waiter l's release hands the key over to, and reserves
 // it (it has the baton), or returns nil: l is no plain unfair mutex lock,
 // nobody of this Locks is parked on the key, its first waiter is not
-// parked or may not be carried, the key was handed over handOverRun times
-// in a row, or hand-overs were turned off.
+// parked or may not be carried, the key's run of hand-overs reached its
+// bound (runOver: the release yields), or hand-overs were turned off.
 func (h *pushHub) reserve(l *Lock) *pushWaiter {
 	if l.Kind() != KindMutex || l.Fair() || h.entries.Load() == 0 || h.d.handOverOff.Load() {
 		return nil

@@ -29,8 +29,8 @@ var HandOverScriptSHA = scriptSHA(HandOverScript)
 // and released it; Result.Waiting that next holds the key now (handed
 // over, or taken free). It acquires: under Sentinel replica
 // acknowledgements its Result.Unconfirmed is set as an acquisition's is.
-// next and ttlMillis are checked as AcquireOp's are (bad input: nothing is
-// sent).
+// An empty token or next, or a lease that is not positive, is bad input:
+// nothing is sent (Op.Invalid).
 func HandOverOp(key, token, next string, ttlMillis int64) Op {
 	call := &primitiveCall{name: "hand-over", kind: primHandOver, script: HandOverScript, sha: HandOverScriptSHA,
 		keys: []string{key}, args: []string{token, next, strconv.FormatInt(ttlMillis, 10)}}
