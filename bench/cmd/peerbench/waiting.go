@@ -26,6 +26,15 @@ const (
 	handoffSetsTarget = 1.5                   // SET NX per hand-off, 16 waiters of one process (issue 31)
 )
 
+// The hand-off latency targets of issue 31: the unfair push hand-off with
+// 16 waiters of one process, and the fair one (lease.WithFairWait) with 64.
+const (
+	unfairP50Target = 120 * time.Microsecond
+	unfairP99Target = 300 * time.Microsecond
+	fairP50Target   = 150 * time.Microsecond
+	fairP99Target   = 500 * time.Microsecond
+)
+
 // waitingConfig is the waiting scenarios' flags.
 type waitingConfig struct {
 	handoffs    int           // hand-offs per repetition
@@ -86,7 +95,9 @@ func waitingScenarios(cfg config) []*scenario {
 		target: &target{impl: "respire-go", metric: "p50", max: micros(handoffP50Target), unit: "µs",
 			what: fmt.Sprintf("respire-go hand-off p50 ≤ %v", handoffP50Target)},
 		more: []*target{{impl: "respire-go", metric: "sets", max: handoffSetsTarget, unit: "SET",
-			what: fmt.Sprintf("respire-go SET NX per hand-off ≤ %v (one waiter of the process woken per change)", handoffSetsTarget)}},
+			what: fmt.Sprintf("respire-go SET NX per hand-off ≤ %v (one waiter of the process woken per change)", handoffSetsTarget)},
+			latencyTarget("respire-go", "p50", "unfair", unfairP50Target),
+			latencyTarget("respire-go", "p99", "unfair", unfairP99Target)},
 		metrics: []metric{{key: "p50", header: "p50 µs", lowerBetter: true, ratio: true},
 			{key: "p99", header: "p99 µs", lowerBetter: true, ratio: true},
 			{key: "commands", header: "commands/hand-off", lowerBetter: true, ratio: true},
@@ -100,6 +111,8 @@ func waitingScenarios(cfg config) []*scenario {
 		about: fmt.Sprintf("as the 16-goroutine hand-off table with 64 waiters: respire-go-fair waits with "+
 			"lease.WithFairWait (ticket order), respire-go with the unfair push wake-up, raw-rueidis and "+
 			"respire-go-poll poll; hold %v, %d hand-offs.", w.handoffHold, w.handoffs),
+		target: latencyTarget("respire-go-fair", "p50", "fair", fairP50Target),
+		more:   []*target{latencyTarget("respire-go-fair", "p99", "fair", fairP99Target)},
 		metrics: []metric{{key: "p50", header: "p50 µs", lowerBetter: true, ratio: true},
 			{key: "p99", header: "p99 µs", lowerBetter: true, ratio: true},
 			{key: "commands", header: "commands/hand-off", lowerBetter: true, ratio: true},
@@ -149,6 +162,13 @@ func waitingScenarios(cfg config) []*scenario {
 	}}
 }
 
+// latencyTarget is a hand-off latency target of issue 31 on impl's metric
+// (p50 or p99, in µs).
+func latencyTarget(impl, metric, kind string, max time.Duration) *target {
+	return &target{impl: impl, metric: metric, max: micros(max), unit: "µs",
+		what: fmt.Sprintf("%s %s hand-off %s ≤ %v", impl, kind, metric, max)}
+}
+
 // handoffHold is one holder's hold in the hand-off scenario.
 type handoffHold struct {
 	span
@@ -165,7 +185,12 @@ func runHandoff(waiters int) func(e *env, im *impl, rep int) (map[string]float64
 }
 
 func handoffRun(e *env, im *impl, rep, waiters int) (map[string]float64, error) {
-	key := fmt.Sprintf("%s%s:handoff%d:%d", e.prefix, im.name, waiters, rep)
+	return handoffOn(e, im, fmt.Sprintf("%s%s:handoff%d:%d", e.prefix, im.name, waiters, rep), waiters, nil)
+}
+
+// handoffOn runs the hand-off on key; ended, when set, is set before the
+// run ends its waiters' acquisitions (the fair-order watcher's cue).
+func handoffOn(e *env, im *impl, key string, waiters int, ended *atomic.Bool) (map[string]float64, error) {
 	target := e.cfg.waiting.handoffs + 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -205,6 +230,9 @@ func handoffRun(e *env, im *impl, rep, waiters int) (map[string]float64, error) 
 				h.released = time.Since(base)
 				mu.Lock()
 				if holds = append(holds, h); len(holds) >= target {
+					if ended != nil {
+						ended.Store(true)
+					}
 					cancel()
 				}
 				mu.Unlock()
@@ -241,6 +269,7 @@ func handoffValues(holds []handoffHold, stats0, stats1 commandStats, elapsed, le
 		"commands": float64(stats1.total()-stats0.total()) / n,
 		"sets":     float64(stats1["set"]-stats0["set"]) / n,
 		"rate":     n / elapsed.Seconds(), "overlaps": float64(overlaps), "errors": float64(errs),
+		"handoffs": float64(len(lat)),
 	}
 }
 
