@@ -99,10 +99,13 @@ func (d *Driver) Acquire(ctx context.Context, spec AcquireSpec) (*Lock, error) {
 // run tries, and waits between tries as t's spec says.
 func (t *tries) run(ctx context.Context) (*Lock, error) {
 	d := t.d
-	if t.joinsParked() {
+	if t.joinsParked() && (!t.spec.KeepAlive || t.checked || t.permit(ctx) == nil) {
 		// Others of this Locks wait on the tracked key: the key was held
 		// at their last read and has not changed since, so a SET NX now
-		// would be refused. Join them; a change hands the key on.
+		// would be refused. Join them; a change hands the key on. The
+		// keep-alive's permission is checked first, here: a release that
+		// carries the try (push_handover.go) sends nothing else. (When the
+		// check fails, the first try below meets it again.)
 		if sleep, again := t.poll.Next(d.clock.Now(), d.jitter()); again {
 			return t.pushed(ctx, sleep)
 		}
@@ -149,11 +152,15 @@ func (t *tries) parked(ctx context.Context, sleep time.Duration) (lock *Lock, er
 	defer func() { d.push.leave(on.key, waiter, lock != nil) }()
 	for {
 		werr := d.push.wait(ctx, t, on, sleep, t.pushedSleep(d.clock.Now(), sleep), &waiter)
-		if c := d.push.takeCarried(waiter); c != nil {
+		c, cerr := d.push.takeCarried(ctx, waiter)
+		switch {
+		case c != nil:
 			lock, err = t.finishCarried(ctx, c) // a release carried its try (push_handover.go)
-		} else if werr != nil {
+		case cerr != nil:
+			return nil, cerr // gave its carried try up: the release steps its answer
+		case werr != nil:
 			return nil, werr
-		} else {
+		default:
 			lock, err = t.one(ctx)
 		}
 		if lock != nil || (err != nil && !t.ridesOut(ctx, err)) {

@@ -22,9 +22,13 @@ import (
 // the command's completion, stepped by the waiter's goroutine (finish).
 // While its try is carried the waiter is reserved: it holds the key's
 // baton (push_wait.go), nobody else of this Locks is woken for the key's
-// changes, and the waiter, whatever woke it (its ctx, its sleep), waits
-// for the carried try's answer before it does anything else; a try whose
-// answer it gave up on is cleaned up as every abandoned try is.
+// changes, and the waiter, whatever woke it (its sleep, a change), waits
+// for the carried try's answer before it does anything else — except its
+// ctx: when that ends first, the waiter returns at once, as it does while
+// its own SET NX is on the wire, and gives the try up (gaveUp). The
+// release then steps the try's answer itself when it comes (abandon): the
+// caller cancelled, then the completion, whose clean-up deletes a key the
+// script gave the try, as for every abandoned try.
 //
 // Plain unfair mutex keys only (no fencing, no fair queue, no writer), and
 // within bounds: after handOverRun hand-overs of one key in a row, or once
@@ -53,6 +57,9 @@ type carriedTry struct {
 	job  job
 	done event
 	sent bool
+	// What the reply tells the try's answer besides done (tryAnswer).
+	unconfirmed error
+	uncertain   bool
 }
 
 // handsOver reports whether t's waiting acquisition may be carried by a
@@ -62,12 +69,14 @@ func (t *tries) handsOver() bool {
 }
 
 // carry makes the try a release carries for t's waiter (reserved: its
-// goroutine waits): the keep-alive's permission check if it has not
-// passed, then the handle and its InputAcquire. ctx is the waiter's.
+// goroutine waits): the handle and its InputAcquire, local work only. A
+// waiter whose keep-alive's permission was not checked yet (a check that
+// failed, ridden out) goes on by itself: the release sends nothing else.
+// ctx is the waiter's.
 func (t *tries) carry(ctx context.Context) *carriedTry {
 	c := &carriedTry{}
-	if ctx.Err() != nil || (t.spec.KeepAlive && !t.checked && t.permit(ctx) != nil) {
-		return c // the waiter goes on by itself, and meets the same
+	if ctx.Err() != nil || (t.spec.KeepAlive && !t.checked) {
+		return c
 	}
 	c.lock, c.id, c.job = t.begin(ctx)
 	c.lock.mu.Unlock()
@@ -88,6 +97,10 @@ func (t *tries) finishCarried(ctx context.Context, c *carriedTry) (*Lock, error)
 	var done *event
 	if c.sent {
 		done = &c.done
+		if c.unconfirmed != nil {
+			t.answer.unconfirmed = c.unconfirmed
+		}
+		t.answer.uncertain = c.uncertain
 	}
 	lock, err := t.finish(ctx, c.lock, c.id, c.job, done)
 	if lock != nil && t.spec.KeepAlive && t.d.push != nil {
@@ -147,9 +160,16 @@ func (h *pushHub) yields(l *Lock) bool {
 
 // deliver gives a reserved waiter its carried try, and wakes it. handed
 // says the release released the key into it: its step must not hand the
-// baton on (released).
+// baton on (released). A waiter that gave the try up is not there: its
+// answer is stepped here (abandon), and the key's next waiter is woken by
+// the release's reply as after any release.
 func (h *pushHub) deliver(w *pushWaiter, c *carriedTry, l *Lock, handed bool) {
 	h.mu.Lock()
+	if w.gaveUp {
+		h.mu.Unlock()
+		h.d.abandon(c)
+		return
+	}
 	w.carried = c
 	if e := h.keys[l.wireKey]; e != nil && handed {
 		e.handedBy = l
@@ -164,24 +184,65 @@ func (h *pushHub) deliver(w *pushWaiter, c *carriedTry, l *Lock, handed bool) {
 
 // takeCarried returns the try a release carried for w, waiting for it
 // while the release's command is on the wire, or nil when w was not
-// reserved. The wait has no ctx: the command is bounded by its own, and
-// an answer that came after the caller gave up is settled by finish.
-func (h *pushHub) takeCarried(w *pushWaiter) *carriedTry {
+// reserved. When ctx ends first it returns ctx's cause, and w gives the
+// try up (gaveUp: deliver steps its answer), once the release made it:
+// that is local work, and the release reads w's tries until then.
+func (h *pushHub) takeCarried(ctx context.Context, w *pushWaiter) (*carriedTry, error) {
 	if w == nil {
-		return nil
+		return nil, nil
 	}
 	h.mu.Lock()
 	reserved := w.reserved
 	h.mu.Unlock()
 	if !reserved {
-		return nil
+		return nil, nil
 	}
-	_ = h.d.spawn.Wait(context.Background(), w.ready)
+	err := h.d.spawn.Wait(ctx, w.ready)
+	if err != nil {
+		_ = h.d.spawn.Wait(context.Background(), w.made)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := w.carried
 	w.carried, w.reserved = nil, false
-	return c
+	if c == nil {
+		w.gaveUp = true
+		return nil, err
+	}
+	for _, ch := range [...]chan struct{}{w.ready, w.made} { // the tokens of this carry left unread
+		select {
+		case <-ch:
+		default:
+		}
+	}
+	return c, nil
+}
+
+// abandon steps the answer of a carried try its waiter gave up
+// (takeCarried), on the release's goroutine, as finish would for a caller
+// whose ctx ended: the caller cancelled (the handle is Abandoned), then
+// the completion — a reply that may have given the try the key emits the
+// clean-up delete, which goes out after that reply. A try the release did
+// not send completes as not submitted: nothing to clean up.
+func (d *Driver) abandon(c *carriedTry) {
+	l := c.lock
+	if l == nil {
+		return
+	}
+	done := c.done
+	if !c.sent {
+		done = event{kind: eventDone, op: c.job.op, outcome: sm.OutcomeNotSubmitted, err: context.Canceled}
+	}
+	l.mu.Lock()
+	l.step(sm.Input{Kind: sm.InputCallerCancelled, Caller: c.id, Now: d.clock.Now()}, c.id)
+	if next, ok := l.input(done); ok {
+		l.step(next, c.id)
+	}
+	l.collect(c.id)
+	l.mu.Unlock()
+	if c.sent {
+		d.inflight.Done()
+	}
 }
 
 // handOver sends l's release as a hand-over to w (reserved) on session s,
@@ -191,13 +252,14 @@ func (h *pushHub) takeCarried(w *pushWaiter) *carriedTry {
 // for this Locks (a server or ACL without scripts).
 func (l *Lock) handOver(ctx context.Context, j job, s conn.Session, w *pushWaiter, unfenced bool) event {
 	d := l.d
-	c := w.t.carry(w.ctx)
+	c, ms := w.t.carry(w.ctx), w.t.ms
+	w.made <- struct{}{} // the waiter may give the try up now (takeCarried): w.t is not read again
 	if c.lock == nil || c.job.kind != sm.EffectSendAcquire || (c.job.route != nil && !c.job.route.Carry(s)) {
 		d.push.deliver(w, c, l, false)
 		return l.releaseAlone(ctx, j, s, unfenced)
 	}
 	d.inflight.Add() // the waiter's try: its finish steps the completion, then Done
-	res, err := d.run(ctx, s, conn.HandOverOp(l.wireKey, l.token, c.lock.token, w.t.ms), j.route)
+	res, err := d.run(ctx, s, conn.HandOverOp(l.wireKey, l.token, c.lock.token, ms), j.route)
 	if rs := j.route.Session(); rs != nil && c.job.route != nil && rs != s {
 		c.job.route.Carry(rs) // followed a redirect: the waiter's try went there too
 	}
@@ -212,9 +274,9 @@ func (l *Lock) handOver(ctx context.Context, j job, s conn.Session, w *pushWaite
 		return event{kind: eventDone, op: j.op, outcome: outcome, err: err, unfenced: unfenced}
 	}
 	if res.Waiting && res.Unconfirmed != nil {
-		w.t.answer.unconfirmed = res.Unconfirmed
+		c.unconfirmed = res.Unconfirmed
 	}
-	w.t.answer.uncertain = outcome == sm.OutcomeUncertain
+	c.uncertain = outcome == sm.OutcomeUncertain
 	c.done = event{kind: eventDone, op: c.job.op, outcome: acquireOutcome(res.Waiting, err), err: err}
 	c.sent = true
 	d.push.deliver(w, c, l, res.Owned)

@@ -114,13 +114,17 @@ type pushWaiter struct {
 	// What a release of this Locks needs to carry its try (push_handover.go):
 	// its tries and ctx, whether it is parked now (under hub.mu), whether a
 	// release reserved it, and the carried try, with ready (cap 1) told
-	// once it is there.
+	// once it is there; made (cap 1) is told once the release made the try
+	// (it reads t no more), and gaveUp says the waiter left before the
+	// carried try was there (under hub.mu): the release steps its answer.
 	t        *tries
 	ctx      context.Context
 	parked   bool
 	reserved bool
+	gaveUp   bool
 	carried  *carriedTry
 	ready    chan struct{}
+	made     chan struct{}
 }
 
 // pushStats counts what push did, for tests (read under hub.mu).
@@ -271,7 +275,7 @@ func (h *pushHub) wait(ctx context.Context, t *tries, on waitOn, sleep, parked t
 	e := h.entry(key)
 	e.member, e.shared = e.member || on.member, e.shared || on.shared
 	if *pw == nil {
-		*pw = &pushWaiter{wake: make(chan struct{}, 1), t: t, ctx: ctx, ready: make(chan struct{}, 1)}
+		*pw = &pushWaiter{wake: make(chan struct{}, 1), t: t, ctx: ctx, ready: make(chan struct{}, 1), made: make(chan struct{}, 1)}
 		e.waiters = append(e.waiters, *pw)
 	}
 	w := *pw

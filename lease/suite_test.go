@@ -315,6 +315,9 @@ func TestPushHandsOverWithinOneLocks_ParkedWaitersGetTheKeyWithTheRelease(t *tes
 func TestPushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey")
 }
+func TestPushHandsOverWithinOneLocks_AWaiterReturnsAtItsCtxEndWhileTheHandOverIsAnswered(t *testing.T) {
+	leasesuite.Run(t, leasesuite.Wire, "PushHandsOverWithinOneLocks_AWaiterReturnsAtItsCtxEndWhileTheHandOverIsAnswered")
+}
 func TestPushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX(t *testing.T) {
 	leasesuite.Run(t, leasesuite.Wire, "PushWakesOneWaiterPerRelease_AHandOffCycleCostsAboutOneSetNX")
 }
