@@ -70,7 +70,7 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		t.Fatalf("SENTINEL FAILOVER = %q", got)
 	}
 	late := 0
-	awaitSwitch(t, "the client named the new primary", sentinels, master, password, old, func() bool {
+	resent := awaitSwitch(t, "the client named the new primary", sentinels, master, password, old, func() bool {
 		late += checkEstimates(t, held, replica, password) // before the switch is known too
 		return !engine.IsPrimary(old)
 	})
@@ -95,7 +95,15 @@ func casePrimarySwitchRenewsAtOnce_EveryLockIsConfirmedOnTheNewPrimary(t *testin
 		attribute.Int(attrServerPort, portNumber)); n != 0 {
 		t.Errorf("%d sessions to the new primary %s were retired as demoted; want none", n, fresh)
 	}
-	if kept < switchLocks-1 {
+	switch {
+	case kept < switchLocks-1 && resent > 0:
+		// Sentinel did not carry out the first failover (loaded host): the
+		// switch took longer than the lease, and the replica it had begun to
+		// promote acknowledged nothing meanwhile, so the rule ends the locks
+		// (their safety is checked above all the same). How many are kept is
+		// a claim about a failover done in one go.
+		t.Logf("SENTINEL FAILOVER was sent %d more times: %d of %d locks kept is not judged", resent, kept, switchLocks)
+	case kept < switchLocks-1:
 		t.Errorf("%d of %d locks kept through the failover; want at least %d", kept, switchLocks, switchLocks-1)
 	}
 	awaitFailover(t, "the old primary reconfigured as a replica", func() bool {

@@ -140,7 +140,7 @@ func awaitFailover(t *testing.T, what string, cond func() bool) {
 // aborts (on a loaded machine it can find no replica good enough: its
 // last INFO too old) leaves the old primary in place for good; the case is
 // about what the clients do once a switch happens, so it asks again.
-func awaitSwitch(t *testing.T, what string, sentinels []string, master, password, old string, cond func() bool) {
+func awaitSwitch(t *testing.T, what string, sentinels []string, master, password, old string, cond func() bool) (resent int) {
 	t.Helper()
 	deadline, again := time.Now().Add(time.Minute), time.Now().Add(failoverRetry)
 	for !cond() {
@@ -151,12 +151,14 @@ func awaitSwitch(t *testing.T, what string, sentinels []string, master, password
 		if now.After(again) {
 			again = now.Add(failoverRetry)
 			if sentinelsPrimary(sentinels, master, password, old) == "" {
+				resent++
 				t.Logf("no sentinel named a new primary %v after SENTINEL FAILOVER: sent again (%q)", failoverRetry,
 					adminExec(sentinels[0], password, "SENTINEL", "FAILOVER", master))
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return resent
 }
 
 // failoverRetry is how long awaitSwitch waits for a sentinel to name the
