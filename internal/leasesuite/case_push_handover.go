@@ -126,43 +126,16 @@ func init() {
 func casePushHandsOverWithinOneLocks_AWaiterThatGaveUpDuringTheHandOverLeavesNoKey(t *testing.T, tr Transport) {
 	for _, profile := range sim.Profiles {
 		t.Run(string(profile), func(t *testing.T) {
-			const key = "push:handover:gaveup"
-			srv := startSim(t, sim.Config{Profile: profile, History: true})
-			locks := newLocks(t, tr, clientOf([]string{srv.Addr()}, "", simPassword, true))
-			ctx := ctxT(t)
-			holder, err := locks.Acquire(ctx, key, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitCtx, giveUp := context.WithCancel(ctx)
-			got := make(chan error, 1)
-			go func() {
-				lock, err := locks.Acquire(waitCtx, key, 30*time.Second, lease.WithWaitUntilDone(), lease.WithRetryEvery(time.Minute))
-				if lock != nil {
-					lock.Close()
-					err = errors.New("the waiter returned the lock after its ctx ended")
-				}
-				got <- err
-			}()
-			eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, key) == 1 })
-			srv.Exec("SCRIPT", "LOAD", conn.HandOverScript) // the EVALSHA runs: its reply is the one held
-			reply, open := gate(t)
-			srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: reply, Match: isHandOver})
-			released := make(chan lease.ReleaseOutcome, 1)
-			go func() { out, _ := holder.Release(ctx); released <- out }()
-			ran := waitHistory(t, srv, func(e sim.Execution) bool { return isHandOver(e.Args) && !strings.HasPrefix(e.Reply, "-") })
-			if !strings.HasPrefix(ran.Reply, ":1") {
-				t.Fatalf("the hand-over answered %q; want :1 (released and handed over)", ran.Reply)
-			}
-			giveUp()
-			open()
-			if out := <-released; out != lease.Released {
+			h := holdHandOver(t, tr, profile, "push:handover:gaveup")
+			h.giveUp()
+			h.open()
+			if out := <-h.released; out != lease.Released {
 				t.Fatalf("the holder's release: %v; want Released", out)
 			}
-			if err := <-got; !errors.Is(err, context.Canceled) {
+			if err := <-h.got; !errors.Is(err, context.Canceled) {
 				t.Fatalf("the waiter's Acquire: %v; want context.Canceled", err)
 			}
-			eventually(t, "the abandoned waiter's key deleted", func() bool { return strings.HasPrefix(srv.Exec("EXISTS", key), ":0") })
+			eventually(t, "the abandoned waiter's key deleted", func() bool { return strings.HasPrefix(h.srv.Exec("EXISTS", h.key), ":0") })
 		})
 	}
 }

@@ -12,6 +12,56 @@ import (
 	"github.com/respire-go/respire/sim"
 )
 
+// heldHandOver is a hand-over whose reply the sim server holds: a holder's
+// release carried the try of a waiter of the same Locks, and the script
+// ran and gave the waiter the key (reply 1), which open lets through.
+// giveUp ends the waiter's ctx; got has its Acquire's error (a lock it
+// returned is closed and reported as an error), released the release's
+// outcome.
+type heldHandOver struct {
+	srv      *sim.Server
+	locks    *lease.Locks
+	key      string
+	giveUp   context.CancelFunc
+	open     func()
+	got      chan error
+	released chan lease.ReleaseOutcome
+}
+
+// holdHandOver sets up a heldHandOver of key on a sim server of profile.
+func holdHandOver(t *testing.T, tr Transport, profile sim.Profile, key string) *heldHandOver {
+	t.Helper()
+	srv := startSim(t, sim.Config{Profile: profile, History: true})
+	h := &heldHandOver{srv: srv, key: key, got: make(chan error, 1), released: make(chan lease.ReleaseOutcome, 1)}
+	h.locks = newLocks(t, tr, clientOf([]string{srv.Addr()}, "", simPassword, true))
+	holder, err := h.locks.Acquire(ctxT(t), key, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, giveUp := context.WithCancel(context.Background())
+	t.Cleanup(giveUp)
+	h.giveUp = giveUp
+	go func() {
+		lock, err := h.locks.Acquire(waitCtx, key, 30*time.Second, lease.WithWaitUntilDone(), lease.WithRetryEvery(time.Minute))
+		if lock != nil {
+			lock.Close()
+			err = errors.New("the waiter returned the lock after its ctx ended")
+		}
+		h.got <- err
+	}()
+	eventually(t, "the waiter parked", func() bool { return parkedWaiters(h.locks, key) == 1 })
+	srv.Exec("SCRIPT", "LOAD", conn.HandOverScript) // the EVALSHA runs: its reply is the one held
+	reply, open := gate(t)
+	h.open = open
+	srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: reply, Match: isHandOver})
+	go func() { out, _ := holder.Release(context.Background()); h.released <- out }()
+	ran := waitHistory(t, srv, func(e sim.Execution) bool { return isHandOver(e.Args) && !strings.HasPrefix(e.Reply, "-") })
+	if !strings.HasPrefix(ran.Reply, ":1") {
+		t.Fatalf("the hand-over answered %q; want :1 (released and handed over)", ran.Reply)
+	}
+	return h
+}
+
 // TestPushHandsOverWithinOneLocks_AWaiterReturnsAtItsCtxEndWhileTheHandOverIsAnswered:
 // a release carries a parked waiter's try and the server holds the
 // hand-over's reply (the releaser's ctx has no deadline); the waiter's ctx
@@ -25,51 +75,24 @@ import (
 func casePushHandsOverWithinOneLocks_AWaiterReturnsAtItsCtxEndWhileTheHandOverIsAnswered(t *testing.T, tr Transport) {
 	for _, profile := range sim.Profiles {
 		t.Run(string(profile), func(t *testing.T) {
-			const key = "push:handover:ctx"
-			srv := startSim(t, sim.Config{Profile: profile, History: true})
-			locks := newLocks(t, tr, clientOf([]string{srv.Addr()}, "", simPassword, true))
-			ctx := ctxT(t)
-			holder, err := locks.Acquire(ctx, key, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitCtx, giveUp := context.WithCancel(context.Background())
-			defer giveUp()
-			got := make(chan error, 1)
-			go func() {
-				lock, err := locks.Acquire(waitCtx, key, 30*time.Second, lease.WithWaitUntilDone(), lease.WithRetryEvery(time.Minute))
-				if lock != nil {
-					lock.Close()
-					err = errors.New("the waiter returned the lock after its ctx ended")
-				}
-				got <- err
-			}()
-			eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, key) == 1 })
-			srv.Exec("SCRIPT", "LOAD", conn.HandOverScript) // the EVALSHA runs: its reply is the one held
-			reply, open := gate(t)
-			srv.Inject(sim.Fault{Kind: sim.DelayReply, Gate: reply, Match: isHandOver})
-			released := make(chan lease.ReleaseOutcome, 1)
-			go func() { out, _ := holder.Release(context.Background()); released <- out }()
-			ran := waitHistory(t, srv, func(e sim.Execution) bool { return isHandOver(e.Args) && !strings.HasPrefix(e.Reply, "-") })
-			if !strings.HasPrefix(ran.Reply, ":1") {
-				t.Fatalf("the hand-over answered %q; want :1 (released and handed over)", ran.Reply)
-			}
-			giveUp()
+			h := holdHandOver(t, tr, profile, "push:handover:ctx")
+			h.giveUp()
 			select {
-			case err := <-got:
+			case err := <-h.got:
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("the waiter's Acquire: %v; want context.Canceled", err)
 				}
 			case <-time.After(30 * time.Second): // a failure bound, not a margin: the answer is held until open
-				open()
-				t.Fatalf("the waiter's Acquire did not return at its ctx's end: it waited for the hand-over's reply (%v)", <-got)
+				h.open()
+				t.Fatalf("the waiter's Acquire did not return at its ctx's end: it waited for the hand-over's reply (%v)", <-h.got)
 			}
-			open()
-			if out := <-released; out != lease.Released {
+			h.open()
+			if out := <-h.released; out != lease.Released {
 				t.Fatalf("the holder's release: %v; want Released", out)
 			}
-			eventually(t, "the abandoned try's key deleted", func() bool { return strings.HasPrefix(srv.Exec("EXISTS", key), ":0") })
-			again, err := locks.Acquire(ctx, key, 30*time.Second, lease.WithWaitUntilDone())
+			eventually(t, "the abandoned try's key deleted", func() bool { return strings.HasPrefix(h.srv.Exec("EXISTS", h.key), ":0") })
+			ctx := ctxT(t)
+			again, err := h.locks.Acquire(ctx, h.key, 30*time.Second, lease.WithWaitUntilDone())
 			if err != nil {
 				t.Fatalf("the key after the abandoned hand-over: %v", err)
 			}
