@@ -51,7 +51,10 @@ func casePushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T, tr Transport) {
 	forEachServer(t, tr, func(t *testing.T, tg *target) {
 		ctx := ctxT(t)
 		locks := tg.locks(t)
-		lock, err := locks.Acquire(ctx, "push:own", 400*time.Millisecond, lease.WithKeepAlive())
+		// A lease of 2 s (renewed about every second): with 400 ms a loaded
+		// host (the whole suite beside two CPU burners) once kept a renewal
+		// past the lease, and the four renewals never came.
+		lock, err := locks.Acquire(ctx, "push:own", 2*time.Second, lease.WithKeepAlive())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +69,12 @@ func casePushIgnoresOwnRenewals_NoWakeNoLoss(t *testing.T, tr Transport) {
 		eventually(t, "the waiter parked", func() bool { return parkedWaiters(locks, "push:own") == 1 })
 		tg.srv.ResetLog()
 		before := pushStatsOf(locks)
-		eventually(t, "four renewals", func() bool { return countMatching(tg.srv.Log(), isExtend("push:own")) >= 4 })
+		eventually(t, "four renewals", func() bool {
+			if lock.Context().Err() != nil {
+				t.Fatalf("the lock ended before four renewals: %v", context.Cause(lock.Context()))
+			}
+			return countMatching(tg.srv.Log(), isExtend("push:own")) >= 4
+		})
 		eventually(t, "the key tracked again", func() bool { return holderArmed(locks, "push:own") })
 		log, after := tg.srv.Log(), pushStatsOf(locks)
 		renewals := countMatching(log, isExtend("push:own"))
